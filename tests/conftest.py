@@ -1,0 +1,24 @@
+import os
+
+import pytest
+import torch
+
+# Tests never reach a hub: everything they load is built here or shipped in a package.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    from workbench.testing import tiny_lm
+
+    return tiny_lm(seed=0)
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    """The real embedded SmolLM2-135M-Instruct (dequantized once into the cache)."""
+    from workbench.models import load_model
+
+    return load_model("smollm2-135m-instruct", device="cpu")

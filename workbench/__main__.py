@@ -1,0 +1,111 @@
+"""Command line: ``python -m workbench <command>``.
+
+    demo                      run the main experiment notebook on the embedded model
+    run NOTEBOOK [-p k=v ...]  run one notebook headless (parameters checked first)
+    params NOTEBOOK           list a notebook's parameters and defaults
+    reproduce                 run every notebook in order
+    models                    list the registered models
+    generate QUESTION ...     answer questions with a model (a quick check)
+
+Errors caused by bad input print one line (``error: ...``) and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.errors import WorkbenchError
+
+#: The notebook the README's first command runs.
+DEMO_NOTEBOOK = "00_quickstart"
+#: Every notebook, in the order ``reproduce`` runs them.
+ALL_NOTEBOOKS = ["00_quickstart"]
+
+
+def _cmd_demo(args) -> None:
+    from workbench.notebooks import run_notebook
+    from workbench.paths import repo_root
+
+    out = run_notebook(DEMO_NOTEBOOK, run_dir=repo_root() / "runs" / "demo")
+    print(f"executed notebook: {out}")
+
+
+def _cmd_run(args) -> None:
+    from workbench.notebooks import parse_parameter, run_notebook
+
+    params = dict(parse_parameter(p) for p in args.parameter)
+    out = run_notebook(args.notebook, params, run_dir=args.run_dir)
+    print(f"executed notebook: {out}")
+
+
+def _cmd_params(args) -> None:
+    from workbench.notebooks import notebook_parameters
+
+    for p in notebook_parameters(args.notebook).values():
+        print(f"{p.name} = {p.default!r}  ({p.inferred_type}){'  # ' + p.help if p.help else ''}")
+
+
+def _cmd_reproduce(args) -> None:
+    from workbench.notebooks import run_notebook
+
+    for name in ALL_NOTEBOOKS:
+        print(f"== {name}", flush=True)
+        print(f"executed notebook: {run_notebook(name)}")
+
+
+def _cmd_models(args) -> None:
+    from workbench.models import REGISTRY
+
+    for spec in REGISTRY.values():
+        print(f"{spec.name:28s} {spec.description}  [{spec.distribution}=={spec.version}]")
+    print("Any Hugging Face model id or local model directory works too.")
+
+
+def _cmd_generate(args) -> None:
+    from workbench.generation import GenerationConfig, generate
+    from workbench.models import load_model
+
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, system_prompt=args.system)
+    for q, g in zip(args.question, generate(lm, args.question, cfg, progress=False)):
+        print(f"Q: {q}\nA: {g.text}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="workbench", description="Abstention Workbench")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="run the main experiment on the embedded model").set_defaults(fn=_cmd_demo)
+    run = sub.add_parser("run", help="run one notebook headless")
+    run.add_argument("notebook")
+    run.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--run-dir", default=None)
+    run.set_defaults(fn=_cmd_run)
+    params = sub.add_parser("params", help="list a notebook's parameters")
+    params.add_argument("notebook")
+    params.set_defaults(fn=_cmd_params)
+    sub.add_parser("reproduce", help="run every notebook").set_defaults(fn=_cmd_reproduce)
+    sub.add_parser("models", help="list registered models").set_defaults(fn=_cmd_models)
+    gen = sub.add_parser("generate", help="answer questions with a model")
+    gen.add_argument("question", nargs="+")
+    gen.add_argument("--model", default=None)
+    gen.add_argument("--device", default="auto")
+    gen.add_argument("--dtype", default="auto")
+    gen.add_argument("--system", default=None)
+    gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.set_defaults(fn=_cmd_generate)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except WorkbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Typed settings and results for batched generation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from workbench.errors import ConfigError
+
+FinishReason = Literal["eos", "stop_string", "stop_when", "length"]
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """How to generate.
+
+    Attributes:
+        max_new_tokens: cap on generated tokens per sample.
+        do_sample: sample (True) or decode greedily (False).
+        temperature: softmax temperature when sampling.
+        top_p: nucleus sampling mass when sampling (1.0 keeps the whole distribution).
+        num_samples: K samples per prompt (greedy with K > 1 repeats the same answer).
+        seed: base seed; each (prompt, sample) gets its own generator derived from it and the
+            prompt text, so a sample does not depend on which batch it lands in.
+        stop_strings: generation of a sample ends at the first of these; the text is cut before it.
+        return_logprobs: record the log-probability (temperature 1) of every generated token.
+        batch_size: rows (prompt x sample) per forward pass.
+        system_prompt: a system prompt added to every prompt (folded into the user turn for
+            templates that reject system turns).
+    """
+
+    max_new_tokens: int = 64
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    num_samples: int = 1
+    seed: int = 0
+    stop_strings: tuple[str, ...] = ()
+    return_logprobs: bool = False
+    batch_size: int = 32
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.num_samples < 1:
+            raise ConfigError(f"num_samples must be >= 1, got {self.num_samples}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.do_sample and self.temperature <= 0:
+            raise ConfigError(f"temperature must be > 0 when sampling, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if isinstance(self.stop_strings, str):
+            object.__setattr__(self, "stop_strings", (self.stop_strings,))
+        else:
+            object.__setattr__(self, "stop_strings", tuple(self.stop_strings))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Most refusals show in the opening words; 48 tokens decide them at a fraction of the cost.
+REFUSAL_SCORING = GenerationConfig(max_new_tokens=48)
+
+
+@dataclass
+class Generation:
+    """One generated sample.
+
+    Attributes:
+        prompt_index: position of the prompt in the caller's list.
+        sample: sample number in ``range(num_samples)``.
+        text: the decoded completion (special tokens removed, cut at a stop string).
+        token_ids: generated token ids (up to and including EOS when it was produced).
+        logprobs: per-token log-probabilities when requested, else None.
+        finish_reason: why generation ended.
+        prompt_tokens: length of the rendered prompt in tokens.
+    """
+
+    prompt_index: int
+    sample: int
+    text: str
+    token_ids: list[int]
+    finish_reason: FinishReason
+    prompt_tokens: int
+    logprobs: list[float] | None = field(default=None)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)

@@ -1,0 +1,242 @@
+"""Batched generation over many chat prompts.
+
+Why a decode loop of our own rather than ``model.generate``: the workbench needs (1) per-sample
+seeds, so a sampled answer does not depend on its batch neighbours (resumed runs reproduce);
+(2) hooks that know which prompt each row belongs to, for conditional steering; (3) finished rows
+dropped from the batch as soon as they end (EOS, a stop string, or a caller's predicate such as
+"a refusal is already visible"); (4) the prompt's forward pass done once for K samples. The
+loop is the textbook one (left padding, attention mask, KV cache, position ids from the mask).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import torch
+from tqdm.auto import tqdm
+
+from workbench.generation.config import FinishReason, Generation, GenerationConfig
+from workbench.generation.hooks import ForwardHook, StepState, attached
+from workbench.models.chat import Prompt, render_chat
+
+#: ``stop_when(text) -> bool`` ends a sample early once its text so far satisfies it.
+StopPredicate = Callable[[str], bool]
+
+
+class HasModel(Protocol):
+    model: Any
+    tokenizer: Any
+
+
+def sample_seed(base: int, prompt_text: str, sample: int) -> int:
+    """A 63-bit seed for one (prompt, sample), independent of batch composition."""
+    digest = hashlib.sha256(f"{base}\x00{sample}\x00{prompt_text}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def render_prompts(tokenizer: Any, prompts: Sequence[Prompt], system: str | None = None,
+                   chat: bool = True) -> list[str]:
+    """Render each prompt with the chat template (or pass strings through when ``chat=False``)."""
+    if chat:
+        return [render_chat(tokenizer, p, system=system) for p in prompts]
+    if not all(isinstance(p, str) for p in prompts):
+        raise TypeError("with chat=False every prompt must be a string")
+    return list(prompts)  # type: ignore[arg-type]
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in (gen_eos, tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(int(v) for v in value)
+    return ids
+
+
+def _filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    if top_p >= 1.0:
+        return probs
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    cumulative = sorted_probs.cumsum(-1)
+    drop = cumulative - sorted_probs > top_p  # keep the smallest prefix reaching top_p
+    sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+    filtered = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    return filtered / filtered.sum(-1, keepdim=True)
+
+
+def _supports_logits_to_keep(model: Any) -> bool:
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def generate(
+    lm: HasModel,
+    prompts: Sequence[Prompt],
+    config: GenerationConfig | None = None,
+    *,
+    hooks: Sequence[ForwardHook] = (),
+    stop_when: StopPredicate | None = None,
+    chat: bool = True,
+    progress: bool = True,
+    desc: str = "generating",
+) -> list[Generation]:
+    """Generate ``config.num_samples`` completions for every prompt.
+
+    Args:
+        lm: anything with ``.model`` and ``.tokenizer`` (e.g. :class:`~workbench.models.LoadedModel`).
+        prompts: user messages or lists of chat messages.
+        config: decoding settings (greedy, 64 new tokens by default).
+        hooks: forward hooks active for the whole call; each receives the :class:`StepState`.
+        stop_when: optional predicate on a sample's text so far; True ends that sample.
+        chat: render prompts with the chat template (False: prompts are final strings).
+        progress: show a progress bar.
+
+    Returns:
+        One :class:`Generation` per (prompt, sample), ordered by prompt then sample.
+    """
+    config = config or GenerationConfig()
+    model, tokenizer = lm.model, lm.tokenizer
+    texts = render_prompts(tokenizer, prompts, config.system_prompt, chat=chat)
+    if not texts:
+        return []
+    encoded = [tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
+    if any(len(ids) == 0 for ids in encoded):
+        raise ValueError("a prompt rendered to zero tokens")
+    k = config.num_samples
+    # Longest first: neighbours have similar lengths, so little padding; a slow batch shows early.
+    order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
+    prompts_per_batch = max(1, config.batch_size // k)
+    results: dict[tuple[int, int], Generation] = {}
+    state = StepState()
+    eos = eos_token_ids(model, tokenizer)
+    bar = tqdm(total=len(texts) * k, desc=desc, disable=not progress, leave=False)
+    try:
+        with torch.inference_mode(), attached(model, hooks, state):
+            for start in range(0, len(order), prompts_per_batch):
+                chunk = order[start:start + prompts_per_batch]
+                for gen in _generate_batch(model, tokenizer, chunk, encoded, texts, config,
+                                           state, eos, stop_when, bar):
+                    results[(gen.prompt_index, gen.sample)] = gen
+    finally:
+        bar.close()
+    return [results[(i, s)] for i in range(len(texts)) for s in range(k)]
+
+
+def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos, stop_when, bar):
+    device = next(model.parameters()).device
+    k = config.num_samples
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos, default=0)
+    width = max(len(encoded[i]) for i in chunk)
+    input_ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(chunk), width), dtype=torch.long)
+    for r, i in enumerate(chunk):
+        ids = encoded[i]
+        input_ids[r, width - len(ids):] = torch.tensor(ids)
+        mask[r, width - len(ids):] = 1
+    input_ids, mask = input_ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    extra = {"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}
+    state.rows = torch.tensor(chunk, dtype=torch.long)
+    state.samples = torch.zeros(len(chunk), dtype=torch.long)
+    state.step = 0
+    state.attention_mask = mask
+    out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                past_key_values=cache, use_cache=True, **extra)
+    logits = out.logits[:, -1, :]
+    cache = out.past_key_values
+    if k > 1:  # one prefill serves all K samples of a prompt
+        cache.batch_repeat_interleave(k)
+        logits = logits.repeat_interleave(k, dim=0)
+        mask = mask.repeat_interleave(k, dim=0)
+    rows = [(i, s) for i in chunk for s in range(k)]
+    generators = None
+    if config.do_sample:
+        generators = []
+        for i, s in rows:
+            g = torch.Generator(device=device)
+            g.manual_seed(sample_seed(config.seed, texts[i], s))
+            generators.append(g)
+    tokens_so_far: list[list[int]] = [[] for _ in rows]
+    logprobs: list[list[float]] = [[] for _ in rows]
+    active = list(range(len(rows)))  # positions into `rows` of the batch's current rows
+    step = 0
+    while True:
+        logits = logits.float()
+        if config.do_sample:
+            probs = torch.softmax(logits / config.temperature, dim=-1)
+            probs = _filter_top_p(probs, config.top_p)
+            nxt = torch.stack([torch.multinomial(probs[j], 1, generator=generators[a])[0]
+                               for j, a in enumerate(active)])
+        else:
+            nxt = logits.argmax(dim=-1)
+        if config.return_logprobs:
+            chosen = torch.log_softmax(logits, dim=-1).gather(-1, nxt[:, None])[:, 0].tolist()
+        nxt_list = nxt.tolist()
+        step += 1
+        keep: list[int] = []
+        for j, a in enumerate(active):
+            tok = nxt_list[j]
+            tokens_so_far[a].append(tok)
+            if config.return_logprobs:
+                logprobs[a].append(chosen[j])
+            reason = _finished(tok, tokens_so_far[a], tokenizer, config, eos, stop_when)
+            if reason is None:
+                keep.append(j)
+                continue
+            i, s = rows[a]
+            yield _make_generation(i, s, tokens_so_far[a], logprobs[a], reason, tokenizer,
+                                   config, eos, len(encoded[i]))
+            bar.update(1)
+        if not keep:
+            return
+        if len(keep) < len(active):
+            idx = torch.tensor(keep, device=device)
+            cache.batch_select_indices(idx)
+            mask = mask[idx]
+            nxt = nxt[idx]
+            active = [active[j] for j in keep]
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
+        positions = (mask.sum(-1, keepdim=True) - 1)
+        state.rows = torch.tensor([rows[a][0] for a in active], dtype=torch.long)
+        state.samples = torch.tensor([rows[a][1] for a in active], dtype=torch.long)
+        state.step = step
+        state.attention_mask = mask
+        out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions,
+                    past_key_values=cache, use_cache=True)
+        logits = out.logits[:, -1, :]
+
+
+def _finished(tok, ids, tokenizer, config, eos, stop_when) -> FinishReason | None:
+    if tok in eos:
+        return "eos"
+    if config.stop_strings or stop_when is not None:
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        if any(s in text for s in config.stop_strings):
+            return "stop_string"
+        if stop_when is not None and stop_when(text):
+            return "stop_when"
+    if len(ids) >= config.max_new_tokens:
+        return "length"
+    return None
+
+
+def _make_generation(i, s, ids, lps, reason, tokenizer, config, eos, prompt_len) -> Generation:
+    body = [t for t in ids if t not in eos]
+    text = tokenizer.decode(body, skip_special_tokens=True)
+    if reason == "stop_string":
+        cut = min(text.index(s) for s in config.stop_strings if s in text)
+        text = text[:cut]
+    return Generation(prompt_index=i, sample=s, text=text.strip(), token_ids=list(ids),
+                      finish_reason=reason, prompt_tokens=prompt_len,
+                      logprobs=list(lps) if config.return_logprobs else None)

@@ -1,0 +1,83 @@
+"""Forward hooks that see which prompts are in the batch.
+
+The engine removes finished rows from the batch as it goes, so a hook that keeps per-prompt
+state (a steering decision, say) needs to know which prompt each row belongs to at every step.
+:class:`StepState` tells it; :class:`ForwardHook` receives it with every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass
+class StepState:
+    """What the engine is doing right now (updated in place before every forward pass).
+
+    Attributes:
+        rows: for each row of the current batch, the index of its prompt in the caller's list.
+        samples: for each row, its sample number.
+        step: 0 during the prompt's forward pass (prefill), then 1, 2, ... for each new token.
+        attention_mask: the mask over the whole sequence so far (rows x positions), 1 = real token.
+    """
+
+    rows: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
+    samples: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
+    step: int = 0
+    attention_mask: torch.Tensor | None = None
+
+    @property
+    def is_prefill(self) -> bool:
+        return self.step == 0
+
+
+#: ``fn(module, inputs, output, state) -> new output or None`` (as torch's forward hooks).
+HookFn = Callable[[torch.nn.Module, tuple, Any, StepState], Any]
+
+
+@dataclass(frozen=True)
+class ForwardHook:
+    """A forward hook on the module at ``module`` (a dotted name from ``named_modules()``)."""
+
+    module: str
+    fn: HookFn
+
+
+def layer_module_name(model: torch.nn.Module, layer: int) -> str:
+    """Dotted name of decoder block ``layer`` (Llama/Mistral/Gemma/Qwen and GPT-2 layouts).
+
+    The output of this block is the residual stream after layer ``layer``: the same site is used
+    to read activations and to add steering vectors.
+    """
+    for prefix in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
+        try:
+            blocks = model.get_submodule(prefix)
+        except AttributeError:
+            continue
+        if not -len(blocks) <= layer < len(blocks):
+            raise IndexError(f"layer {layer} out of range for a model with {len(blocks)} layers")
+        return f"{prefix}.{layer % len(blocks)}"
+    raise ValueError(f"cannot find the decoder blocks of {type(model).__name__}")
+
+
+@contextmanager
+def attached(model: torch.nn.Module, hooks: Sequence[ForwardHook], state: StepState):
+    """Register ``hooks`` on ``model`` for the duration of the block, passing ``state``."""
+    handles = []
+    try:
+        for hook in hooks:
+            module = model.get_submodule(hook.module)
+
+            def wrapper(mod, args, output, _fn=hook.fn):
+                return _fn(mod, args, output, state)
+
+            handles.append(module.register_forward_hook(wrapper))
+        yield
+    finally:
+        for h in handles:
+            h.remove()

@@ -1,0 +1,91 @@
+"""Tiny, randomly initialised chat models for fast tests (no download, a few MB of RAM).
+
+``tiny_lm()`` builds a 2-layer Llama with a byte-level tokenizer and a ChatML chat template, the
+same architecture family and prompt format as the embedded SmolLM2, so code paths (hooks, LoRA
+targets, chat rendering) match while a forward pass takes microseconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from workbench.models.loading import LoadedModel
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+#: A template that rejects system turns, as Gemma's does.
+NO_SYSTEM_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+    "{{ '<start_of_turn>' + message['role'] + '\n' + message['content'] + '<end_of_turn>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def tiny_tokenizer(chat_template: str | None = CHATML_TEMPLATE):
+    """A byte-level BPE tokenizer with no merges: every byte is a token, decoding is exact."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
+    for ch in sorted(alphabet):
+        vocab[ch] = len(vocab)
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tok.chat_template = chat_template
+    tok.padding_side = "left"
+    return tok
+
+
+def tiny_lm(seed: int = 0, layers: int = 2, hidden: int = 32, chat_template: str | None = CHATML_TEMPLATE,
+            dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """A tiny random Llama chat model wrapped as a :class:`LoadedModel`."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = tiny_tokenizer(chat_template)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=None,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=True,
+        initializer_range=0.4,  # large enough that greedy outputs vary from step to step
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).to(dtype).eval()
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return LoadedModel(model=model, tokenizer=tok, name=f"tiny-llama-{seed}",
+                       model_id=f"tiny-llama-{seed}", revision=f"seed-{seed}",
+                       source_dir=Path("."))
+
+
+def save_tiny(lm: LoadedModel, directory: Path) -> Path:
+    """Save a tiny model as a plain Hugging Face model directory."""
+    lm.model.save_pretrained(directory)
+    lm.tokenizer.save_pretrained(directory)
+    return directory
