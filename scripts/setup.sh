@@ -18,8 +18,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 py="$VENV/bin/python"
+bash scripts/system_deps.sh
 stamp="$VENV/.workbench-setup"
-want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml scripts/setup.sh scripts/system_deps.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi

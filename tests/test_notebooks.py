@@ -56,3 +56,23 @@ def test_quickstart_runs_headless(tmp_path):
     assert (repo_root() / "figures" / f"{run_name}_answer_lengths.png").is_file()
     (repo_root() / "figures" / f"{run_name}_answer_lengths.png").unlink()
     (repo_root() / "figures" / f"{run_name}_answer_lengths.pdf").unlink()
+
+
+@pytest.mark.notebook
+def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
+    import json
+
+    from workbench.notebooks import run_notebook
+    from workbench.taxonomy.wordnet import find_wordnet_dir
+    from workbench.errors import WorkbenchError
+
+    try:
+        find_wordnet_dir()
+    except WorkbenchError as e:
+        pytest.skip(str(e))
+    out = run_notebook("00_build_taxonomy", {"out_dir": str(tmp_path / "data")}, run_dir=tmp_path,
+                       progress=False)
+    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    assert manifest["counts"]["min_questions_per_concept"] >= 50
+    text = out.read_text()
+    assert "identical to the shipped data/: True" in text

@@ -1,0 +1,19 @@
+"""Taxonomy: concepts from a knowledge graph, their compositions, and their question sets."""
+
+from workbench.taxonomy.benchmark import Benchmark, build_default_benchmark, load_benchmark, save_benchmark
+from workbench.taxonomy.builder import BuildParams, KnowledgeGraph, RootSpec, build_taxonomy
+from workbench.taxonomy.compositions import (DEFAULT_TEMPLATES, CompositionParams, RelationTemplate,
+                                             SlotRule, compose)
+from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError, UnknownConceptError
+from workbench.taxonomy.questions import (LLMQuestionGenerator, QuestionBank, QuestionSet,
+                                          RelationProbe, TemplateQuestionGenerator,
+                                          build_question_bank, relation_probes)
+
+__all__ = [
+    "Benchmark", "BuildParams", "CompositionParams", "Concept", "DEFAULT_TEMPLATES",
+    "KnowledgeGraph", "LLMQuestionGenerator", "QuestionBank", "QuestionSet", "RelationProbe",
+    "RelationTemplate", "RootSpec", "SlotRule", "Taxonomy", "TaxonomyError",
+    "TemplateQuestionGenerator", "UnknownConceptError", "build_default_benchmark",
+    "build_question_bank", "build_taxonomy", "compose", "load_benchmark", "relation_probes",
+    "save_benchmark",
+]

@@ -1,0 +1,75 @@
+"""``python -m workbench.taxonomy``: build, inspect and query the shipped benchmark.
+
+    stats [--json] [--data DIR]        counts of the benchmark in DIR (default data/)
+    build [--out DIR] [--seed N] ...   rebuild the default benchmark from WordNet 3.0
+    show CONCEPT_ID [--data DIR]       a concept's ancestors, siblings, descendants, questions
+    find TEXT [--data DIR]             concepts whose name or id contains TEXT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from workbench.errors import WorkbenchError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workbench.taxonomy")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("stats")
+    st.add_argument("--json", action="store_true")
+    st.add_argument("--data", default=None)
+    b = sub.add_parser("build")
+    b.add_argument("--out", default=None)
+    b.add_argument("--seed", type=int, default=0, help="seed of the taxonomy and the questions")
+    b.add_argument("--wordnet-dir", default=None)
+    sh = sub.add_parser("show")
+    sh.add_argument("concept_id")
+    sh.add_argument("--data", default=None)
+    fi = sub.add_parser("find")
+    fi.add_argument("text")
+    fi.add_argument("--data", default=None)
+    args = ap.parse_args(argv)
+    try:
+        return _run(args)
+    except WorkbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    from workbench.taxonomy.benchmark import (build_default_benchmark, default_data_dir,
+                                              load_benchmark, save_benchmark)
+    from workbench.taxonomy.builder import BuildParams
+    from workbench.taxonomy.compositions import CompositionParams
+
+    if args.cmd == "build":
+        bench = build_default_benchmark(BuildParams(seed=args.seed), CompositionParams(seed=args.seed),
+                                        question_seed=args.seed, wordnet_dir=args.wordnet_dir,
+                                        progress=sys.stderr.isatty())
+        out = save_benchmark(bench, args.out or default_data_dir())
+        print(f"wrote {out}: " + json.dumps(bench.manifest["counts"]))
+        return 0
+    bench = load_benchmark(args.data)
+    if args.cmd == "stats":
+        stats = bench.stats()
+        if args.json:
+            print(json.dumps(stats, indent=2))
+        else:
+            for k, v in stats.items():
+                print(f"{k:28s} {v}")
+    elif args.cmd == "show":
+        from workbench.widgets.concept_picker import concept_summary
+
+        print(json.dumps(concept_summary(bench, args.concept_id, n_questions=5), indent=2))
+    elif args.cmd == "find":
+        for tax in (bench.atomic, bench.compositions):
+            for c in tax.find(args.text):
+                print(f"{c.id:40s} {c.name}  (level {tax.level(c.id)}, {c.kind})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The shipped benchmark: atomic and composition taxonomies, their questions, and a manifest.
+
+``load_benchmark()`` is the one call that gives everything in ``data/``;
+``build_default_benchmark()`` rebuilds it from WordNet deterministically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
+from workbench.paths import repo_root
+from workbench.taxonomy.builder import BuildParams, build_taxonomy
+from workbench.taxonomy.compositions import DEFAULT_TEMPLATES, CompositionParams, compose
+from workbench.taxonomy.model import Concept, Taxonomy
+from workbench.taxonomy.questions import (DEFAULT_SPLIT_SIZES, QuestionBank, QuestionSet,
+                                          TemplateQuestionGenerator, build_question_bank)
+
+FILES = {
+    "atomic": "taxonomy_atomic.json",
+    "compositions": "taxonomy_compositions.json",
+    "questions": "questions.jsonl",
+    "manifest": "manifest.json",
+}
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("WORKBENCH_DATA", repo_root() / "data"))
+
+
+@dataclass
+class Benchmark:
+    """Everything SELECT-style experiments read: taxonomies and questions."""
+
+    atomic: Taxonomy
+    compositions: Taxonomy
+    questions: QuestionBank
+    manifest: dict = field(default_factory=dict)
+
+    def taxonomy_of(self, concept_id: str) -> Taxonomy:
+        """The taxonomy (atomic or compositions) that holds ``concept_id``."""
+        if concept_id in self.atomic:
+            return self.atomic
+        if concept_id in self.compositions:
+            return self.compositions
+        self.atomic[concept_id]  # raises UnknownConceptError with suggestions
+        raise AssertionError  # pragma: no cover
+
+    def concept(self, concept_id: str) -> Concept:
+        return self.taxonomy_of(concept_id)[concept_id]
+
+    def stats(self) -> dict:
+        """Counts of the kind SELECT reports, plus data-quality checks."""
+        ids = [c.id for c in self.atomic] + [c.id for c in self.compositions]
+        per_concept = [len(self.questions[c]) if c in self.questions else 0 for c in ids]
+        return {
+            "atomic_concepts": len(self.atomic),
+            "atomic_classes": sum(c.kind == "class" for c in self.atomic),
+            "atomic_instances": sum(c.kind == "instance" for c in self.atomic),
+            "compositions": len(self.compositions),
+            "relations": len({c.relation for c in self.compositions}),
+            "roots": [self.atomic[r].name for r in self.atomic.roots],
+            "max_depth": self.atomic.max_depth,
+            "compositions_max_depth": self.compositions.max_depth,
+            "questions": sum(per_concept),
+            "min_questions_per_concept": min(per_concept, default=0),
+            "max_questions_per_concept": max(per_concept, default=0),
+            "concepts_without_questions": sum(n == 0 for n in per_concept),
+            "duplicate_questions": self.questions.duplicates(),
+        }
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
+    """Write the three data files and a manifest with their content hashes."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    bench.atomic.save(d / FILES["atomic"])
+    bench.compositions.save(d / FILES["compositions"])
+    bench.questions.save(d / FILES["questions"])
+    manifest = dict(bench.manifest)
+    manifest["counts"] = bench.stats()
+    manifest["files"] = {k: {"path": v, "sha256": _sha256(d / v)} for k, v in FILES.items()
+                         if k != "manifest"}
+    manifest["content_hash"] = hashlib.sha256(
+        "".join(manifest["files"][k]["sha256"] for k in sorted(manifest["files"])).encode()).hexdigest()
+    tmp = d / (FILES["manifest"] + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, d / FILES["manifest"])
+    bench.manifest = manifest
+    return d
+
+
+def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = True) -> Benchmark:
+    """Load the benchmark in ``directory`` (default: the shipped ``data/``).
+
+    With ``verify``, each file's hash is checked against the manifest, so a hand-edited or
+    truncated file is reported instead of silently used.
+    """
+    d = Path(directory) if directory else default_data_dir()
+    mpath = d / FILES["manifest"]
+    if not mpath.is_file():
+        raise WorkbenchError(f"no benchmark in {d} (missing {FILES['manifest']}); "
+                             "build one with: python -m workbench.taxonomy build")
+    manifest = json.loads(mpath.read_text())
+    if verify:
+        for key, info in manifest.get("files", {}).items():
+            p = d / info["path"]
+            if not p.is_file():
+                raise WorkbenchError(f"benchmark file missing: {p}")
+            if _sha256(p) != info["sha256"]:
+                raise WorkbenchError(f"{p} does not match the manifest's hash (edited or "
+                                     "truncated?); rebuild with: python -m workbench.taxonomy build")
+    return Benchmark(atomic=Taxonomy.load(d / FILES["atomic"]),
+                     compositions=Taxonomy.load(d / FILES["compositions"]),
+                     questions=QuestionBank.load(d / FILES["questions"]), manifest=manifest)
+
+
+def build_default_benchmark(
+    params: BuildParams = BuildParams(),
+    composition_params: CompositionParams = CompositionParams(),
+    question_seed: int = 0,
+    split_sizes: dict[str, int] | None = None,
+    wordnet_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> Benchmark:
+    """Build the default benchmark from WordNet 3.0 (deterministic for fixed arguments)."""
+    from workbench.taxonomy.sources import WORDNET_ROOTS
+    from workbench.taxonomy.wordnet import LICENSE_NOTICE, WordNet, WordNetGraph
+
+    graph = WordNetGraph(WordNet(wordnet_dir))
+    atomic = build_taxonomy(graph, WORDNET_ROOTS, params, name="atomic", id_of=graph.node_id)
+    compositions = compose(atomic, DEFAULT_TEMPLATES, composition_params)
+    gen = TemplateQuestionGenerator(seed=question_seed)
+    sizes = dict(split_sizes or DEFAULT_SPLIT_SIZES)
+    questions = build_question_bank(atomic, gen, sizes, progress=progress).merge(
+        _composition_questions(compositions, gen, sizes, progress))
+    manifest = {
+        "name": "abstention-workbench default benchmark",
+        "source": "WordNet 3.0 (Debian package wordnet-base), noun hierarchy",
+        "license": LICENSE_NOTICE,
+        "builder": "workbench.taxonomy.build_default_benchmark",
+        "parameters": {
+            "atomic": params.to_dict(),
+            "compositions": composition_params.to_dict(),
+            "question_generator": gen.name,
+            "question_seed": question_seed,
+            "split_sizes": sizes,
+        },
+        "roots": {r.name: list(r.anchors) for r in WORDNET_ROOTS},
+    }
+    return Benchmark(atomic, compositions, questions, manifest)
+
+
+def _composition_questions(compositions: Taxonomy, gen, sizes, progress) -> QuestionBank:
+    return build_question_bank(compositions, gen, sizes, progress=progress)
+
+
+__all__ = ["Benchmark", "QuestionSet", "build_default_benchmark", "load_benchmark", "save_benchmark"]

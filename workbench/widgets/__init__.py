@@ -1,0 +1,5 @@
+"""ipywidgets UIs. Each UI is one class; what it shows is computed by plain functions."""
+
+from workbench.widgets.concept_picker import ConceptPicker, concept_summary, search_options, summary_html
+
+__all__ = ["ConceptPicker", "concept_summary", "search_options", "summary_html"]
