@@ -89,3 +89,28 @@ def save_tiny(lm: LoadedModel, directory: Path) -> Path:
     lm.model.save_pretrained(directory)
     lm.tokenizer.save_pretrained(directory)
     return directory
+
+
+def tiny_benchmark():
+    """A hand-built benchmark (12 atomic concepts, a few compositions) with template questions."""
+    from workbench.taxonomy.benchmark import Benchmark
+    from workbench.taxonomy.compositions import CompositionParams, RelationTemplate, SlotRule, compose
+    from workbench.taxonomy.model import Concept, Taxonomy
+    from workbench.taxonomy.questions import TemplateQuestionGenerator, build_question_bank
+
+    c = [
+        Concept("places", "places"), Concept("water", "body of water", parent="places"),
+        Concept("river", "river", parent="water"), Concept("brook", "brook", parent="water"),
+        Concept("nile", "Nile", kind="instance", parent="river"),
+        Concept("danube", "Danube", kind="instance", parent="river"),
+        Concept("mountain", "mountain", parent="places"), Concept("volcano", "volcano", parent="mountain"),
+        Concept("people", "people"), Concept("scientist", "scientist", parent="people"),
+        Concept("physicist", "physicist", parent="scientist"),
+        Concept("chemist", "chemist", parent="scientist"),
+    ]
+    atomic = Taxonomy.from_concepts(c, name="tiny-atomic")
+    comps = compose(atomic, [RelationTemplate("{} near {}", (SlotRule("mountain"), SlotRule("water")))],
+                    CompositionParams(branching=(4,), max_depth=3))
+    gen = TemplateQuestionGenerator(seed=0)
+    questions = build_question_bank(atomic, gen).merge(build_question_bank(comps, gen))
+    return Benchmark(atomic, comps, questions, {"name": "tiny"})

@@ -1,0 +1,133 @@
+"""Steering internals on tiny models: parity of the pair PCA, hook sites, conditional rows."""
+
+import pytest
+import torch
+
+from workbench.generation import GenerationConfig, StepState, attached, generate
+from workbench.models import render_chat
+from workbench.steering import (Condition, ConditionalSteerer, SteeringPlan, choose_layers,
+                                collect_activations, fit_concept_vectors, layer_table, pair_scatter)
+from workbench.steering.concept import ConceptVectors, pair_scatter_chunked
+
+PROMPTS = ["What is a river?", "Tell me about mountains in some detail please.", "hi",
+           "Who was the first physicist?", "Name a famous brook."]
+
+
+def test_closed_form_pair_scatter_matches_explicit_chunked_pairs():
+    g = torch.Generator().manual_seed(0)
+    r, u = torch.randn(13, 3, 8, generator=g), torch.randn(7, 3, 8, generator=g)
+    assert torch.allclose(pair_scatter(r, u), pair_scatter_chunked(r, u, chunk=4), atol=1e-8)
+
+
+def test_concept_vector_recovers_the_planted_direction():
+    g = torch.Generator().manual_seed(1)
+    direction = torch.zeros(16)
+    direction[3] = 1.0
+    base = torch.randn(40, 2, 16, generator=g) * 0.3
+    related, unrelated = base[:20] + 2.0 * direction, base[20:]
+    cv = fit_concept_vectors(related, unrelated, [0, 1])
+    assert torch.allclose(cv.vectors[:, 3], torch.ones(2), atol=0.05)  # aligned and oriented
+    sims_r, sims_u = cv.similarities(related), cv.similarities(unrelated)
+    assert (sims_r.mean(0) > sims_u.mean(0) + 0.5).all()
+
+
+def test_layer_table_thresholds_and_choice():
+    sim_r = torch.tensor([[0.9, 0.2], [0.7, 0.1], [0.8, 0.3]])
+    sim_u = torch.tensor([[0.1, 0.2], [0.3, 0.1]])
+    table = layer_table(sim_r, sim_u, [4, 5], adjust=0.5)
+    row = table[0]
+    assert row.gap == pytest.approx(0.8 - 0.2)
+    assert row.threshold == pytest.approx(0.7 + 0.5 * (0.5 - 0.7))  # min related toward midpoint
+    assert row.accuracy == 1.0
+    assert choose_layers(table, k=1, exclude_first=0) == [4]
+
+
+def test_condition_aggregates_votes():
+    cv = ConceptVectors([0, 1, 2], torch.eye(3), torch.zeros(3, 3))
+    acts = torch.tensor([[[1.0, 0, 0], [0, 1.0, 0], [0, 0, -1.0]]])  # sims: 1, 1, -1 per layer
+    votes = Condition(cv, [0.5, 0.5, 0.5], "majority").votes(acts)
+    assert votes.tolist() == [[True, True, False]]
+    assert Condition(cv, [0.5] * 3, "majority").decide(acts).tolist() == [True]
+    assert Condition(cv, [0.5] * 3, "all").decide(acts).tolist() == [False]
+    assert Condition(cv, [2.0] * 3, "any").decide(acts).tolist() == [False]
+
+
+@pytest.mark.parametrize("pooling", ["last", "mean"])
+def test_activations_do_not_depend_on_the_batch(tiny, pooling):
+    batched = collect_activations(tiny, PROMPTS, [0, 1], pooling=pooling, batch_size=8)
+    for i, p in enumerate(PROMPTS):
+        alone = collect_activations(tiny, [p], [0, 1], pooling=pooling)
+        assert torch.allclose(alone[0], batched[i], rtol=1e-4, atol=1e-4)
+
+
+def test_last_token_read_equals_the_residual_stream_of_a_plain_forward(tiny):
+    text = render_chat(tiny.tokenizer, PROMPTS[0])
+    ids = tiny.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        hs = tiny.model(ids, output_hidden_states=True).hidden_states
+    acts = collect_activations(tiny, [PROMPTS[0]], [0, 1])
+    # hidden_states[l + 1] is block l's output (the last one after the final norm)
+    assert torch.allclose(acts[0, 0], hs[1][0, -1], atol=1e-5)
+
+
+def test_the_read_site_is_the_add_site(tiny):
+    """Adding v at layer l shows up as exactly +v when layer l is read: no off-by-one."""
+    v = torch.randn(tiny.model.config.hidden_size)
+    plain = collect_activations(tiny, [PROMPTS[0]], [1])
+    plan = SteeringPlan([1], v[None], strength=2.0)
+    state = StepState(rows=torch.tensor([0]))
+    with attached(tiny.model, plan.hooks(tiny.model, torch.tensor([True])), state):
+        steered = collect_activations(tiny, [PROMPTS[0]], [1])
+    assert torch.allclose(steered[0, 0] - plain[0, 0], 2.0 * v, atol=1e-4)
+
+
+def _plan(tiny, strength=4.0):
+    g = torch.Generator().manual_seed(3)
+    return SteeringPlan([0, 1], torch.randn(2, tiny.model.config.hidden_size, generator=g), strength)
+
+
+def test_only_rows_whose_condition_fired_are_steered_and_batching_does_not_matter(tiny):
+    cfg = GenerationConfig(max_new_tokens=8, batch_size=8)
+    steerer = ConditionalSteerer(None, _plan(tiny))
+    fire = torch.tensor([True, False, True, False, False])
+    mixed = steerer.generate(tiny, PROMPTS, cfg, decisions=fire, progress=False)
+    plain = generate(tiny, PROMPTS, cfg, progress=False)
+    always = steerer.generate(tiny, PROMPTS, cfg, progress=False)
+    for i in range(len(PROMPTS)):
+        expected = always[i] if fire[i] else plain[i]
+        assert mixed[i].token_ids == expected.token_ids, i
+        alone = steerer.generate(tiny, [PROMPTS[i]], cfg, decisions=fire[i:i + 1], progress=False)
+        assert alone[0].token_ids == mixed[i].token_ids
+    assert any(always[i].token_ids != plain[i].token_ids for i in range(len(PROMPTS)))
+
+
+def test_cached_and_uncached_steered_generation_agree(tiny):
+    plan = _plan(tiny)
+    steerer = ConditionalSteerer(None, plan)
+    cached = steerer.generate(tiny, [PROMPTS[1]], GenerationConfig(max_new_tokens=6), progress=False)[0]
+    # reference: recompute the whole sequence at every step, no KV cache
+    ids = tiny.tokenizer(render_chat(tiny.tokenizer, PROMPTS[1]), return_tensors="pt",
+                         add_special_tokens=False)["input_ids"]
+    state = StepState(rows=torch.tensor([0]))
+    out = []
+    with torch.no_grad(), attached(tiny.model, plan.hooks(tiny.model, torch.tensor([True])), state):
+        for _ in range(6):
+            nxt = tiny.model(ids, use_cache=False).logits[0, -1].argmax().item()
+            out.append(nxt)
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    assert cached.token_ids == out
+
+
+def test_condition_decides_per_prompt_from_its_own_activations(tiny):
+    layers = [0, 1]
+    acts = collect_activations(tiny, PROMPTS, layers)
+    cv = fit_concept_vectors(acts[:2], acts[2:], layers)
+    sims = cv.similarities(acts)
+    # thresholds half-way between neighbouring prompts, so float noise cannot flip a decision
+    mid = [float(sims[:, j].sort().values[2:4].mean()) for j in range(2)]
+    cond = Condition(cv, mid, "all")
+    steerer = ConditionalSteerer(cond, _plan(tiny))
+    decided = steerer.decide(tiny, PROMPTS)
+    assert decided.tolist() == cond.decide(acts).tolist()
+    # and decisions are the same when asked one prompt at a time
+    assert [steerer.decide(tiny, [p]).item() for p in PROMPTS] == decided.tolist()

@@ -1,0 +1,5 @@
+"""Scoring: refusal detectors usable on any technique's output."""
+
+from workbench.scoring.phrases import PhraseDecision, detect_refusal, is_refusal, keyword_refusal
+
+__all__ = ["PhraseDecision", "detect_refusal", "is_refusal", "keyword_refusal"]

@@ -1,0 +1,109 @@
+"""Read the residual stream at chosen layers for many prompts, in batches.
+
+The read site is the output of decoder block ``l`` (:func:`workbench.generation.layer_module_name`),
+the same site steering adds to. Pooling is mask-aware: with left padding the last position is the
+last real token; ``"mean"`` averages only real tokens (optionally only the last ``tail`` tokens of
+each prompt, e.g. a response prefix). The forward pass stops after the deepest requested layer.
+Memory is linear in the number of prompts: the result is prompts x layers x hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from tqdm.auto import tqdm
+
+from workbench.generation.engine import render_prompts
+from workbench.generation.hooks import layer_module_name
+from workbench.models.chat import Prompt
+
+Pooling = Literal["last", "mean"]
+
+
+class _Stop(Exception):
+    """Raised by the hook on the deepest layer to skip the rest of the forward pass."""
+
+
+def hidden_of(output) -> torch.Tensor:
+    """The hidden states in a decoder block's output (a tensor, or a tuple led by one)."""
+    return output[0] if isinstance(output, tuple) else output
+
+
+def collect_activations(
+    lm,
+    prompts: Sequence[Prompt],
+    layers: Sequence[int],
+    *,
+    pooling: Pooling = "last",
+    tail: Sequence[int] | None = None,
+    chat: bool = True,
+    system: str | None = None,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> torch.Tensor:
+    """Pooled activations, shape ``(len(prompts), len(layers), hidden)``, float32 on the CPU.
+
+    Args:
+        lm: anything with ``.model`` and ``.tokenizer``.
+        prompts: user messages / conversations (``chat=True``) or final strings (``chat=False``).
+        layers: decoder block indices to read.
+        pooling: ``"last"`` token or ``"mean"`` over real tokens.
+        tail: with ``"mean"``, pool only each prompt's last ``tail[i]`` tokens.
+    """
+    if not prompts:
+        return torch.empty(0, len(layers), lm.model.config.hidden_size)
+    model, tok = lm.model, lm.tokenizer
+    texts = render_prompts(tok, prompts, system, chat=chat)
+    encoded = [tok(t, add_special_tokens=not chat)["input_ids"] for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
+    device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    names = [layer_module_name(model, l) for l in layers]
+    deepest = max(range(len(layers)), key=lambda j: int(names[j].rsplit(".", 1)[1]))
+    out = torch.empty(len(texts), len(layers), model.config.hidden_size)
+    current: dict = {}
+
+    def make_hook(j: int):
+        def hook(module, args, output):
+            h = hidden_of(output).float()
+            mask = current["pool_mask"]
+            if pooling == "last":
+                pooled = h[:, -1, :]
+            else:
+                pooled = (h * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+            current["acts"][:, j, :] = pooled.cpu()
+            if j == deepest:
+                raise _Stop
+        return hook
+
+    handles = [model.get_submodule(n).register_forward_hook(make_hook(j)) for j, n in enumerate(names)]
+    try:
+        with torch.inference_mode():
+            for start in tqdm(range(0, len(order), batch_size), desc="activations", disable=not progress,
+                              leave=False):
+                chunk = order[start:start + batch_size]
+                width = max(len(encoded[i]) for i in chunk)
+                ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                pool_mask = torch.zeros((len(chunk), width))
+                for r, i in enumerate(chunk):
+                    n = len(encoded[i])
+                    ids[r, width - n:] = torch.tensor(encoded[i])
+                    mask[r, width - n:] = 1
+                    k = n if tail is None else min(int(tail[i]), n)
+                    pool_mask[r, width - k:] = 1.0
+                ids, mask = ids.to(device), mask.to(device)
+                current["pool_mask"] = pool_mask.to(device)
+                current["acts"] = torch.empty(len(chunk), len(layers), model.config.hidden_size)
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)
+                try:
+                    model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+                except _Stop:
+                    pass
+                out[chunk] = current["acts"]
+    finally:
+        for h in handles:
+            h.remove()
+    return out

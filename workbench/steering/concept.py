@@ -1,0 +1,160 @@
+"""Concept vectors and the condition that decides, per prompt, whether to steer.
+
+Following SELECT's conditional activation steering (after CAST): for each layer, the concept
+vector is the first principal component of the activation differences over *all pairs* of a
+related and an unrelated question. The pairs are never formed: for related rows R (n_r x h) and
+unrelated rows U (n_u x h), the scatter matrix of all n_r * n_u differences is
+
+    sum_ij (r_i - u_j)(r_i - u_j)^T = n_u R^T R + n_r U^T U - s_R s_U^T - s_U s_R^T
+
+(s_R, s_U the row sums), so memory stays linear in the number of questions and h x h per layer.
+The PCA is uncentred by default: the mean difference is the concept signal, and centring would
+remove it. The vector is oriented so related questions score higher.
+
+A prompt is compared to the vector by cosine similarity after subtracting the mean activation of
+the training questions (without centring, every activation shares a large common direction and
+all similarities look alike).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+Aggregate = Literal["all", "any", "majority"]
+
+
+def pair_scatter(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor:
+    """Scatter matrix of all related-minus-unrelated differences, per layer, in closed form.
+
+    Args:
+        related: ``(n_r, layers, hidden)``; unrelated: ``(n_u, layers, hidden)``.
+    Returns:
+        ``(layers, hidden, hidden)``.
+    """
+    r, u = related.double(), unrelated.double()
+    n_r, n_u = r.shape[0], u.shape[0]
+    rr = torch.einsum("nlh,nlk->lhk", r, r)
+    uu = torch.einsum("nlh,nlk->lhk", u, u)
+    sr, su = r.sum(0), u.sum(0)
+    cross = torch.einsum("lh,lk->lhk", sr, su)
+    return n_u * rr + n_r * uu - cross - cross.transpose(1, 2)
+
+
+def pair_scatter_chunked(related: torch.Tensor, unrelated: torch.Tensor, chunk: int = 64) -> torch.Tensor:
+    """The same scatter, summed over explicit differences formed ``chunk`` related rows at a time.
+
+    A reference implementation (tests check the closed form against it); memory is
+    ``chunk * n_u * layers * hidden``, never all pairs at once.
+    """
+    r, u = related.double(), unrelated.double()
+    total = torch.zeros(r.shape[1], r.shape[2], r.shape[2], dtype=torch.float64)
+    for start in range(0, r.shape[0], chunk):
+        d = (r[start:start + chunk, None] - u[None]).reshape(-1, r.shape[1], r.shape[2])
+        total += torch.einsum("nlh,nlk->lhk", d, d)
+    return total
+
+
+@dataclass
+class ConceptVectors:
+    """Per-layer unit concept vectors and the activation means they are compared against."""
+
+    layers: list[int]
+    vectors: torch.Tensor  # (layers, hidden), unit norm
+    means: torch.Tensor    # (layers, hidden)
+
+    def similarities(self, acts: torch.Tensor) -> torch.Tensor:
+        """Cosine similarity of each (centred) activation with its layer's vector: ``(n, layers)``."""
+        centred = acts.float() - self.means[None]
+        return torch.nn.functional.cosine_similarity(centred, self.vectors[None].float(), dim=-1)
+
+    def select(self, layers: list[int]) -> ConceptVectors:
+        idx = [self.layers.index(l) for l in layers]
+        return ConceptVectors(list(layers), self.vectors[idx].clone(), self.means[idx].clone())
+
+
+def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
+                        center: bool = False) -> ConceptVectors:
+    """First principal component per layer of all related-minus-unrelated differences."""
+    if related.shape[0] == 0 or unrelated.shape[0] == 0:
+        raise ValueError("concept vectors need at least one related and one unrelated question")
+    scatter = pair_scatter(related, unrelated)
+    if center:
+        n = related.shape[0] * unrelated.shape[0]
+        mu = (related.double().mean(0) - unrelated.double().mean(0))
+        scatter = scatter - n * torch.einsum("lh,lk->lhk", mu, mu)
+    _, eigvecs = torch.linalg.eigh(scatter)
+    vectors = eigvecs[..., -1].float()  # (layers, hidden): top eigenvector per layer
+    mean_diff = related.float().mean(0) - unrelated.float().mean(0)
+    sign = torch.sign((vectors * mean_diff).sum(-1))
+    sign[sign == 0] = 1.0
+    vectors = vectors * sign[:, None]
+    means = 0.5 * (related.float().mean(0) + unrelated.float().mean(0))
+    return ConceptVectors(list(layers), vectors, means)
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """Validation statistics of one layer's concept vector (one row of the inspector's table)."""
+
+    layer: int
+    mean_related: float
+    mean_unrelated: float
+    min_related: float
+    max_unrelated: float
+    gap: float
+    threshold: float
+    accuracy: float
+
+
+def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: list[int],
+                adjust: float = 0.5) -> list[LayerStats]:
+    """Per-layer gap and threshold from validation similarities ``(n, layers)``.
+
+    The threshold starts at the minimum related similarity (every related validation question
+    fires) and moves ``adjust`` of the way toward the midpoint between the two groups' means.
+    """
+    rows = []
+    for j, layer in enumerate(layers):
+        rel, unrel = sim_related[:, j], sim_unrelated[:, j]
+        mean_r, mean_u = rel.mean().item(), unrel.mean().item()
+        min_r = rel.min().item()
+        mid = 0.5 * (mean_r + mean_u)
+        thr = min_r + adjust * (mid - min_r)
+        acc = ((rel > thr).float().sum() + (unrel <= thr).float().sum()).item() / (len(rel) + len(unrel))
+        rows.append(LayerStats(layer, mean_r, mean_u, min_r, unrel.max().item(), mean_r - mean_u, thr, acc))
+    return rows
+
+
+def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1) -> list[int]:
+    """Up to ``k`` layers with the largest related-vs-unrelated gap (skipping the first layers,
+    whose activations mostly encode surface tokens)."""
+    candidates = [row for row in table if row.layer >= exclude_first and row.gap > 0]
+    return sorted(row.layer for row in sorted(candidates, key=lambda r: -r.gap)[:k])
+
+
+@dataclass
+class Condition:
+    """Decides per prompt whether it is about the concept."""
+
+    vectors: ConceptVectors
+    thresholds: list[float]
+    aggregate: Aggregate = "majority"
+
+    @property
+    def layers(self) -> list[int]:
+        return self.vectors.layers
+
+    def votes(self, acts: torch.Tensor) -> torch.Tensor:
+        """``(n, layers)`` booleans: similarity above the layer's threshold."""
+        return self.vectors.similarities(acts) > torch.tensor(self.thresholds)[None]
+
+    def decide(self, acts: torch.Tensor) -> torch.Tensor:
+        v = self.votes(acts)
+        if self.aggregate == "all":
+            return v.all(-1)
+        if self.aggregate == "any":
+            return v.any(-1)
+        return v.float().sum(-1) * 2 > v.shape[-1]

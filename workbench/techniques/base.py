@@ -1,0 +1,153 @@
+"""One interface for every abstention technique, and a registry of them.
+
+A technique is a class with a parameters dataclass. ``prepare(lm, bench, target)`` builds what
+the technique needs from the target's *training* questions only (a prompt, vectors, an adapter)
+and returns an :class:`Abstainer` whose ``generate(questions)`` answers through the generation
+engine. Prepared artifacts are saved in an :class:`ArtifactStore` and reused when the model,
+parameters and training data match. A new technique is one class and ``@register``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from workbench.errors import ConfigError
+from workbench.generation import Generation, GenerationConfig
+from workbench.techniques.artifacts import ArtifactStore, check_meta
+from workbench.techniques.data import TargetData, target_data
+
+Nature = Literal["inference-time", "fine-tuning"]
+Access = Literal["black-box", "white-box"]
+
+#: Bump when an artifact's on-disk format changes.
+ARTIFACT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base class of technique parameters (frozen dataclasses of literals)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Abstainer(ABC):
+    """A model made to abstain from one target concept."""
+
+    technique: str
+    target: str
+
+    @abstractmethod
+    def generate(self, questions: Sequence[str], config: GenerationConfig | None = None,
+                 progress: bool = True) -> list[Generation]:
+        """Answer ``questions`` (one generation per question and sample)."""
+
+    def close(self) -> None:
+        """Release what the abstainer holds (an adapted model copy, say)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Technique(ABC):
+    """Base class: subclasses set ``name``, ``nature``, ``access``, ``Params`` and implement
+    :meth:`build` (and :meth:`load` when they save artifacts)."""
+
+    name: ClassVar[str]
+    nature: ClassVar[Nature]
+    access: ClassVar[Access]
+    Params: ClassVar[type[Params]] = Params
+    #: Whether ``build`` writes an artifact worth caching.
+    saves_artifacts: ClassVar[bool] = True
+
+    def __init__(self, params: Params | None = None, **overrides: Any):
+        self.store = ArtifactStore()
+        params = params or self.Params()
+        known = {f.name for f in fields(params)}
+        for key in overrides:
+            if key not in known:
+                raise ConfigError(f"technique {self.name!r} has no parameter {key!r}; "
+                                  f"its parameters are: {', '.join(sorted(known)) or 'none'}")
+        try:
+            self.params = replace(params, **overrides)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"technique {self.name!r}: {e}") from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {"name": cls.name, "nature": cls.nature, "access": cls.access,
+                "parameters": cls.Params().to_dict()}
+
+    # -- preparation ------------------------------------------------------------------------------
+    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+        """The training material (overridable for techniques that need other proportions)."""
+        return target_data(bench, target, seed=seed)
+
+    def meta(self, lm, data: TargetData, seed: int) -> dict[str, Any]:
+        return {"technique": self.name, "version": ARTIFACT_VERSION, "model_id": lm.model_id,
+                "revision": lm.revision, "target": data.target, "params": self.params.to_dict(),
+                "data": data.fingerprint(), "seed": seed}
+
+    def prepare(self, lm, bench, target: str, *, seed: int = 0, store: ArtifactStore | None = None,
+                artifact: str | Path | None = None, progress: bool = False) -> Abstainer:
+        """Build (or reload) what the technique needs and return the abstainer.
+
+        Args:
+            lm: the loaded model.
+            bench: the benchmark (taxonomies and questions).
+            target: the target concept id (atomic or composition).
+            seed: seeds data sampling and training.
+            store: where artifacts are cached (default: the workbench cache).
+            artifact: load this artifact directory instead; it must match exactly.
+        """
+        bench.concept(target)  # UnknownConceptError names a bad id before any work
+        self.store = store or ArtifactStore()
+        data = self.data(bench, target, seed=seed)
+        meta = self.meta(lm, data, seed)
+        if artifact is not None:
+            check_meta(artifact, meta)
+            return self.load(lm, bench, data, Path(artifact))
+        if not self.saves_artifacts:
+            return self.build(lm, bench, data, None, seed=seed, progress=progress)
+        found = self.store.lookup(meta)
+        if found is not None:
+            return self.load(lm, bench, data, found)
+        with self.store.create(meta) as directory:
+            self.build(lm, bench, data, directory, seed=seed, progress=progress)
+        return self.load(lm, bench, data, self.store.path_for(meta))
+
+    @abstractmethod
+    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed: int,
+              progress: bool) -> Abstainer | None:
+        """Compute the artifact into ``directory`` (or, without artifacts, return the abstainer)."""
+
+    def load(self, lm, bench, data: TargetData, directory: Path) -> Abstainer:
+        raise NotImplementedError(f"{self.name} saves no artifacts")
+
+
+TECHNIQUES: dict[str, type[Technique]] = {}
+
+
+def register(cls: type[Technique]) -> type[Technique]:
+    """Class decorator adding a technique to the registry under ``cls.name``."""
+    if cls.name in TECHNIQUES and TECHNIQUES[cls.name] is not cls:
+        raise ValueError(f"technique name {cls.name!r} is already registered")
+    TECHNIQUES[cls.name] = cls
+    return cls
+
+
+def get_technique(name: str, **params: Any) -> Technique:
+    """A technique by registered name, with parameter overrides."""
+    if name not in TECHNIQUES:
+        raise ConfigError(f"unknown technique {name!r}; known: {', '.join(sorted(TECHNIQUES))}")
+    return TECHNIQUES[name](**params)
