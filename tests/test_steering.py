@@ -40,6 +40,9 @@ def test_layer_table_thresholds_and_choice():
     assert row.threshold == pytest.approx(0.7 + 0.5 * (0.5 - 0.7))  # min related toward midpoint
     assert row.accuracy == 1.0
     assert choose_layers(table, k=1, exclude_first=0) == [4]
+    assert choose_layers(table, k=3, exclude_first=0) == [4, 5]  # both gaps positive
+    flipped = layer_table(sim_u, sim_r, [4, 5])
+    assert choose_layers(flipped, k=3, exclude_first=0) == [5]  # none positive: the best one
 
 
 def test_condition_aggregates_votes():
@@ -131,3 +134,62 @@ def test_condition_decides_per_prompt_from_its_own_activations(tiny):
     assert decided.tolist() == cond.decide(acts).tolist()
     # and decisions are the same when asked one prompt at a time
     assert [steerer.decide(tiny, [p]).item() for p in PROMPTS] == decided.tolist()
+
+
+def _conditional(tiny, cond_layers=(1,), behavior=(0, 1)):
+    """A steerer whose condition fires on about half of PROMPTS."""
+    acts = collect_activations(tiny, PROMPTS, list(cond_layers))
+    cv = fit_concept_vectors(acts[:2], acts[2:], list(cond_layers))
+    sims = cv.similarities(acts)
+    mid = [float(sims[:, j].sort().values[2:4].mean()) for j in range(len(cond_layers))]
+    g = torch.Generator().manual_seed(5)
+    plan = SteeringPlan(list(behavior), torch.randn(len(behavior), tiny.model.config.hidden_size, generator=g), 4.0)
+    return ConditionalSteerer(Condition(cv, mid, "all"), plan)
+
+
+def test_in_pass_decisions_match_a_separate_pass_and_do_not_depend_on_the_batch(tiny):
+    steerer = _conditional(tiny)
+    cfg = GenerationConfig(max_new_tokens=6, batch_size=8)
+    mixed = steerer.generate(tiny, PROMPTS, cfg, progress=False)
+    decided = steerer.last_decisions
+    assert decided.tolist() == steerer.decide(tiny, PROMPTS).tolist()
+    assert 0 < int(decided.sum()) < len(PROMPTS)
+    plain = generate(tiny, PROMPTS, cfg, progress=False)
+    for i, p in enumerate(PROMPTS):
+        alone = steerer.generate(tiny, [p], cfg, progress=False)[0]
+        assert alone.token_ids == mixed[i].token_ids, i
+        if not decided[i]:
+            assert mixed[i].token_ids == plain[i].token_ids  # unfired rows are untouched
+    assert any(mixed[i].token_ids != plain[i].token_ids for i in range(len(PROMPTS)) if decided[i])
+
+
+def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
+    """Reference without KV cache: prompt positions are steered only at behaviour layers deeper
+    than the deepest condition layer; generated positions at every behaviour layer."""
+    from workbench.generation import ForwardHook, layer_module_name
+    from workbench.steering.activations import hidden_of
+
+    steerer = _conditional(tiny, cond_layers=(0,), behavior=(0, 1))
+    i = int(steerer.decide(tiny, PROMPTS).nonzero()[0])
+    cached = steerer.generate(tiny, [PROMPTS[i]], GenerationConfig(max_new_tokens=6), progress=False)[0]
+    ids = tiny.tokenizer(render_chat(tiny.tokenizer, PROMPTS[i]), return_tensors="pt",
+                         add_special_tokens=False)["input_ids"]
+    n_prompt = ids.shape[1]
+    plan = steerer.plan
+
+    def adder(k, layer):
+        def add(module, args, output, state):
+            h = hidden_of(output)
+            start = 0 if layer > 0 else n_prompt  # layer 0 is not deeper than the condition layer
+            h[:, start:] += plan.strength * plan.vectors[k]
+            return output
+        return add
+
+    hooks = [ForwardHook(layer_module_name(tiny.model, l), adder(k, l)) for k, l in enumerate(plan.layers)]
+    out = []
+    with torch.no_grad(), attached(tiny.model, hooks, StepState(rows=torch.tensor([0]))):
+        for _ in range(6):
+            nxt = tiny.model(ids, use_cache=False).logits[0, -1].argmax().item()
+            out.append(nxt)
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    assert cached.token_ids == out

@@ -20,7 +20,7 @@ from workbench.errors import WorkbenchError
 #: The notebook the README's first command runs.
 DEMO_NOTEBOOK = "00_quickstart"
 #: Every notebook, in the order ``reproduce`` runs them.
-ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart"]
+ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "10_steering_inspector"]
 
 
 def _cmd_demo(args) -> None:

@@ -70,6 +70,11 @@ class ConceptVectors:
         centred = acts.float() - self.means[None]
         return torch.nn.functional.cosine_similarity(centred, self.vectors[None].float(), dim=-1)
 
+    def similarity_at(self, index: int, hidden: torch.Tensor) -> torch.Tensor:
+        """Cosine similarity of ``hidden`` (rows x hidden) with the ``index``-th layer's vector."""
+        centred = hidden.float() - self.means[index].to(hidden.device)
+        return torch.nn.functional.cosine_similarity(centred, self.vectors[index].to(hidden.device)[None], dim=-1)
+
     def select(self, layers: list[int]) -> ConceptVectors:
         idx = [self.layers.index(l) for l in layers]
         return ConceptVectors(list(layers), self.vectors[idx].clone(), self.means[idx].clone())
@@ -130,9 +135,12 @@ def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: 
 
 def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1) -> list[int]:
     """Up to ``k`` layers with the largest related-vs-unrelated gap (skipping the first layers,
-    whose activations mostly encode surface tokens)."""
-    candidates = [row for row in table if row.layer >= exclude_first and row.gap > 0]
-    return sorted(row.layer for row in sorted(candidates, key=lambda r: -r.gap)[:k])
+    whose activations mostly encode surface tokens). Layers with a positive gap come first; if
+    none has one, the single best layer is kept so that a condition always exists."""
+    eligible = [row for row in table if row.layer >= exclude_first] or list(table)
+    ranked = sorted(eligible, key=lambda r: -r.gap)
+    positive = [r for r in ranked if r.gap > 0][:k]
+    return sorted(r.layer for r in (positive or ranked[:1]))
 
 
 @dataclass
@@ -152,7 +160,10 @@ class Condition:
         return self.vectors.similarities(acts) > torch.tensor(self.thresholds)[None]
 
     def decide(self, acts: torch.Tensor) -> torch.Tensor:
-        v = self.votes(acts)
+        return self.combine(self.votes(acts))
+
+    def combine(self, v: torch.Tensor) -> torch.Tensor:
+        """Per-row decision from ``(n, layers)`` votes."""
         if self.aggregate == "all":
             return v.all(-1)
         if self.aggregate == "any":

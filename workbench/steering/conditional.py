@@ -1,12 +1,18 @@
 """Conditional activation steering: decide per prompt, then steer only the rows that fired.
 
-The decision is made once per prompt from its own activations (a forward pass over the prompt
-that stops after the deepest condition layer), and held for the whole generation. Rows whose
-condition fired get ``strength * vector[l]`` added to the residual stream at every behaviour
-layer ``l``, at every position, in the prompt pass and in every KV-cached decoding step; other
-rows are untouched. Decisions are indexed by prompt, through the engine's ``StepState``, so
-batch composition, row removal and sampling do not change who is steered. No state outlives a
-call.
+As in CAST, the decision is made during the prompt's own forward pass (no extra pass): each
+condition layer votes on the prompt's last-token activation; once the deepest condition layer
+has voted, the row's decision is fixed for the whole generation. Rows whose condition fired get
+``strength * vector[l]`` added to the residual stream at behaviour layer ``l``: in the prompt
+pass at behaviour layers deeper than the deepest condition layer (earlier ones have already run
+when the decision is made), and at every behaviour layer for every generated token (KV-cached
+steps). Other rows are untouched. Decisions are indexed by prompt through the engine's
+``StepState``, so batch composition, row removal and sampling do not change who is steered, and
+the activations the condition reads are never steered ones. No state outlives a call except
+``last_decisions``, a record of the last call's decisions.
+
+With ``decisions=`` given up front (the inspector, tests), fired rows are steered at every
+behaviour layer and position from the start.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class ConditionalSteerer:
     condition: Condition | None
     plan: SteeringPlan
     meta: dict = field(default_factory=dict)
+    last_decisions: torch.Tensor | None = None
 
     def decide(self, lm, prompts: Sequence[Prompt], system: str | None = None,
                batch_size: int = 32) -> torch.Tensor:
@@ -69,7 +76,47 @@ class ConditionalSteerer:
                  **kwargs) -> list[Generation]:
         """Generate with steering applied to the prompts whose condition fires."""
         config = config or GenerationConfig()
-        if decisions is None:
-            decisions = self.decide(lm, prompts, system=config.system_prompt, batch_size=config.batch_size)
-        hooks = self.plan.hooks(lm.model, decisions)
-        return generate(lm, prompts, config, hooks=hooks, progress=progress, **kwargs)
+        if decisions is None and self.condition is None:
+            decisions = torch.ones(len(prompts), dtype=torch.bool)
+        if decisions is not None:
+            hooks = self.plan.hooks(lm.model, decisions)
+            fired = decisions
+        else:
+            hooks, fired = self._in_pass_hooks(lm.model, len(prompts))
+        out = generate(lm, prompts, config, hooks=hooks, progress=progress, **kwargs)
+        self.last_decisions = fired.clone()
+        return out
+
+    def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:
+        """Hooks that decide during the prompt pass and steer the rows that fired."""
+        cond = self.condition
+        fired = torch.zeros(n_prompts, dtype=torch.bool)
+        votes = torch.zeros(n_prompts, len(cond.layers), dtype=torch.bool)
+        deepest = max(cond.layers)
+        hooks: list[ForwardHook] = []
+        for j, layer in enumerate(cond.layers):
+            def vote(module, args, output, state, _j=j, _layer=layer):
+                if state.step != 0:
+                    return output
+                rows = state.rows
+                sims = cond.vectors.similarity_at(_j, hidden_of(output)[:, -1, :])
+                votes[rows, _j] = (sims > cond.thresholds[_j]).cpu()
+                if _layer == deepest:
+                    fired[rows] = cond.combine(votes[rows])
+                return output
+
+            hooks.append(ForwardHook(layer_module_name(model, layer), vote))
+        for i, layer in enumerate(self.plan.layers):
+            delta = self.plan.strength * self.plan.vectors[i]
+
+            def add(module, args, output, state, _delta=delta, _layer=layer):
+                if state.step == 0 and _layer <= deepest:
+                    return output  # the decision is not known yet in this pass
+                rows = fired[state.rows]
+                if rows.any():
+                    h = hidden_of(output)
+                    h[rows.to(h.device)] += _delta.to(h.dtype).to(h.device)
+                return output
+
+            hooks.append(ForwardHook(layer_module_name(model, layer), add))
+        return hooks, fired

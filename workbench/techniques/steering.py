@@ -9,7 +9,8 @@ Preparation, from training questions only:
    to ``n_layers`` layers with the largest gaps become the condition.
 4. The refusal vector (model-level, cached separately): abstaining minus complying activations.
 
-At answer time a prompt is steered toward abstention only if its condition fires.
+At answer time a prompt is steered toward abstention only if its condition fires; the decision is
+made inside the prompt's own forward pass (see ``workbench.steering.conditional``).
 
 Defaults for ``behavior_layers`` and ``strength`` were derived on the embedded SmolLM2-135M by a
 sweep over single layers 6-18 and pairs (strengths 0.5-1.5) on 16 held-out questions: layers at
@@ -46,6 +47,13 @@ class SteeringParams(Params):
         behavior_layers: layers that receive the refusal vector; None: 47% and 53% of the depth.
         strength: multiple of the refusal vector added.
         refusal_questions: questions (from across the taxonomy) the refusal vector is fitted on.
+        pooling: how a question's activations are pooled (``last`` token, as SELECT, or ``mean``).
+        condition_before_behavior: choose condition layers only below the first behaviour layer,
+            so the decision is known before steering starts and the prompt itself is steered in
+            the same pass. With False (SELECT's unrestricted choice) the prompt is steered only
+            at behaviour layers deeper than the deepest condition layer; on the embedded model
+            that halved the abstention rate on target questions (0.25-0.5 against 0.75-0.88 on
+            river, scientist and movie), so True is the default.
     """
 
     n_layers: int = 3
@@ -55,6 +63,7 @@ class SteeringParams(Params):
     strength: float = 0.6
     refusal_questions: int = 48
     pooling: str = "last"
+    condition_before_behavior: bool = True
 
     def __post_init__(self) -> None:
         from workbench.errors import ConfigError
@@ -127,8 +136,9 @@ class Steering(Technique):
         vectors = fit_concept_vectors(r, u, layers)
         sim_vr, sim_vu = vectors.similarities(vr), vectors.similarities(vu)
         table = layer_table(sim_vr, sim_vu, layers, adjust=p.threshold_adjust)
-        chosen = choose_layers(table, k=p.n_layers)
         behavior = list(p.behavior_layers) if p.behavior_layers else default_behavior_layers(lm.num_layers)
+        candidates = [r for r in table if not p.condition_before_behavior or r.layer < min(behavior)]
+        chosen = choose_layers(candidates, k=p.n_layers)
         refusal = refusal_vector(lm, bench, p.refusal_questions, seed=0, store=self.store,
                                  progress=progress)
         torch.save({"vectors": vectors.vectors, "means": vectors.means, "sim_val_related": sim_vr,

@@ -2,4 +2,6 @@
 
 from workbench.widgets.concept_picker import ConceptPicker, concept_summary, search_options, summary_html
 
-__all__ = ["ConceptPicker", "concept_summary", "search_options", "summary_html"]
+from workbench.widgets.steering_inspector import SteeringInspector
+
+__all__ = ["ConceptPicker", "SteeringInspector", "concept_summary", "search_options", "summary_html"]
