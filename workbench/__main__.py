@@ -18,9 +18,10 @@ import sys
 from workbench.errors import WorkbenchError
 
 #: The notebook the README's first command runs.
-DEMO_NOTEBOOK = "00_quickstart"
+DEMO_NOTEBOOK = "01_select_abstention"
 #: Every notebook, in the order ``reproduce`` runs them.
-ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "10_steering_inspector"]
+ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "01_select_abstention",
+                 "02_select_compositions", "03_refusal_judge", "10_steering_inspector"]
 
 
 def _cmd_demo(args) -> None:

@@ -92,6 +92,16 @@ def detect_refusal(response: str, window: int = 160) -> PhraseDecision:
     return PhraseDecision(refused=False)
 
 
+def refusal_settled(text: str, slack: int = 80, window: int = 160) -> bool:
+    """True once ``text`` opens with a refusal and ``slack`` more characters have followed it,
+    enough for a "however, here is ..." to show: the early-stopping rule for generation."""
+    d = detect_refusal(text, window)
+    if not d.refused or d.matched is None:
+        return False
+    end = _normalize(text).lower().find(d.matched.lower()) + len(d.matched)
+    return len(text) - end >= slack
+
+
 def is_refusal(response: str, window: int = 160) -> bool:
     return detect_refusal(response, window).refused
 

@@ -7,6 +7,7 @@
 
 from workbench.techniques.artifacts import ArtifactMismatchError, ArtifactStore
 from workbench.techniques.base import TECHNIQUES, Abstainer, Params, Technique, get_technique, register
+from workbench.techniques.base_model import Base, BaseAbstainer
 from workbench.techniques.data import LabelledQuestion, TargetData, target_data
 from workbench.techniques.finetune import SFT, SFTDPO, FineTunedAbstainer, SFTParams
 from workbench.techniques.prompting import FewShotCoT, PromptAbstainer, ZeroShot
@@ -16,7 +17,7 @@ from workbench.techniques.steering import Steering, SteeringAbstainer, SteeringP
 SELECT_TECHNIQUES = ("zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
 
 __all__ = [
-    "Abstainer", "ArtifactMismatchError", "ArtifactStore", "FewShotCoT", "FineTunedAbstainer",
+    "Abstainer", "ArtifactMismatchError", "Base", "BaseAbstainer", "ArtifactStore", "FewShotCoT", "FineTunedAbstainer",
     "LabelledQuestion", "Params", "PromptAbstainer", "SELECT_TECHNIQUES", "SFT", "SFTDPO",
     "SFTParams", "Steering", "SteeringAbstainer", "SteeringParams", "TECHNIQUES", "TargetData",
     "Technique", "ZeroShot", "get_technique", "register", "target_data",

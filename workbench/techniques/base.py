@@ -43,8 +43,9 @@ class Abstainer(ABC):
 
     @abstractmethod
     def generate(self, questions: Sequence[str], config: GenerationConfig | None = None,
-                 progress: bool = True) -> list[Generation]:
-        """Answer ``questions`` (one generation per question and sample)."""
+                 progress: bool = True, **kwargs) -> list[Generation]:
+        """Answer ``questions`` (one generation per question and sample); ``kwargs`` go to the
+        engine (e.g. ``stop_when``)."""
 
     def close(self) -> None:
         """Release what the abstainer holds (an adapted model copy, say)."""

@@ -50,11 +50,11 @@ class FineTunedAbstainer(Abstainer):
         self.technique, self.target = technique, target
         self.adapted = _AdaptedModel(lm, model)
 
-    def generate(self, questions, config=None, progress=True):
+    def generate(self, questions, config=None, progress=True, **kwargs):
         if self.adapted is None:
             raise RuntimeError(f"{self.technique} abstainer for {self.target!r} was closed")
         return generate(self.adapted, list(questions), config or GenerationConfig(),
-                        progress=progress, desc=self.technique)
+                        progress=progress, desc=self.technique, **kwargs)
 
     def close(self) -> None:
         self.adapted = None

@@ -35,12 +35,12 @@ class PromptAbstainer(Abstainer):
             turns += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
         return turns + [{"role": "user", "content": question}]
 
-    def generate(self, questions, config=None, progress=True) -> list[Generation]:
+    def generate(self, questions, config=None, progress=True, **kwargs) -> list[Generation]:
         config = config or GenerationConfig()
         if self.system is not None:
             config = GenerationConfig(**{**config.to_dict(), "system_prompt": self.system})
         return generate(self.lm, [self.conversation(q) for q in questions], config,
-                        progress=progress, desc=self.technique)
+                        progress=progress, desc=self.technique, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,9 @@ class SteeringAbstainer(Abstainer):
         self.lm, self.target, self.steerer = lm, target, steerer
         self.table, self.validation, self.all_vectors = table, validation, all_vectors
 
-    def generate(self, questions, config=None, progress=True):
+    def generate(self, questions, config=None, progress=True, **kwargs):
         return self.steerer.generate(self.lm, list(questions), config or GenerationConfig(),
-                                     progress=progress, desc=self.technique)
+                                     progress=progress, desc=self.technique, **kwargs)
 
     def decide(self, questions) -> torch.Tensor:
         return self.steerer.decide(self.lm, list(questions))

@@ -1,0 +1,90 @@
+# %% [markdown]
+# # SELECT: abstention from atomic concepts
+#
+# Each technique is applied to each target concept; the model then answers held-out questions
+# about the target (abstention), its descendants (generalization) and its siblings and
+# ancestors (specificity). Results: `runs/<run_name>/results.parquet` (one row per answer) and
+# `runs/<run_name>/summary.csv`; figures in `figures/`.
+
+# %% [parameters]
+run_name = "demo"
+models = ["smollm2-135m-instruct"]
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
+targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
+seeds = [0]
+n_target = 20
+n_descendant = 10
+n_specificity = 10
+max_new_tokens = 32
+detector = "refused_phrase"
+probe_knowledge = True
+n_boot = 1000
+figure_prefix = "select_atomic"
+
+# %%
+from pathlib import Path
+
+from workbench.experiments import ExperimentConfig, Runner
+from workbench.experiments.report import write_summary
+from workbench.plots import save_figure
+from workbench.plots.select import (plot_by_level, plot_generalization_errors, plot_technique_metrics,
+                                    plot_universality)
+from workbench.scoring.metrics import by_level, generalization_errors, technique_table, universality
+
+config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
+                          targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
+                          n_descendant=n_descendant, n_specificity=n_specificity,
+                          max_new_tokens=max_new_tokens)
+run_dir = Path("runs") / run_name
+
+# %%
+runner = Runner(config)
+rows = runner.run()
+summary = write_summary(rows, run_dir / "summary.csv", detector)
+summary
+
+# %% [markdown]
+# ## Techniques table (mean over target concepts, 95% bootstrap intervals)
+
+# %%
+table = technique_table(rows, detector, n_boot=n_boot)
+table.to_csv(run_dir / "techniques.csv", index=False, float_format="%.4f")
+table.round(3)
+
+# %%
+save_figure(plot_technique_metrics(table, "atomic concepts"), f"{figure_prefix}_techniques")
+
+# %% [markdown]
+# ## Variation across taxonomy levels
+
+# %%
+levels = by_level(rows, detector)
+save_figure(plot_by_level(levels), f"{figure_prefix}_levels")
+levels.round(3)
+
+# %% [markdown]
+# ## Generalization errors: does the model know that a descendant is a kind of the target?
+
+# %%
+if probe_knowledge:
+    from workbench.experiments.probes import probe_descendants
+    from workbench.models import load_model
+
+    probes = []
+    for m in models:
+        probes.append(probe_descendants(load_model(m), runner.bench, targets, m))
+    import pandas as pd
+
+    probes = pd.concat(probes, ignore_index=True)
+    probes.to_csv(run_dir / "isa_probes.csv", index=False)
+    errors = generalization_errors(rows, probes, detector)
+    save_figure(plot_generalization_errors(errors), f"{figure_prefix}_generalization_errors")
+    display(errors)
+
+# %% [markdown]
+# ## Universality: do techniques find the same concepts hard?
+
+# %%
+corr = universality(rows, "abstention", detector)
+save_figure(plot_universality(corr), f"{figure_prefix}_universality")
+corr.round(2)

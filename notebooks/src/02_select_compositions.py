@@ -1,0 +1,65 @@
+# %% [markdown]
+# # SELECT: abstention from compositions of concepts
+#
+# The same evaluation for compositions ("movies about athletes"): abstention on the
+# composition's questions, generalization to its descendants in the composition taxonomy,
+# specificity on its siblings and ancestors; then atomic concepts against compositions, using
+# the atomic run (`atomic_run`) when it exists.
+
+# %% [parameters]
+run_name = "compositions"
+atomic_run = "demo"
+models = ["smollm2-135m-instruct"]
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
+targets = ["wn:06613686-n#wn:09835506-n", "wn:07037465-n#wn:09215664-n"]
+seeds = [0]
+n_target = 20
+n_descendant = 10
+n_specificity = 10
+max_new_tokens = 32
+detector = "refused_phrase"
+n_boot = 1000
+figure_prefix = "select_compositions"
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.experiments import ExperimentConfig, Runner
+from workbench.experiments.report import write_summary
+from workbench.plots import save_figure
+from workbench.plots.select import plot_atomic_vs_compositions, plot_by_level, plot_technique_metrics
+from workbench.scoring.metrics import by_level, technique_table
+
+config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
+                          targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
+                          n_descendant=n_descendant, n_specificity=n_specificity,
+                          max_new_tokens=max_new_tokens)
+run_dir = Path("runs") / run_name
+
+# %%
+rows = Runner(config).run()
+summary = write_summary(rows, run_dir / "summary.csv", detector)
+summary
+
+# %%
+table = technique_table(rows, detector, n_boot=n_boot)
+table.to_csv(run_dir / "techniques.csv", index=False, float_format="%.4f")
+save_figure(plot_technique_metrics(table, "compositions"), f"{figure_prefix}_techniques")
+table.round(3)
+
+# %%
+levels = by_level(rows, detector)
+save_figure(plot_by_level(levels), f"{figure_prefix}_levels")
+levels.round(3)
+
+# %% [markdown]
+# ## Atomic concepts against compositions
+
+# %%
+atomic_path = Path("runs") / atomic_run / "results.parquet"
+both = pd.concat([pd.read_parquet(atomic_path), rows], ignore_index=True) if atomic_path.is_file() else rows
+kinds = technique_table(both, detector, n_boot=200, by=("model", "target_kind", "technique"))
+save_figure(plot_atomic_vs_compositions(kinds), f"{figure_prefix}_vs_atomic")
+kinds.round(3)

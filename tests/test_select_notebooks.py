@@ -1,0 +1,65 @@
+"""The SELECT notebooks run headless with small parameters on the embedded model."""
+
+import shutil
+import uuid
+
+import pandas as pd
+import pytest
+
+from workbench.notebooks import run_notebook
+from workbench.paths import repo_root
+
+pytestmark = [pytest.mark.notebook, pytest.mark.integration]
+
+ROOT = repo_root()
+SMALL = dict(n_target=3, n_descendant=2, n_specificity=2, max_new_tokens=8)
+
+
+@pytest.fixture
+def names(tmp_path):
+    tag = uuid.uuid4().hex[:6]
+    made = {"run": f"test-{tag}", "fig": f"test_{tag}"}
+    yield made
+    shutil.rmtree(ROOT / "runs" / made["run"], ignore_errors=True)
+    for f in (ROOT / "figures").glob(f"{made['fig']}*"):
+        f.unlink()
+
+
+def test_select_abstention_notebook(tmp_path, names):
+    targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
+    run_notebook("01_select_abstention", {
+        "run_name": names["run"], "techniques": ["base", "zero_shot", "steering"], "targets": targets,
+        "n_boot": 50, "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    for col in ("model", "technique", "concept", "abstention", "generalization", "specificity",
+                "n_target", "n_descendant", "n_specificity"):
+        assert col in summary.columns
+    assert len(summary) == 9 and set(summary["technique"]) == {"base", "zero_shot", "steering"}
+    assert (summary["n_target"] == 3).all()
+    for fig in ("techniques", "levels", "generalization_errors", "universality"):
+        for ext in ("pdf", "png"):
+            assert (ROOT / "figures" / f"{names['fig']}_{fig}.{ext}").is_file(), fig
+    assert (ROOT / "runs" / names["run"] / "isa_probes.csv").is_file()
+
+
+def test_compositions_notebook(tmp_path, names):
+    run_notebook("02_select_compositions", {
+        "run_name": names["run"], "atomic_run": "no-such-run", "techniques": ["base", "zero_shot"],
+        "targets": ["wn:06613686-n#wn:09835506-n"], "n_boot": 50, "figure_prefix": names["fig"], **SMALL},
+        run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    assert set(summary["concept_kind"]) == {"composition"} and len(summary) == 2
+    assert (ROOT / "figures" / f"{names['fig']}_vs_atomic.png").is_file()
+
+
+def test_refusal_judge_notebook(tmp_path, names):
+    run_notebook("03_refusal_judge", {
+        "run_name": names["run"], "techniques": ["base", "zero_shot"], "k_samples": 2,
+        "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+    d = ROOT / "runs" / names["run"]
+    scores = pd.read_csv(d / "confidence.csv")
+    assert scores["samples"].eq(2).all()
+    assert scores["confidence"].dropna().between(-1, 1).all()
+    agreement = pd.read_csv(d / "agreement.csv")
+    assert {"phrase", "keyword"} <= set(agreement["detector"])
+    assert (ROOT / "figures" / f"{names['fig']}_confidence.png").is_file()

@@ -1,0 +1,144 @@
+"""The typed configuration of an experiment grid (models x techniques x targets x seeds).
+
+Every field is validated before any model loads; errors name the field. ``cell_config`` is the
+part of the configuration that determines one cell's rows, and its hash keys the cell's results:
+change anything that affects a cell and that cell is recomputed, never reused stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from workbench.errors import ConfigError
+
+DETECTORS = ("phrase", "keyword")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """An experiment grid and its evaluation settings.
+
+    Attributes:
+        name: run name; results go to ``runs/<name>/``.
+        models: registered names, local paths or hub ids.
+        techniques: registered technique names; ``base`` is the unmodified model.
+        technique_params: per-technique parameter overrides, e.g. ``{"steering": {"strength": 0.8}}``.
+        targets: target concept ids (atomic or composition).
+        seeds: seeds (data sampling, training, generation).
+        n_target / n_descendant / n_specificity: evaluation questions per group (the target's
+            eval questions; its descendants'; its siblings' and ancestors').
+        max_new_tokens, num_samples, temperature, batch_size: generation settings (greedy when
+            ``num_samples`` is 1).
+        early_stop: end an answer as soon as the phrase detector sees a refusal.
+        data_dir: the benchmark to read (default: the shipped ``data/``).
+    """
+
+    name: str = "demo"
+    models: tuple[str, ...] = ("smollm2-135m-instruct",)
+    techniques: tuple[str, ...] = ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
+    technique_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: tuple[str, ...] = ("wn:09411430-n", "wn:10560637-n", "wn:06613686-n")
+    seeds: tuple[int, ...] = (0,)
+    n_target: int = 20
+    n_descendant: int = 20
+    n_specificity: int = 20
+    max_new_tokens: int = 40
+    num_samples: int = 1
+    temperature: float = 0.7
+    batch_size: int = 32
+    early_stop: bool = True
+    data_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("models", "techniques", "targets", "seeds"):
+            value = getattr(self, name)
+            if isinstance(value, (str, int)):
+                value = (value,)
+            object.__setattr__(self, name, tuple(value))
+            if not getattr(self, name):
+                raise ConfigError(f"config field '{name}' must list at least one entry")
+        for name in ("n_target", "n_descendant", "n_specificity"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ConfigError(f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}")
+        for name in ("max_new_tokens", "num_samples", "batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"config field '{name}' must be a positive integer, got {getattr(self, name)!r}")
+        if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
+            raise ConfigError(f"config field 'name' must be a plain directory name, got {self.name!r}")
+        if not all(isinstance(s, int) for s in self.seeds):
+            raise ConfigError(f"config field 'seeds' must hold integers, got {self.seeds!r}")
+        if not isinstance(self.technique_params, dict):
+            raise ConfigError("config field 'technique_params' must map technique names to parameters")
+
+    # -- (de)serialisation ---------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown config field(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(sorted(known))}")
+        return cls(**d)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike) -> ExperimentConfig:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"no config file at {p}")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: invalid YAML: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: expected a mapping of config fields")
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("models", "techniques", "targets", "seeds"):
+            d[k] = list(d[k])
+        return d
+
+    # -- validation against the world (no model loads) ----------------------------------------
+    def validate(self, bench) -> None:
+        """Check technique names and parameters and target ids; raise ConfigError naming the field."""
+        from workbench.taxonomy import UnknownConceptError
+        from workbench.techniques import get_technique
+
+        for name in self.technique_params:
+            if name not in self.techniques:
+                raise ConfigError(f"config field 'technique_params' names {name!r}, which is not in 'techniques'")
+        for name in self.techniques:
+            try:
+                get_technique(name, **self.technique_params.get(name, {}))
+            except ConfigError as e:
+                raise ConfigError(f"config field 'techniques': {e}") from None
+        for t in self.targets:
+            try:
+                bench.concept(t)
+            except UnknownConceptError as e:
+                raise ConfigError(f"config field 'targets': {e}") from None
+
+    # -- hashing --------------------------------------------------------------------------------
+    def generation_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("max_new_tokens", "num_samples", "temperature",
+                                               "early_stop", "n_target", "n_descendant", "n_specificity")}
+
+    def cell_config(self, model: str, technique: str, target: str, seed: int, data_hash: str) -> dict[str, Any]:
+        return {"model": model, "technique": technique, "target": target, "seed": seed,
+                "params": self.technique_params.get(technique, {}), "generation": self.generation_settings(),
+                "data": data_hash, "format": 1}
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def hash_dict(d: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,193 @@
+"""Run an experiment grid and write one tidy row per generated answer.
+
+Rows: (model, technique, target, question, relation to target, sample) with the response, every
+detector's decision and provenance (cell hash, model id and revision, seed, package versions).
+Work is done cell by cell (model x technique x target x seed); each finished cell is written
+atomically to ``runs/<name>/cells/<cell hash>.jsonl``, so an interrupted run, restarted, does only
+the missing cells, and a cell whose configuration changed gets a new hash (never stale rows).
+``results.parquet`` is rebuilt from the current grid's cells after every run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from workbench.experiments.config import ExperimentConfig, hash_dict
+from workbench.generation import GenerationConfig
+from workbench.paths import repo_root
+from workbench.scoring.phrases import detect_refusal, keyword_refusal, refusal_settled
+from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
+
+
+@dataclass(frozen=True)
+class Cell:
+    model: str
+    technique: str
+    target: str
+    seed: int
+
+
+def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n_specificity: int,
+                         seed: int = 0) -> list[LabelledQuestion]:
+    """The held-out questions a cell is scored on: the target's eval questions (abstention), its
+    descendants' (generalization), its siblings' and ancestors' (specificity)."""
+    tax = bench.taxonomy_of(target)
+    rng = _rng(seed, "eval:" + target)
+    out = [LabelledQuestion(q, target, "target") for q in bench.questions[target].eval[:n_target]]
+    out += _spread(_pool(bench, tax.descendants(target), "eval", "descendant"), n_descendant, rng)
+    spec = _pool(bench, tax.siblings(target), "eval", "sibling") + _pool(bench, tax.ancestors(target), "eval", "ancestor")
+    out += _spread(spec, n_specificity, rng)
+    return out
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "peft", "trl", "abstention-workbench"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+class Runner:
+    """Runs an :class:`ExperimentConfig`; ``run()`` returns the tidy results table."""
+
+    def __init__(self, config: ExperimentConfig, root: str | os.PathLike | None = None,
+                 bench=None, progress: bool = True, store=None):
+        self.config = config
+        self.root = Path(root) if root else repo_root() / "runs"
+        self.run_dir = self.root / config.name
+        self.bench = bench
+        self.progress = progress
+        self.store = store
+
+    # -- grid -----------------------------------------------------------------------------------
+    def cells(self) -> list[Cell]:
+        c = self.config
+        return [Cell(m, t, g, s) for m in c.models for g in c.targets for s in c.seeds for t in c.techniques]
+
+    def _data_hash(self) -> str:
+        return (self.bench.manifest or {}).get("content_hash", "unknown")[:16]
+
+    def cell_hash(self, cell: Cell) -> str:
+        return hash_dict(self.config.cell_config(cell.model, cell.technique, cell.target, cell.seed,
+                                                 self._data_hash()))
+
+    def cell_path(self, cell: Cell) -> Path:
+        return self.run_dir / "cells" / f"{self.cell_hash(cell)}.jsonl"
+
+    def pending(self) -> list[Cell]:
+        return [c for c in self.cells() if not self.cell_path(c).is_file()]
+
+    # -- running --------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Load the benchmark and validate the config (before any model loads)."""
+        if self.bench is None:
+            from workbench.taxonomy import load_benchmark
+
+            self.bench = load_benchmark(self.config.data_dir)
+        self.config.validate(self.bench)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2))
+
+    def run(self) -> pd.DataFrame:
+        from workbench.models import load_model
+
+        self.prepare()
+        todo = self.pending()
+        bar = tqdm(total=len(self.cells()), initial=len(self.cells()) - len(todo), desc="cells",
+                   disable=not self.progress)
+        try:
+            for model in dict.fromkeys(c.model for c in todo):
+                lm = load_model(model)
+                for cell in [c for c in todo if c.model == model]:
+                    bar.set_postfix_str(f"{cell.technique} / {self.bench.concept(cell.target).name}")
+                    rows = self.run_cell(lm, cell)
+                    _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in rows))
+                    bar.update(1)
+        finally:
+            bar.close()
+        return self.results()
+
+    def run_cell(self, lm, cell: Cell) -> list[dict]:
+        from workbench.techniques import get_technique
+
+        c = self.config
+        questions = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
+                                         c.n_specificity, seed=cell.seed)
+        technique = get_technique(cell.technique, **c.technique_params.get(cell.technique, {}))
+        gen_cfg = GenerationConfig(max_new_tokens=c.max_new_tokens, num_samples=c.num_samples,
+                                   do_sample=c.num_samples > 1, temperature=c.temperature,
+                                   seed=cell.seed, batch_size=c.batch_size,
+                                   return_logprobs=c.num_samples > 1)
+        start = time.time()
+        kwargs = {"store": self.store} if self.store is not None else {}
+        with technique.prepare(lm, self.bench, cell.target, seed=cell.seed, **kwargs) as ab:
+            gens = ab.generate([q.question for q in questions], gen_cfg, progress=self.progress,
+                               stop_when=refusal_settled if c.early_stop else None)
+        seconds = time.time() - start
+        tax = self.bench.taxonomy_of(cell.target)
+        target = tax[cell.target]
+        common = {
+            "run": c.name, "model": cell.model, "model_id": lm.model_id, "revision": lm.revision,
+            "technique": cell.technique, "technique_nature": technique.nature,
+            "technique_params": json.dumps(technique.params.to_dict(), sort_keys=True, default=str),
+            "target": cell.target, "target_name": target.name,
+            "target_kind": "composition" if target.kind == "composition" else "atomic",
+            "target_level": tax.level(cell.target), "target_root": tax[tax.root_of(cell.target)].name,
+            "seed": cell.seed, "config_hash": self.cell_hash(cell),
+            "versions": json.dumps(package_versions(), sort_keys=True), "cell_seconds": round(seconds, 2),
+        }
+        rows = []
+        for g in gens:
+            q = questions[g.prompt_index]
+            phrase = detect_refusal(g.text)
+            rows.append({**common, "question_concept": q.concept_id, "relation": q.relation,
+                         "question_index": g.prompt_index, "question": q.question, "sample": g.sample,
+                         "response": g.text, "n_tokens": g.num_tokens, "finish_reason": g.finish_reason,
+                         "logprob": float(sum(g.logprobs)) if g.logprobs else None,
+                         "refused_phrase": phrase.refused, "phrase_partial": phrase.partial,
+                         "phrase_match": phrase.matched, "refused_keyword": keyword_refusal(g.text)})
+        return rows
+
+    # -- results --------------------------------------------------------------------------------
+    def results(self) -> pd.DataFrame:
+        """The current grid's rows (finished cells only), also written to results.parquet."""
+        frames = []
+        for cell in self.cells():
+            p = self.cell_path(cell)
+            if p.is_file():
+                frames.append(pd.read_json(p, lines=True, dtype=False))
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if not table.empty:
+            key = ["model", "technique", "target", "seed", "question_index", "sample"]
+            table = table.drop_duplicates(subset=key, keep="last").reset_index(drop=True)
+            tmp = self.run_dir / "results.parquet.tmp"
+            table.to_parquet(tmp, index=False)
+            os.replace(tmp, self.run_dir / "results.parquet")
+        return table
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def run_experiment(config: ExperimentConfig | dict, root=None, progress: bool = True, **kwargs) -> pd.DataFrame:
+    """Convenience: run a config (object or dict) and return its results table."""
+    if isinstance(config, dict):
+        config = ExperimentConfig.from_dict(config)
+    return Runner(config, root=root, progress=progress, **kwargs).run()
