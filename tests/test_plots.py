@@ -1,0 +1,50 @@
+"""Every figure function produces a PDF and a PNG with labelled axes."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.plots import save_figure
+from workbench.plots.select import (plot_atomic_vs_compositions, plot_by_level, plot_compliance,
+                                    plot_confidence_histograms, plot_generalization_errors,
+                                    plot_technique_metrics, plot_universality)
+
+TECHS = ["base", "steering", "sft"]
+
+
+def _table():
+    rows = []
+    for kind in ("atomic", "composition"):
+        for i, t in enumerate(TECHS):
+            rec = {"model": "m", "technique": t, "target_kind": kind}
+            for j, m in enumerate(("abstention", "generalization", "specificity", "overall")):
+                rec[m] = 0.2 + 0.2 * i + 0.05 * j
+                rec[f"{m}_lo"], rec[f"{m}_hi"] = rec[m] - 0.1, rec[m] + 0.1
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+CASES = {
+    "techniques": lambda: plot_technique_metrics(_table()[lambda d: d.target_kind == "atomic"], "t"),
+    "levels": lambda: plot_by_level(pd.DataFrame([{"technique": t, "target_level": lvl, "abstention": 0.5,
+                                                   "generalization": 0.4, "specificity": 0.3}
+                                                  for t in TECHS for lvl in (1, 2, 3)])),
+    "universality": lambda: plot_universality(pd.DataFrame(np.eye(3), index=TECHS, columns=TECHS)),
+    "generalization_errors": lambda: plot_generalization_errors(pd.DataFrame(
+        [{"technique": t, "explained_share": 0.5, "misses": 4} for t in TECHS])),
+    "atomic_vs_compositions": lambda: plot_atomic_vs_compositions(_table()),
+    "confidence": lambda: plot_confidence_histograms(pd.DataFrame(
+        [{"technique": t, "confidence": c} for t in TECHS for c in (-1, 0, 0.5, 1)])),
+    "compliance": lambda: plot_compliance(pd.DataFrame(
+        [{"technique": t, "compliance": 50, "ambiguous": 10, "rejection": 40, "unscored": 0} for t in TECHS])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_figure_is_saved_as_pdf_and_png(tmp_path, name):
+    fig = CASES[name]()
+    ax = fig.axes[0]
+    assert ax.get_xlabel() or [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    paths = save_figure(fig, name, tmp_path)
+    assert [p.suffix for p in paths] == [".pdf", ".png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
