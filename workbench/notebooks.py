@@ -44,21 +44,27 @@ class NotebookParameter:
 
 
 def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]:
-    """The parameters a notebook's ``parameters`` cell defines, with their literal defaults."""
-    import papermill
+    """The parameters a notebook's ``parameters`` cell defines, with their literal defaults.
+
+    The cell is parsed with ``ast`` (papermill's own inspection reads ``#`` inside a string, as
+    in composition ids ``a#b``, as the start of a comment).
+    """
+    import nbformat
 
     nb = find_notebook(path)
-    params = papermill.inspect_notebook(str(nb))
-    out = {}
-    for name, info in params.items():
-        try:
-            default = ast.literal_eval(info["default"])
-        except (ValueError, SyntaxError):
-            default = info["default"]
-        out[name] = NotebookParameter(name, default, info.get("inferred_type_name", "None"),
-                                      info.get("help", ""))
-    if not out:
+    cells = [c for c in nbformat.read(str(nb), as_version=4).cells
+             if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not cells:
         raise ConfigError(f"{nb.name} has no cell tagged 'parameters'")
+    out = {}
+    for node in ast.parse(cells[0].source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            try:
+                default = ast.literal_eval(node.value)
+            except ValueError:
+                raise ConfigError(f"{nb.name}: parameter {name!r} is not a literal") from None
+            out[name] = NotebookParameter(name, default, type(default).__name__, "")
     return out
 
 

@@ -38,6 +38,7 @@ class Synset:
     instance_hypernyms: list[str] = field(default_factory=list)
     hyponyms: list[str] = field(default_factory=list)
     instance_hyponyms: list[str] = field(default_factory=list)
+    part_holonyms: list[str] = field(default_factory=list)
     lex_filenum: str = "00"
     lex_ids: list[str] = field(default_factory=list)
 
@@ -92,6 +93,8 @@ def parse_data_line(line: str) -> Synset | None:
             s.hyponyms.append(target)
         elif sym == "~i":
             s.instance_hyponyms.append(target)
+        elif sym == "#p":
+            s.part_holonyms.append(target)
     return s
 
 

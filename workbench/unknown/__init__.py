@@ -1,0 +1,14 @@
+"""Responses to the unknown (UnknownBench-style): datasets, measures, calibration."""
+
+from workbench.unknown.datasets import (TASKS, UnknownDataset, UnknownItem, build_unknown_dataset,
+                                        load_unknownbench, save_unknown_dataset)
+from workbench.unknown.measures import (by_confidence, evaluate_unknown, expected_calibration_error,
+                                        lexical_match, next_token_entropy, parse_confidence,
+                                        prompt_perplexity, summarize_unknown)
+
+__all__ = [
+    "TASKS", "UnknownDataset", "UnknownItem", "build_unknown_dataset", "by_confidence",
+    "evaluate_unknown", "expected_calibration_error", "lexical_match", "load_unknownbench",
+    "next_token_entropy", "parse_confidence", "prompt_perplexity", "save_unknown_dataset",
+    "summarize_unknown",
+]

@@ -1,0 +1,34 @@
+"""``python -m workbench.unknown build [--out data/unknown] [--seed 0]``: rebuild the datasets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from workbench.errors import WorkbenchError
+from workbench.paths import repo_root
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workbench.unknown")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--out", default=str(repo_root() / "data" / "unknown"))
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--wordnet-dir", default=None)
+    args = ap.parse_args(argv)
+    try:
+        from workbench.unknown.datasets import build_unknown_dataset, save_unknown_dataset
+
+        ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
+        save_unknown_dataset(ds, args.out)
+        print(f"wrote {args.out}: " + json.dumps(ds.manifest["counts"]))
+    except WorkbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
