@@ -63,3 +63,16 @@ def test_refusal_judge_notebook(tmp_path, names):
     agreement = pd.read_csv(d / "agreement.csv")
     assert {"phrase", "keyword"} <= set(agreement["detector"])
     assert (ROOT / "figures" / f"{names['fig']}_confidence.png").is_file()
+
+
+def test_unknown_concepts_notebook(tmp_path, names):
+    run_notebook("04_unknown_concepts", {"run_name": names["run"], "per_partition": 3, "max_new_tokens": 8,
+                                         "figure_prefix": names["fig"]}, run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    for col in ("task", "partition", "refusal_rate", "accuracy", "mean_confidence", "mean_entropy"):
+        assert col in summary.columns
+    assert set(zip(summary.task, summary.partition)) == {(t, p) for t in ("NEC", "FalseQA", "RefuNQ")
+                                                         for p in ("answerable", "unanswerable")}
+    assert summary.loc[(summary.task == "RefuNQ") & (summary.partition == "answerable"), "accuracy"].notna().all()
+    for fig in ("by_confidence", "uncertainty"):
+        assert (ROOT / "figures" / f"{names['fig']}_{fig}.pdf").is_file()
