@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import torch
 from tqdm.auto import tqdm
 
+from workbench.generation.batching import pad_batch
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.hooks import ForwardHook, StepState, attached
 from workbench.models.chat import Prompt, render_chat
@@ -133,13 +134,7 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
     device = next(model.parameters()).device
     k = config.num_samples
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos, default=0)
-    width = max(len(encoded[i]) for i in chunk)
-    input_ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(chunk), width), dtype=torch.long)
-    for r, i in enumerate(chunk):
-        ids = encoded[i]
-        input_ids[r, width - len(ids):] = torch.tensor(ids)
-        mask[r, width - len(ids):] = 1
+    input_ids, mask = pad_batch([encoded[i] for i in chunk], pad_id, "left")
     input_ids, mask = input_ids.to(device), mask.to(device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 

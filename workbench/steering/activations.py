@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 from tqdm.auto import tqdm
 
+from workbench.generation.batching import pad_batch
 from workbench.generation.engine import render_prompts
 from workbench.generation.hooks import layer_module_name
 from workbench.models.chat import Prompt
@@ -84,16 +85,12 @@ def collect_activations(
             for start in tqdm(range(0, len(order), batch_size), desc="activations", disable=not progress,
                               leave=False):
                 chunk = order[start:start + batch_size]
-                width = max(len(encoded[i]) for i in chunk)
-                ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                pool_mask = torch.zeros((len(chunk), width))
-                for r, i in enumerate(chunk):
-                    n = len(encoded[i])
-                    ids[r, width - n:] = torch.tensor(encoded[i])
-                    mask[r, width - n:] = 1
-                    k = n if tail is None else min(int(tail[i]), n)
-                    pool_mask[r, width - k:] = 1.0
+                ids, mask = pad_batch([encoded[i] for i in chunk], pad, "left")
+                width = ids.shape[1]
+                pool_mask = mask.float()
+                if tail is not None:  # only each prompt's last tail[i] tokens
+                    for r, i in enumerate(chunk):
+                        pool_mask[r, : width - min(int(tail[i]), len(encoded[i]))] = 0.0
                 ids, mask = ids.to(device), mask.to(device)
                 current["pool_mask"] = pool_mask.to(device)
                 current["acts"] = torch.empty(len(chunk), len(layers), model.config.hidden_size)

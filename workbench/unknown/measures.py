@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from workbench.generation import GenerationConfig, generate, render_prompts
+from workbench.generation.batching import pad_batch
 from workbench.scoring.phrases import detect_refusal, keyword_refusal
 
 CONFIDENCE_PROMPT = (
@@ -69,12 +70,7 @@ def next_token_entropy(lm, prompts: Sequence[str], batch_size: int = 32, chat: b
     pad = tok.pad_token_id or 0
     with torch.inference_mode():
         for idx in _batches(len(texts), batch_size):
-            width = max(len(enc[i]) for i in idx)
-            ids = torch.full((len(idx), width), pad)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                ids[r, width - len(enc[i]):] = torch.tensor(enc[i])
-                mask[r, width - len(enc[i]):] = 1
+            ids, mask = pad_batch([enc[i] for i in idx], pad, "left")
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device),
                            position_ids=pos.to(device)).logits[:, -1, :].float()
@@ -94,12 +90,7 @@ def prompt_perplexity(lm, texts: Sequence[str], batch_size: int = 32) -> list[fl
     pad = tok.pad_token_id or 0
     with torch.inference_mode():
         for idx in _batches(len(texts), batch_size):
-            width = max(len(enc[i]) for i in idx)
-            ids = torch.full((len(idx), width), pad)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                ids[r, : len(enc[i])] = torch.tensor(enc[i])  # right padding: positions 0..n-1
-                mask[r, : len(enc[i])] = 1
+            ids, mask = pad_batch([enc[i] for i in idx], pad, "right")  # positions 0..n-1
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
             logp = torch.log_softmax(logits[:, :-1], -1)
             nll = -logp.gather(-1, ids[:, 1:, None].to(device))[..., 0]
