@@ -76,3 +76,14 @@ def test_unknown_concepts_notebook(tmp_path, names):
     assert summary.loc[(summary.task == "RefuNQ") & (summary.partition == "answerable"), "accuracy"].notna().all()
     for fig in ("by_confidence", "uncertainty"):
         assert (ROOT / "figures" / f"{names['fig']}_{fig}.pdf").is_file()
+
+
+def test_categorical_editing_notebook(tmp_path, names):
+    run_notebook("05_categorical_editing", {"run_name": names["run"], "editors": ["none", "ike", "rome"],
+                                            "edits_per_group": 1, "figure_prefix": names["fig"]},
+                 run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    assert list(summary.columns) == ["editor", "metric", "subset", "value", "n"]
+    assert set(summary["editor"]) == {"none", "ike", "rome"}
+    assert {"edit_success", "consistency", "invariance", "property_success"} <= set(summary["metric"])
+    assert (ROOT / "figures" / f"{names['fig']}_consistency_by_group.png").is_file()

@@ -22,7 +22,7 @@ DEMO_NOTEBOOK = "01_select_abstention"
 #: Every notebook, in the order ``reproduce`` runs them.
 ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "01_select_abstention",
                  "02_select_compositions", "03_refusal_judge", "04_unknown_concepts",
-                 "10_steering_inspector"]
+                 "05_categorical_editing", "10_steering_inspector"]
 
 
 def _cmd_demo(args) -> None:

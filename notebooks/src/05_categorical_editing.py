@@ -1,0 +1,58 @@
+# %% [markdown]
+# # Categorical knowledge editing (taxi-style)
+#
+# Each editor makes the model believe "a <subject> is a kind of <category>" for a sample of
+# edits, one at a time, and restores the weights after each. Metrics against the unedited model
+# and chance: edit success (the category query), consistency (properties that should change),
+# invariance (properties that should not), property success (all property queries), each
+# overall, typical against rare subjects, forward against reverse, per superordinate group.
+
+# %% [parameters]
+run_name = "editing"
+model = "smollm2-135m-instruct"
+editors = ["none", "ike", "ft", "rome"]
+edits_per_group = 2
+layer = 4
+normalization = "token"
+seed = 0
+figure_prefix = "editing"
+
+# %%
+import random
+from pathlib import Path
+
+import pandas as pd
+
+from workbench.editing import (build_edit_queries, edit_metrics, edits_from_categories, evaluate_editor,
+                               get_editor, load_categories)
+from workbench.models import load_model
+from workbench.plots import save_figure
+from workbench.plots.editing import plot_edit_metrics, plot_consistency_by_group
+
+run_dir = Path("runs") / run_name
+run_dir.mkdir(parents=True, exist_ok=True)
+data = load_categories()
+rng = random.Random(seed)
+all_edits = edits_from_categories(data)
+sample = []
+for group in data["groups"]:
+    sample += rng.sample([e for e in all_edits if e.group == group], edits_per_group)
+queries = build_edit_queries(data, sample)
+lm = load_model(model)
+
+# %%
+scored = []
+for name in editors:
+    kwargs = {"layer": layer} if name in ("ft", "rome") else {}
+    scored.append(evaluate_editor(lm, get_editor(name, **kwargs), queries, normalization, progress=True))
+scored = pd.concat(scored, ignore_index=True)
+scored.to_parquet(run_dir / "scored.parquet", index=False)
+metrics = edit_metrics(scored)
+metrics[["editor", "metric", "subset", "value", "n"]].to_csv(run_dir / "summary.csv", index=False, float_format="%.4f")
+metrics[metrics["subset"] == "overall"].pivot(index="editor", columns="metric", values="value").round(3)
+
+# %%
+save_figure(plot_edit_metrics(metrics), f"{figure_prefix}_metrics")
+save_figure(plot_consistency_by_group(metrics), f"{figure_prefix}_consistency_by_group")
+metrics[metrics["subset"].str.startswith("token_type")].pivot_table(
+    index=["editor", "subset"], columns="metric", values="value").round(3)

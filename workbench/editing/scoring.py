@@ -1,0 +1,55 @@
+"""Multiple-choice scoring by the log-likelihood of each choice as a continuation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+from workbench.generation.batching import pad_batch
+
+Normalization = Literal["none", "token", "byte"]
+
+
+def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]],
+                    normalization: Normalization = "none", batch_size: int = 32) -> list[list[float]]:
+    """Score ``choices[i]`` after ``prompts[i]``; returns one score list per prompt.
+
+    Each choice is scored as the continuation " <choice>" of the raw prompt (no chat template):
+    the sum of its tokens' log-probabilities (``none``), their mean (``token``), or the sum per
+    UTF-8 byte of the choice (``byte``). Batched with right padding and attention masks; a
+    prompt scores the same alone or in any batch.
+    """
+    if normalization not in ("none", "token", "byte"):
+        raise ValueError(f"normalization must be none, token or byte, got {normalization!r}")
+    tok, model = lm.tokenizer, lm.model
+    pairs = [(i, c) for i, cs in enumerate(choices) for c in cs]
+    prompt_ids = [tok(p, add_special_tokens=True)["input_ids"] for p in prompts]
+    seqs, spans = [], []
+    for i, c in pairs:
+        cont = tok(" " + c, add_special_tokens=False)["input_ids"]
+        seqs.append(prompt_ids[i] + cont)
+        spans.append((len(prompt_ids[i]), len(cont)))
+    scores = [0.0] * len(pairs)
+    device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    with torch.inference_mode():
+        for start in range(0, len(seqs), batch_size):
+            idx = list(range(start, min(len(seqs), start + batch_size)))
+            ids, mask = pad_batch([seqs[k] for k in idx], pad, "right")
+            logp = torch.log_softmax(model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1)
+            for r, k in enumerate(idx):
+                s, n = spans[k]
+                targets = ids[r, s:s + n].to(device)
+                lp = logp[r, s - 1:s - 1 + n].gather(-1, targets[:, None])[:, 0]
+                total = float(lp.sum())
+                if normalization == "token":
+                    total /= max(1, n)
+                elif normalization == "byte":
+                    total /= max(1, len(pairs[k][1].encode()))
+                scores[k] = total
+    out: list[list[float]] = [[] for _ in prompts]
+    for (i, _), s in zip(pairs, scores):
+        out[i].append(s)
+    return out
