@@ -23,7 +23,7 @@ def plot_edit_metrics(metrics: pd.DataFrame):
         vals = [f[(f.editor == e) & (f.metric == m)]["value"].mean() for m in EDIT_METRICS]
         ax.bar(x + (i - (len(editors) - 1) / 2) * width, vals, width, label=e, color=colours[e])
     chance = [f[f.metric == m]["chance"].mean() for m in EDIT_METRICS]
-    ax.scatter(x, chance, marker="_", s=900, color="k", label="chance", zorder=3)
+    ax.hlines(chance, x - 0.45, x + 0.45, colors="k", linestyles="--", lw=1, label="chance", zorder=3)
     ax.set_xticks(x, [m.replace("_", " ") for m in EDIT_METRICS])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
