@@ -103,6 +103,29 @@ def _nll(logits, ids, spans):
     return total / len(spans)
 
 
+def _optimise(model, tensor: torch.Tensor, ids, mask, spans, steps: int, lr: float, project) -> float:
+    """Adam on ``tensor`` alone (every model parameter frozen meanwhile) to lower the target's
+    NLL; ``project()`` runs after each step to keep it in bounds. Returns the last loss."""
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tensor.requires_grad_(True)
+    opt = torch.optim.Adam([tensor], lr=lr)
+    try:
+        with torch.enable_grad():
+            for _ in range(steps):
+                opt.zero_grad()
+                loss = _nll(model(input_ids=ids, attention_mask=mask).logits, ids, spans)
+                loss.backward()
+                opt.step()
+                with torch.no_grad():
+                    project()
+    finally:
+        for n, p in model.named_parameters():
+            p.requires_grad_(flags[n])
+    return loss.item()
+
+
 class FT(Editor):
     """Constrained fine-tuning of ``layer``'s MLP down-projection."""
 
@@ -115,32 +138,19 @@ class FT(Editor):
         model = lm.model
         w = _down_proj(model, self.layer).weight
         original = w.detach().clone()
-        flags = {n: p.requires_grad for n, p in model.named_parameters()}
-        for p in model.parameters():
-            p.requires_grad_(False)
-        w.requires_grad_(True)
         seqs, _, spans = _target_batch(lm, subject, category)
         ids, mask = pad_batch(seqs, lm.tokenizer.pad_token_id or 0, "right")
-        opt = torch.optim.Adam([w], lr=self.lr)
-        try:
-            with torch.enable_grad():
-                for _ in range(self.steps):
-                    opt.zero_grad()
-                    loss = _nll(model(input_ids=ids, attention_mask=mask).logits, ids, spans)
-                    loss.backward()
-                    opt.step()
-                    with torch.no_grad():  # stay within max_change of the original weights
-                        w.copy_(original + (w - original).clamp(-self.max_change, self.max_change))
-        finally:
-            w.requires_grad_(False)
-            for n, p in model.named_parameters():
-                p.requires_grad_(flags[n])
+
+        def project():  # stay within max_change of the original weights
+            w.copy_(original + (w - original).clamp(-self.max_change, self.max_change))
+
+        loss = _optimise(model, w, ids, mask, spans, self.steps, self.lr, project)
 
         def restore():
             with torch.no_grad():
                 w.copy_(original)
 
-        return EditedModel(lm, restore_fn=restore, info={"final_loss": loss.item()})
+        return EditedModel(lm, restore_fn=restore, info={"final_loss": loss})
 
 
 class ROME(Editor):
@@ -244,25 +254,15 @@ class ROME(Editor):
                 out[r, p] = out[r, p] + delta.to(out.dtype)
             return out
 
-        opt = torch.optim.Adam([delta], lr=self.lr)
+        def project():
+            if delta.norm() > limit:
+                delta.mul_(limit / delta.norm())
+
         handle = site.register_forward_hook(add)
-        flags = {n: p.requires_grad for n, p in model.named_parameters()}
-        for p in model.parameters():
-            p.requires_grad_(False)
         try:
-            with torch.enable_grad():
-                for _ in range(self.steps):
-                    opt.zero_grad()
-                    loss = _nll(model(input_ids=ids, attention_mask=mask).logits, ids, spans)
-                    loss.backward()
-                    opt.step()
-                    with torch.no_grad():
-                        if delta.norm() > limit:
-                            delta.mul_(limit / delta.norm())
+            loss = _optimise(model, delta, ids, mask, spans, self.steps, self.lr, project)
         finally:
             handle.remove()
-            for n, p in model.named_parameters():
-                p.requires_grad_(flags[n])
         target = base + delta.detach()
         reg = cov + self.damping * cov.diagonal().mean() * torch.eye(cov.shape[0])
         u = torch.linalg.solve(reg, k)
@@ -274,7 +274,7 @@ class ROME(Editor):
             with torch.no_grad():
                 w.copy_(original)
 
-        return EditedModel(lm, restore_fn=restore, info={"final_loss": loss.item(),
+        return EditedModel(lm, restore_fn=restore, info={"final_loss": loss,
                                                          "update_norm": float(update.norm())})
 
 
