@@ -55,7 +55,7 @@ def test_rows_are_tidy_with_provenance(tmp_path, bench, no_hub_models):
 def test_evaluation_questions_are_held_out_eval_questions(bench):
     qs = evaluation_questions(bench, "river", 5, 4, 6)
     assert [q.relation for q in qs].count("target") == 5
-    assert {q.relation for q in qs if q.relation != "target"} <= {"descendant", "sibling", "ancestor"}
+    assert {q.relation for q in qs if q.relation != "target"} <= {"descendant", "sibling", "ancestor", "parent"}
     evals = {q for s in bench.questions for q in s.eval}
     assert all(q.question in evals for q in qs)
     assert all(q.concept_id in ("nile", "danube") for q in qs if q.relation == "descendant")

@@ -45,7 +45,7 @@ def test_select_abstention_notebook(tmp_path, names):
 def test_compositions_notebook(tmp_path, names):
     run_notebook("02_select_compositions", {
         "run_name": names["run"], "atomic_run": "no-such-run", "techniques": ["base", "zero_shot"],
-        "targets": ["wn:06613686-n#wn:09835506-n"], "n_boot": 50, "figure_prefix": names["fig"], **SMALL},
+        "targets": ["about/wn:06613686-n#wn:09835506-n"], "n_boot": 50, "figure_prefix": names["fig"], **SMALL},
         run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["concept_kind"]) == {"composition"} and len(summary) == 2

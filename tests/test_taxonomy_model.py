@@ -16,7 +16,7 @@ def test_descendants_ancestors_siblings():
     assert t.ancestors("places") == []
     assert t.siblings("river") == ["lake"]
     assert t.siblings("water") == ["mountain"]
-    assert t.siblings("places") == []  # roots have no siblings
+    assert t.siblings("places") == ["people"]  # roots share a virtual parent (SELECT)
     assert set(t.siblings("nile")) == {"danube"}
 
 

@@ -85,7 +85,9 @@ def test_training_data_never_contains_evaluation_questions(bench):
     assert not {q.question for q in used} & eval_questions
     assert {q.relation for q in d.related} == {"target", "descendant"}
     assert all(q.concept_id in ("river", "nile", "danube") for q in d.related)
-    assert all(q.concept_id not in ("river", "nile", "danube", "places") for q in d.unrelated)
+    assert all(q.concept_id not in ("river", "nile", "danube") for q in d.unrelated)
+    near = {q.concept_id for q in d.unrelated if q.relation != "unrelated"}
+    assert near == set(bench.near_concepts("river"))  # SELECT: ancestors and siblings
     assert {"parent", "sibling"} & {q.relation for q in d.unrelated}
     assert len(d.related) == 20 and len(d.unrelated) == 20
     assert target_data(bench, "river").fingerprint() == d.fingerprint()

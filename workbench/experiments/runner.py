@@ -14,17 +14,28 @@ import json
 import os
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
 
+from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict
 from workbench.generation import GenerationConfig
 from workbench.paths import repo_root
 from workbench.scoring.phrases import detect_refusal, keyword_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
+
+
+class CellFailures(WorkbenchError):
+    """Some cells of a grid failed (the others finished and their rows are kept)."""
+
+    def __init__(self, failures: list[dict], path: Path, total: int):
+        self.failures = failures
+        lines = "; ".join(f"{f['technique']} / {f['target']} (seed {f['seed']}): {f['error']}: "
+                          f"{f['message'][:200]}" for f in failures)
+        super().__init__(f"{len(failures)} of {total} cells failed (details in {path}): {lines}")
 
 
 @dataclass(frozen=True)
@@ -36,15 +47,27 @@ class Cell:
 
 
 def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n_specificity: int,
-                         seed: int = 0) -> list[LabelledQuestion]:
+                         seed: int = 0, n_constituent: int = 0,
+                         n_composition: int = 0) -> list[LabelledQuestion]:
     """The held-out questions a cell is scored on: the target's eval questions (abstention), its
-    descendants' (generalization), its siblings' and ancestors' (specificity)."""
+    descendants' (generalization), SELECT's specificity set's (ancestors and siblings, or other
+    relations' compositions: specificity); for a composition, optionally its constituents'
+    (it should answer them); for an atomic concept, optionally the compositions it is part of
+    (it should abstain)."""
     tax = bench.taxonomy_of(target)
     rng = _rng(seed, "eval:" + target)
     out = [LabelledQuestion(q, target, "target") for q in bench.questions[target].eval[:n_target]]
     out += _spread(_pool(bench, tax.descendants(target), "eval", "descendant"), n_descendant, rng)
-    spec = _pool(bench, tax.siblings(target), "eval", "sibling") + _pool(bench, tax.ancestors(target), "eval", "ancestor")
+    near = bench.near_concepts(target)
+    spec = [LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
+            for q in _pool(bench, list(near), "eval", "near")]
     out += _spread(spec, n_specificity, rng)
+    concept = tax[target]
+    if n_constituent and concept.kind == "composition":
+        out += _spread(_pool(bench, list(concept.constituents), "eval", "constituent"), n_constituent, rng)
+    if n_composition and concept.kind != "composition":
+        holders = [c.id for c in bench.compositions if target in c.constituents]
+        out += _spread(_pool(bench, holders, "eval", "composition"), n_composition, rng)
     return out
 
 
@@ -78,7 +101,7 @@ class Runner:
         return [Cell(m, t, g, s) for m in c.models for g in c.targets for s in c.seeds for t in c.techniques]
 
     def _data_hash(self) -> str:
-        return (self.bench.manifest or {}).get("content_hash", "unknown")[:16]
+        return self.bench.content_hash()[:16]
 
     def cell_hash(self, cell: Cell) -> str:
         return hash_dict(self.config.cell_config(cell.model, cell.technique, cell.target, cell.seed,
@@ -102,10 +125,19 @@ class Runner:
         _atomic_write(self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2))
 
     def run(self) -> pd.DataFrame:
+        """Run the pending cells and return the grid's rows.
+
+        A cell that fails does not stop the others: its error is written to
+        ``runs/<name>/errors.jsonl`` and, once every other cell is done and the results are
+        written, :class:`CellFailures` is raised naming each failed cell.
+        """
         from workbench.models import load_model
 
         self.prepare()
         todo = self.pending()
+        errors_path = self.run_dir / "errors.jsonl"
+        errors_path.unlink(missing_ok=True)
+        failures: list[dict] = []
         bar = tqdm(total=len(self.cells()), initial=len(self.cells()) - len(todo), desc="cells",
                    disable=not self.progress)
         try:
@@ -113,20 +145,36 @@ class Runner:
                 lm = load_model(model)
                 for cell in [c for c in todo if c.model == model]:
                     bar.set_postfix_str(f"{cell.technique} / {self.bench.concept(cell.target).name}")
-                    rows = self.run_cell(lm, cell)
-                    _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in rows))
+                    try:
+                        rows = self.run_cell(lm, cell)
+                    except Exception as e:  # one broken cell must not cost the rest of the grid
+                        failures.append(self._failure(cell, e))
+                        _atomic_write(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
+                    else:
+                        _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in rows))
                     bar.update(1)
         finally:
             bar.close()
-        return self.results()
+        table = self.results()
+        if failures:
+            raise CellFailures(failures, errors_path, len(self.cells()))
+        return table
+
+    def _failure(self, cell: Cell, error: Exception) -> dict:
+        import traceback
+
+        return {**asdict(cell), "config_hash": self.cell_hash(cell), "error": type(error).__name__,
+                "message": str(error),
+                "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__))}
 
     def run_cell(self, lm, cell: Cell) -> list[dict]:
         from workbench.techniques import get_technique
 
         c = self.config
         questions = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
-                                         c.n_specificity, seed=cell.seed)
-        technique = get_technique(cell.technique, **c.technique_params.get(cell.technique, {}))
+                                         c.n_specificity, seed=cell.seed,
+                                         n_constituent=c.n_constituent, n_composition=c.n_composition)
+        technique = get_technique(cell.technique, **c.params_for(cell.technique))
         gen_cfg = GenerationConfig(max_new_tokens=c.max_new_tokens, num_samples=c.num_samples,
                                    do_sample=c.num_samples > 1, temperature=c.temperature,
                                    seed=cell.seed, batch_size=c.batch_size,

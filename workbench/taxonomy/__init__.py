@@ -5,13 +5,17 @@ from workbench.taxonomy.builder import BuildParams, KnowledgeGraph, RootSpec, bu
 from workbench.taxonomy.compositions import (DEFAULT_TEMPLATES, CompositionParams, RelationTemplate,
                                              SlotRule, compose)
 from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError, UnknownConceptError
-from workbench.taxonomy.questions import (LLMQuestionGenerator, QuestionBank, QuestionSet,
-                                          RelationProbe, TemplateQuestionGenerator,
-                                          build_question_bank, relation_probes)
+from workbench.taxonomy.questions import (FewShotExample, LLMQuestionGenerator, QuestionBank,
+                                          QuestionSet, ReferenceAnswer, RelationProbe,
+                                          TemplateQuestionGenerator, build_question_bank,
+                                          relation_probes)
+from workbench.taxonomy.select_format import (import_select, load_select_atoms,
+                                              load_select_compositions, read_hints)
 
 __all__ = [
     "Benchmark", "BuildParams", "CompositionParams", "Concept", "DEFAULT_TEMPLATES",
-    "KnowledgeGraph", "LLMQuestionGenerator", "QuestionBank", "QuestionSet", "RelationProbe",
+    "FewShotExample", "KnowledgeGraph", "LLMQuestionGenerator", "ReferenceAnswer",
+    "import_select", "load_select_atoms", "load_select_compositions", "read_hints", "QuestionBank", "QuestionSet", "RelationProbe",
     "RelationTemplate", "RootSpec", "SlotRule", "Taxonomy", "TaxonomyError",
     "TemplateQuestionGenerator", "UnknownConceptError", "build_default_benchmark",
     "build_question_bank", "build_taxonomy", "compose", "load_benchmark", "relation_probes",

@@ -4,6 +4,7 @@
     build [--out DIR] [--seed N] ...   rebuild the default benchmark from WordNet 3.0
     show CONCEPT_ID [--data DIR]       a concept's ancestors, siblings, descendants, questions
     find TEXT [--data DIR]             concepts whose name or id contains TEXT
+    import-select RELEASE --out DIR    turn SELECT's released files into a benchmark directory
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     fi = sub.add_parser("find")
     fi.add_argument("text")
     fi.add_argument("--data", default=None)
+    im = sub.add_parser("import-select", help="import SELECT's released data/SELECT files")
+    im.add_argument("release", help="a clone of kinshuk-h/SELECT, its data/ or data/SELECT/ folder")
+    im.add_argument("--out", required=True, help="benchmark directory to write")
+    im.add_argument("--validation", type=float, default=0.25,
+                    help="share of each concept's training questions held out for validation")
+    im.add_argument("--seed", type=int, default=0, help="seed of the train/validation split")
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -45,6 +52,13 @@ def _run(args) -> int:
     from workbench.taxonomy.builder import BuildParams
     from workbench.taxonomy.compositions import CompositionParams
 
+    if args.cmd == "import-select":
+        from workbench.taxonomy.select_format import import_select
+
+        bench = import_select(args.release, validation=args.validation, seed=args.seed)
+        out = save_benchmark(bench, args.out)
+        print(f"wrote {out}: " + json.dumps(bench.manifest["counts"]))
+        return 0
     if args.cmd == "build":
         bench = build_default_benchmark(BuildParams(seed=args.seed), CompositionParams(seed=args.seed),
                                         question_seed=args.seed, wordnet_dir=args.wordnet_dir,

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -17,14 +18,20 @@ from workbench.paths import repo_root
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
 from workbench.taxonomy.compositions import DEFAULT_TEMPLATES, CompositionParams, compose
 from workbench.taxonomy.model import Concept, Taxonomy
-from workbench.taxonomy.questions import (DEFAULT_SPLIT_SIZES, QuestionBank, QuestionSet,
-                                          TemplateQuestionGenerator, build_question_bank)
+from workbench.taxonomy.questions import (DEFAULT_SPLIT_SIZES, FewShotExample, QuestionBank,
+                                          QuestionSet, ReferenceAnswer, TemplateQuestionGenerator,
+                                          build_question_bank, load_jsonl, save_jsonl)
 
 FILES = {
     "atomic": "taxonomy_atomic.json",
     "compositions": "taxonomy_compositions.json",
     "questions": "questions.jsonl",
     "manifest": "manifest.json",
+}
+#: Files a benchmark may add (written only when it has such data).
+OPTIONAL_FILES = {
+    "examples": "examples.jsonl",   # few-shot examples shipped with the benchmark
+    "answers": "answers.jsonl",     # reference replies to training questions
 }
 
 
@@ -34,12 +41,18 @@ def default_data_dir() -> Path:
 
 @dataclass
 class Benchmark:
-    """Everything SELECT-style experiments read: taxonomies and questions."""
+    """Everything SELECT-style experiments read: taxonomies and questions.
+
+    ``examples`` (few-shot examples by target concept) and ``answers`` (reference replies by
+    training question) are present when the benchmark ships them (SELECT's release does).
+    """
 
     atomic: Taxonomy
     compositions: Taxonomy
     questions: QuestionBank
     manifest: dict = field(default_factory=dict)
+    examples: dict[str, list[FewShotExample]] = field(default_factory=dict)
+    answers: dict[str, ReferenceAnswer] = field(default_factory=dict)
 
     def taxonomy_of(self, concept_id: str) -> Taxonomy:
         """The taxonomy (atomic or compositions) that holds ``concept_id``."""
@@ -52,6 +65,51 @@ class Benchmark:
 
     def concept(self, concept_id: str) -> Concept:
         return self.taxonomy_of(concept_id)[concept_id]
+
+    def near_concepts(self, concept_id: str) -> dict[str, str]:
+        """SELECT's specificity set of a concept: ``{id: relation}`` with relation ``parent``,
+        ``ancestor``, ``sibling`` or ``other_relation``.
+
+        Atomic concepts: ancestors and siblings (roots are siblings of each other). Compositions:
+        siblings, plus every composition of the same relation whose constituents are each an
+        ancestor-or-self of the target's (its taxonomy ancestors among them); a top composition
+        with neither (a relation with a single root) gets the other relations' compositions.
+        """
+        tax = self.taxonomy_of(concept_id)
+        c = tax[concept_id]
+        ancestors = tax.ancestors(concept_id)
+        if c.kind == "composition":
+            ancestors += [x for x in self._constituent_ancestors(c) if x not in ancestors]
+        out = {a: "parent" if a == c.parent else "ancestor" for a in ancestors}
+        for s in tax.siblings(concept_id):
+            out.setdefault(s, "sibling")
+        if not out and c.kind == "composition":
+            out = {x.id: "other_relation" for x in tax if x.relation != c.relation}
+        return out
+
+    def _constituent_ancestors(self, c: Concept) -> list[str]:
+        index = self.__dict__.setdefault("_by_constituents", {
+            (x.relation, x.constituents): x.id for x in self.compositions})
+        options = [[k] + (self.atomic.ancestors(k) if k in self.atomic else []) for k in c.constituents]
+        out = []
+        for combo in itertools.product(*options):
+            cid = index.get((c.relation, tuple(combo)))
+            if cid is not None and cid != c.id:
+                out.append(cid)
+        return out
+
+    def content_hash(self) -> str:
+        """A hash of the benchmark's content: the manifest's when it has one, else a hash of the
+        taxonomies, questions, examples and answers themselves (so a run never mistakes one
+        benchmark for another)."""
+        if self.manifest.get("content_hash"):
+            return self.manifest["content_hash"]
+        h = hashlib.sha256()
+        for part in (self.atomic.to_json(), self.compositions.to_json(), self.questions.rows(),
+                     {k: [e.to_dict() for e in v] for k, v in sorted(self.examples.items())},
+                     [a.to_dict() for _, a in sorted(self.answers.items())]):
+            h.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
+        return h.hexdigest()
 
     def stats(self) -> dict:
         """Counts of the kind SELECT reports, plus data-quality checks."""
@@ -79,16 +137,24 @@ def _sha256(path: Path) -> str:
 
 
 def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
-    """Write the three data files and a manifest with their content hashes."""
+    """Write the data files (and the optional ones the benchmark has) and a manifest with their
+    content hashes."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     bench.atomic.save(d / FILES["atomic"])
     bench.compositions.save(d / FILES["compositions"])
     bench.questions.save(d / FILES["questions"])
-    manifest = dict(bench.manifest)
+    written = {k: v for k, v in FILES.items() if k != "manifest"}
+    if bench.examples:
+        save_jsonl((e.to_dict() for k in bench.examples for e in bench.examples[k]),
+                   d / OPTIONAL_FILES["examples"])
+        written["examples"] = OPTIONAL_FILES["examples"]
+    if bench.answers:
+        save_jsonl((a.to_dict() for a in bench.answers.values()), d / OPTIONAL_FILES["answers"])
+        written["answers"] = OPTIONAL_FILES["answers"]
+    manifest = {k: v for k, v in bench.manifest.items() if k != "content_hash"}
     manifest["counts"] = bench.stats()
-    manifest["files"] = {k: {"path": v, "sha256": _sha256(d / v)} for k, v in FILES.items()
-                         if k != "manifest"}
+    manifest["files"] = {k: {"path": v, "sha256": _sha256(d / v)} for k, v in written.items()}
     manifest["content_hash"] = hashlib.sha256(
         "".join(manifest["files"][k]["sha256"] for k in sorted(manifest["files"])).encode()).hexdigest()
     tmp = d / (FILES["manifest"] + ".tmp")
@@ -118,9 +184,19 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
             if _sha256(p) != info["sha256"]:
                 raise WorkbenchError(f"{p} does not match the manifest's hash (edited or "
                                      "truncated?); rebuild with: python -m workbench.taxonomy build")
+    files = manifest.get("files", {})
+    examples: dict[str, list[FewShotExample]] = {}
+    if "examples" in files:
+        for e in load_jsonl(d / files["examples"]["path"], FewShotExample.from_dict, "example"):
+            examples.setdefault(e.target, []).append(e)
+    answers = {}
+    if "answers" in files:
+        answers = {a.question: a for a in
+                   load_jsonl(d / files["answers"]["path"], ReferenceAnswer.from_dict, "answer")}
     return Benchmark(atomic=Taxonomy.load(d / FILES["atomic"]),
                      compositions=Taxonomy.load(d / FILES["compositions"]),
-                     questions=QuestionBank.load(d / FILES["questions"]), manifest=manifest)
+                     questions=QuestionBank.load(d / FILES["questions"]), manifest=manifest,
+                     examples=examples, answers=answers)
 
 
 def build_default_benchmark(
@@ -161,6 +237,7 @@ def build_default_benchmark(
 
 def _composition_questions(compositions: Taxonomy, gen, sizes, progress) -> QuestionBank:
     return build_question_bank(compositions, gen, sizes, progress=progress)
+
 
 
 __all__ = ["Benchmark", "QuestionSet", "build_default_benchmark", "load_benchmark", "save_benchmark"]

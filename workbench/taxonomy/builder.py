@@ -21,6 +21,13 @@ from typing import Protocol
 
 from workbench.errors import ConfigError
 from workbench.taxonomy.model import Concept, Taxonomy
+from workbench.taxonomy.text import pluralize, singularize
+
+
+def noun_forms(name: str) -> set[str]:
+    """The lower-cased singular and plural forms of a name ("place" and "places")."""
+    low = name.lower()
+    return {low, pluralize(low), singularize(low)}
 
 
 class KnowledgeGraph(Protocol):
@@ -122,14 +129,14 @@ def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildP
         return best
 
     used: set[str] = set()  # a graph node enters the taxonomy once (WordNet has multiple parents)
-    names: set[str] = set()  # ... and so does a name, so that questions are unambiguous
+    names: set[str] = set()  # ... and so does a name in any number, so questions are unambiguous
 
     def fresh(gid: str) -> bool:
-        return gid not in used and kg.name(gid).lower() not in names
+        return gid not in used and not noun_forms(kg.name(gid)) & names
 
     def expand(gid: str, level: int) -> _Node:
         used.add(gid)
-        names.add(kg.name(gid).lower())
+        names.update(noun_forms(kg.name(gid)))
         node = _Node(gid, level, "class")
         subs = [s for s in kg.subclasses(gid) if fresh(s)]
         if level < params.max_depth and subs:
@@ -149,7 +156,7 @@ def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildP
             inst.sort(key=lambda i: -kg.familiarity(i))
             for i in inst[: params.instances_per_leaf]:
                 used.add(i)
-                names.add(kg.name(i).lower())
+                names.update(noun_forms(kg.name(i)))
                 node.children.append(_Node(i, level + 1, "instance"))
         return node
 
@@ -165,7 +172,7 @@ def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildP
             continue
         concepts.append(Concept(id=root.id, name=root.name, kind="class", parent=None,
                                 root=root.name, source="workbench"))
-        names.add(root.name.lower())
+        names.update(noun_forms(root.name))
         trees = [expand(a, 1) for a in root.anchors if fresh(a)]
         for tree in trees:
             _prune(tree, params.min_path)

@@ -2,7 +2,8 @@
 
 A concept has one parent (the taxonomy is a forest of trees, one per root). For a concept c:
 descendants D(c) are its subtree without c, ancestors A(c) the chain up to its root, siblings S(c)
-the concepts at the same level that share its parent. Level 0 is a root.
+the concepts at the same level that share its parent (roots count as children of one virtual
+root per relation, as SELECT's traversal makes them). Level 0 is a root.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from workbench.errors import WorkbenchError
+from workbench.taxonomy.text import pluralize, singularize
 
 SCHEMA_VERSION = 1
 ConceptKind = Literal["class", "instance", "composition"]
@@ -47,6 +49,9 @@ class Concept:
         gloss: a short definition, when the source has one.
         constituents: for compositions, the ids of the atomic concepts it joins.
         relation: for compositions, the relation template (``"{} about {}"``).
+        plural: for classes, the plural noun phrase prompts and questions use, when the source
+            gives one ("Rivers" in SELECT's release, "products" for a root named in the
+            plural); empty means ``name`` pluralized.
     """
 
     id: str
@@ -58,6 +63,20 @@ class Concept:
     gloss: str = ""
     constituents: tuple[str, ...] = ()
     relation: str = ""
+    plural: str = ""
+
+    @property
+    def phrase(self) -> str:
+        """How prompts and questions name the concept: a class by its plural noun phrase
+        ("rivers"), an instance or a composition by its name."""
+        if self.kind != "class":
+            return self.name
+        return self.plural or pluralize(self.name)
+
+    @property
+    def singular(self) -> str:
+        """The singular noun phrase ("river", "River" for SELECT's "Rivers")."""
+        return singularize(self.name) if self.kind == "class" else self.name
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -184,11 +203,15 @@ class Taxonomy:
         return [cid] + self.descendants(cid)
 
     def siblings(self, cid: str) -> list[str]:
-        """S(c): concepts at c's level sharing its parent (roots have no siblings)."""
-        p = self[cid].parent
-        if p is None:
-            return []
-        return [s for s in self._children[p] if s != cid]
+        """S(c): concepts at c's level sharing its parent.
+
+        Roots share a virtual parent, as in SELECT: the atomic roots are siblings of each other,
+        and so are the top compositions of one relation.
+        """
+        c = self[cid]
+        if c.parent is None:
+            return [r for r in self.roots if r != cid and self.concepts[r].relation == c.relation]
+        return [s for s in self._children[c.parent] if s != cid]
 
     def path(self, cid: str) -> list[str]:
         """Root-to-c ids."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.taxonomy.model import Concept, Taxonomy
-from workbench.taxonomy.text import article, pluralize
+from workbench.taxonomy.text import article
 
 SPLITS = ("train", "validation", "eval")
 #: SELECT: 20 questions for training/validation, 30 for evaluation.
@@ -102,33 +102,96 @@ class QuestionBank:
                 for s in self for split in SPLITS for i, q in enumerate(s.split(split))]
 
     def save(self, path: str | os.PathLike) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for row in self.rows():
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-        return path
+        return save_jsonl(self.rows(), path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> QuestionBank:
-        path = Path(path)
-        if not path.is_file():
-            raise WorkbenchError(f"no question file at {path}")
         sets: dict[str, QuestionSet] = {}
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    s = sets.setdefault(row["concept_id"], QuestionSet(row["concept_id"],
-                                                                       generator=row.get("generator", "")))
-                    s.split(row["split"]).append(row["question"])
-                except (json.JSONDecodeError, KeyError, TypeError) as e:
-                    raise WorkbenchError(f"{path}, line {n}: malformed question row ({e})") from None
+
+        def add(row: dict) -> None:
+            s = sets.setdefault(row["concept_id"], QuestionSet(row["concept_id"],
+                                                               generator=row.get("generator", "")))
+            s.split(row["split"]).append(row["question"])
+
+        load_jsonl(path, add, "question")
         return cls(sets.values())
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    """A worked example a benchmark ships for few-shot prompting (SELECT's example cache).
+
+    Attributes:
+        target: the concept whose prompts use this example.
+        question: the example question.
+        response: the desired reply: an abstention ("Abstained") or an answer.
+        about: the name of the concept the question is about.
+        context: that concept's ancestor names, root first (SELECT's ``context``).
+    """
+
+    target: str
+    question: str
+    response: str
+    about: str = ""
+    context: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "question": self.question, "response": self.response,
+                "about": self.about, "context": list(self.context)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FewShotExample:
+        return cls(d["target"], d["question"], d["response"], d.get("about", ""),
+                   tuple(d.get("context") or ()))
+
+
+@dataclass(frozen=True)
+class ReferenceAnswer:
+    """Reference replies to a training question (SELECT's ``responses``): ``abstain`` (their
+    "safe" reply) and ``comply`` (their "unsafe" reply, an answer)."""
+
+    concept_id: str
+    question: str
+    abstain: str
+    comply: str
+
+    def to_dict(self) -> dict:
+        return {"concept_id": self.concept_id, "question": self.question, "abstain": self.abstain,
+                "comply": self.comply}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ReferenceAnswer:
+        return cls(d["concept_id"], d["question"], d["abstain"], d["comply"])
+
+
+def save_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> Path:
+    """Write rows as JSON Lines atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_jsonl(path: str | os.PathLike, parse, what: str = "") -> list:
+    """Rows of a JSON Lines file through ``parse``; a bad row is an error naming its line.
+    ``what`` names the kind of row in messages ("question")."""
+    path = Path(path)
+    what = f"{what} " if what else ""
+    if not path.is_file():
+        raise WorkbenchError(f"no {what}file at {path}")
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(parse(json.loads(line)))
+                except (json.JSONDecodeError, KeyError, TypeError) as e:
+                    raise WorkbenchError(f"{path}, line {n}: malformed {what}row ({e})") from None
+    return out
 
 
 def _normalize(q: str) -> str:
@@ -303,18 +366,17 @@ class TemplateQuestionGenerator:
 
     def candidates(self, taxonomy: Taxonomy, concept: Concept) -> list[str]:
         """Every question the templates can write about ``concept`` (no duplicates)."""
-        root = "composition" if concept.kind == "composition" else taxonomy[taxonomy.root_of(concept.id)].name
+        root = "composition" if concept.kind == "composition" else root_type(taxonomy, concept)
         parent = taxonomy[concept.parent] if concept.parent else None
         if concept.kind == "instance":
             templates = INSTANCE_TEMPLATES.get(root, []) + INSTANCE_TEMPLATES["default"]
-            subject = concept.name
         else:
             templates = CLASS_TEMPLATES.get(root, CLASS_TEMPLATES["composition"])
-            subject = concept.name if concept.kind == "composition" else pluralize(concept.name)
+        subject = concept.phrase
         fill = {
-            "P": concept.name if concept.kind == "composition" else pluralize(concept.name),
-            "S": concept.name, "A": article(concept.name), "N": concept.name,
-            "PP": pluralize(parent.name) if parent is not None and parent.parent is not None
+            "P": concept.phrase, "S": concept.singular, "A": article(concept.singular),
+            "N": concept.name,
+            "PP": parent.phrase if parent is not None and parent.parent is not None
             else "things of its kind",
         }
         out = [t.format(**fill) for t in templates]
@@ -357,10 +419,16 @@ def parse_question_lines(text: str) -> list[str]:
     return out
 
 
+def root_type(taxonomy: Taxonomy, concept: Concept) -> str:
+    """The root type key of ``concept`` ("places", "people", ...) that picks its templates:
+    the concept's ``root`` field, else its root concept's name, lower-cased."""
+    return (concept.root or taxonomy[taxonomy.root_of(concept.id)].name).lower()
+
+
 def mentions(question: str, concept: Concept) -> bool:
     """Whether the question names the concept (singular or plural, case-insensitive)."""
     q = question.lower()
-    forms = {concept.name.lower(), pluralize(concept.name).lower()}
+    forms = {concept.name.lower(), concept.phrase.lower(), concept.singular.lower()}
     return any(re.search(r"\b" + re.escape(f) + r"\b", q) for f in forms)
 
 

@@ -1,113 +1,328 @@
-"""Import SELECT's released benchmark files unchanged.
+"""Import SELECT's released benchmark (kinshuk-h/SELECT, ``data/SELECT/``) unchanged.
 
-Shapes (as released):
+Shapes, as released:
 
-* ``atoms/taxonomy_plus.json``: nested ``{id: {"name": str, "children": {id: {...}}}}``; ids such
-  as ``schema:Organization`` or ``yago:Bank``; leaves are instances.
-* ``atoms/data.json``: ``{id: {"concept", "name", "context": {"ids", "names"}, "queries": [...]}}``
-  where the queries are the 30 evaluation questions.
-* ``compositions/taxonomy_plus.json``: ``{relation: {id: {"name", "names", "ids", "children"}}}``,
-  composition ids joining constituent ids with ``#``.
-* ``compositions/data.json``: ``{relation: {id: {"relation", "concept", "name",
-  "compositions": {"ids", "names"}, "queries"}}}``.
-* ``compositions/hints.json``: ``[{"relation", "components": [{"concept", "flow", "exclude"?}]}]``.
+* ``atoms/taxonomy_plus.json`` (else ``taxonomy.json``): nested ``{id: {"name", "children":
+  {id: {...}}}}`` under five schema.org roots; leaves are instances.
+* ``atoms/data.json``: ``{id: {"concept", "name", "context": {"names", "ids"}, "queries",
+  "extra_queries"}}``: 30 evaluation ``queries`` and 20 ``extra_queries`` for training;
+  ``context`` lists the ancestors, root first.
+* ``atoms/data.train.json`` (optional): ``{id: {..., "queries", "responses": {md5(query):
+  {"safe", "unsafe"}}}}``: the training questions again, with reference replies.
+* ``atoms/example_cache.json`` (optional): ``{id: [{"query", "response", "concept",
+  "context"}]}``: SELECT's cached few-shot examples ("Abstained" or an answer).
+* ``compositions/taxonomy_plus.json``: ``{relation: {id: {"name", "names", "ids", "children"}}}``
+  with ids ``a#b`` unique within a relation only; ``compositions/data.json`` and
+  ``data.train.json`` are ``{relation: {id: {..., "compositions": {"names", "ids"}}}}`` with 20 +
+  10 questions; ``example_cache.json`` is ``{relation: {id: [...]}}``; ``hints.json`` lists the
+  relation templates ``{"relation", "components": [{"concept", "flow", "exclude"?}]}`` where
+  ``exclude`` is a list of ids or the string ``"leaves"``.
 
-The released files hold evaluation questions only; imported question sets have empty train and
-validation splits (write those with a generator from ``workbench.taxonomy.questions``).
+What the import does: names are kept exactly as released (they are already the phrases SELECT's
+prompts use, mostly plural: "Rivers"); composition ids are qualified by their relation
+(``consuming-at/yago:Liquor#yago:Park``) because two relations may join the same pair; the
+training questions (``extra_queries`` / ``data.train.json``) are split into train and validation
+by a seeded shuffle per concept (a quarter, rounded half up, to validation: 15/5 for atoms, 7/3
+for compositions); the evaluation questions are ``queries``. The example cache becomes the
+benchmark's few-shot examples, the reference replies its answers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.taxonomy.compositions import RelationTemplate, SlotRule
+from workbench.taxonomy.compositions import RelationTemplate, SlotRule, compose, composition_id
 from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError
-from workbench.taxonomy.questions import QuestionBank, QuestionSet
+from workbench.taxonomy.questions import (FewShotExample, QuestionBank, QuestionSet,
+                                          ReferenceAnswer, _rng)
+
+#: SELECT's root ids and the root-type keys the workbench uses for them.
+ROOT_TYPES = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",
+              "schema:Organization": "organizations", "schema:CreativeWork": "creative works"}
+GENERATOR = "select-gpt-4o"
 
 
-def _read(path: Path) -> Any:
+@dataclass
+class SelectPartition:
+    """One partition of the release (atoms or compositions) in the workbench's types."""
+
+    taxonomy: Taxonomy
+    questions: QuestionBank
+    examples: dict[str, list[FewShotExample]] = field(default_factory=dict)
+    answers: dict[str, ReferenceAnswer] = field(default_factory=dict)
+    templates: list[RelationTemplate] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+
+
+def find_release(directory: str | os.PathLike) -> Path:
+    """The directory holding ``atoms/``: ``directory`` itself, or its ``SELECT/`` or
+    ``data/SELECT/`` (so a clone of the repository works as well as the data folder)."""
+    d = Path(directory)
+    for cand in (d, d / "SELECT", d / "data" / "SELECT"):
+        if (cand / "atoms").is_dir():
+            return cand
+    raise TaxonomyError(f"no SELECT release under {d} (looked for atoms/ in {d}, {d / 'SELECT'} "
+                        f"and {d / 'data' / 'SELECT'})")
+
+
+def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = None) -> Any:
     if not path.is_file():
         raise TaxonomyError(f"SELECT file missing: {path}")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise TaxonomyError(f"{path}: empty file (a Git LFS or partial download?)")
     try:
-        return json.loads(path.read_text())
+        data = json.loads(raw)
     except json.JSONDecodeError as e:
         raise TaxonomyError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    if files is not None:
+        files[str(path.relative_to(base)) if base else path.name] = hashlib.sha256(raw).hexdigest()
+    return data
 
 
-def _root_name(cid: str, name: str) -> str:
-    known = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",
-             "schema:Organization": "organizations", "schema:CreativeWork": "creative works"}
-    return known.get(cid, name)
+def _strings(value: Any, where: str, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(q, str) for q in value):
+        raise TaxonomyError(f"{where}: {what} is not a list of strings")
+    return list(value)
 
 
-def load_select_atoms(directory: str | os.PathLike) -> tuple[Taxonomy, QuestionBank]:
-    """The atomic taxonomy and its evaluation questions from ``<directory>/atoms``."""
-    d = Path(directory) / "atoms"
-    tree = _read(d / "taxonomy_plus.json")
+def split_training(concept_id: str, questions: list[str], validation: float, seed: int
+                   ) -> tuple[list[str], list[str]]:
+    """(train, validation): a seeded shuffle per concept, ``round_half_up(n * validation)`` to
+    validation (but at least one question stays in train)."""
+    order = list(questions)
+    _rng(seed, "select-split:" + concept_id).shuffle(order)
+    n_val = min(int(len(order) * validation + 0.5), max(0, len(order) - 1))
+    return order[n_val:], order[:n_val]
+
+
+def _answers(cid: str, entry: dict, train: list[str], where: str) -> list[ReferenceAnswer]:
+    responses = entry.get("responses") or {}
+    if not isinstance(responses, dict):
+        raise TaxonomyError(f"{where}: {cid!r} has 'responses' that is not an object")
+    by_hash = {hashlib.md5(q.encode()).hexdigest(): q for q in train}
+    out = []
+    for h, r in responses.items():
+        if h in by_hash and isinstance(r, dict) and "safe" in r and "unsafe" in r:
+            out.append(ReferenceAnswer(cid, by_hash[h], str(r["safe"]), str(r["unsafe"])))
+    return out
+
+
+def _examples(target: str, rows: Any, where: str) -> list[FewShotExample]:
+    if not isinstance(rows, list):
+        raise TaxonomyError(f"{where}: examples of {target!r} are not a list")
+    out = []
+    for r in rows:
+        if not isinstance(r, dict) or "query" not in r or "response" not in r:
+            raise TaxonomyError(f"{where}: an example of {target!r} lacks 'query' or 'response'")
+        out.append(FewShotExample(target, r["query"], str(r["response"]), r.get("concept") or "",
+                                  tuple(r.get("context") or ())))
+    return out
+
+
+def _questions(cid: str, entry: dict, train_entry: dict | None, where: str, validation: float,
+               seed: int) -> tuple[QuestionSet, list[ReferenceAnswer]]:
+    if not isinstance(entry, dict):
+        raise TaxonomyError(f"{where}: entry {cid!r} is not an object")
+    evalq = _strings(entry.get("queries"), where, f"{cid!r} 'queries'")
+    if train_entry is not None:
+        pool = _strings(train_entry.get("queries"), where.replace("data.json", "data.train.json"),
+                        f"{cid!r} 'queries'")
+    else:
+        pool = _strings(entry.get("extra_queries") or [], where, f"{cid!r} 'extra_queries'")
+    train, val = split_training(cid, pool, validation, seed)
+    answers = _answers(cid, train_entry, pool, where) if train_entry else []
+    return QuestionSet(cid, train=train, validation=val, eval=evalq, generator=GENERATOR), answers
+
+
+def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
+                      seed: int = 0) -> SelectPartition:
+    """The atomic partition: taxonomy, questions (train/validation from the training questions),
+    cached few-shot examples and reference replies."""
+    base = find_release(directory)
+    d = base / "atoms"
+    files: dict[str, str] = {}
+    tpath = d / "taxonomy_plus.json" if (d / "taxonomy_plus.json").is_file() else d / "taxonomy.json"
+    tree = _read(tpath, files, base)
     if not isinstance(tree, dict):
-        raise TaxonomyError(f"{d / 'taxonomy_plus.json'}: expected an object of root concepts")
+        raise TaxonomyError(f"{tpath}: expected an object of root concepts")
     concepts: list[Concept] = []
 
-    def walk(cid: str, node: dict, parent: str | None, root: str, where: str) -> None:
+    def walk(cid: str, node: Any, parent: str | None, root: str) -> None:
         if not isinstance(node, dict) or "name" not in node:
-            raise TaxonomyError(f"{where}: node {cid!r} lacks a 'name'")
+            raise TaxonomyError(f"{tpath}: node {cid!r} lacks a 'name'")
         children = node.get("children") or {}
         kind = "class" if children or parent is None else "instance"
         concepts.append(Concept(id=cid, name=node["name"], kind=kind, parent=parent, root=root,
-                                source="select"))
+                                source="select", plural=node["name"] if kind == "class" else ""))
         for ch_id, ch in children.items():
-            walk(ch_id, ch, cid, root, where)
+            walk(ch_id, ch, cid, root)
 
     for cid, node in tree.items():
-        walk(cid, node, None, _root_name(cid, node.get("name", cid)), str(d / "taxonomy_plus.json"))
+        walk(cid, node, None, ROOT_TYPES.get(cid, str(node.get("name", cid)).lower()
+                                             if isinstance(node, dict) else cid))
     taxonomy = Taxonomy.from_concepts(concepts, name="select-atoms", metadata={"source": "select"})
-    data = _read(d / "data.json")
-    bank = QuestionBank(_question_set(cid, entry, taxonomy, d / "data.json") for cid, entry in data.items())
-    return taxonomy, bank
+
+    where = str(d / "data.json")
+    data = _read(d / "data.json", files, base)
+    train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else None
+    sets, answers = [], {}
+    for cid, entry in data.items():
+        if cid not in taxonomy:
+            raise TaxonomyError(f"{where}: questions for {cid!r}, which the taxonomy lacks")
+        context = (entry.get("context") or {}).get("ids") or []
+        if list(context) != taxonomy.ancestors(cid)[::-1]:
+            raise TaxonomyError(f"{where}: {cid!r} has context {context!r}, but its taxonomy path "
+                                f"is {taxonomy.ancestors(cid)[::-1]!r}")
+        qs, ans = _questions(cid, entry, (train_data or {}).get(cid), where, validation, seed)
+        sets.append(qs)
+        answers.update((a.question, a) for a in ans)
+    examples = {}
+    if (d / "example_cache.json").is_file():
+        cache = _read(d / "example_cache.json", files, base)
+        examples = {cid: _examples(cid, rows, str(d / "example_cache.json"))
+                    for cid, rows in cache.items() if cid in taxonomy}
+    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, files=files)
 
 
-def _question_set(cid: str, entry: dict, taxonomy: Taxonomy, where: Path) -> QuestionSet:
-    if cid not in taxonomy:
-        raise TaxonomyError(f"{where}: questions for {cid!r}, which the taxonomy lacks")
-    queries = entry.get("queries")
-    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
-        raise TaxonomyError(f"{where}: {cid!r} has no list of string 'queries'")
-    return QuestionSet(cid, eval=list(queries), generator="select")
+def read_hints(path: str | os.PathLike, files: dict[str, str] | None = None,
+               base: Path | None = None) -> list[RelationTemplate]:
+    """SELECT's ``hints.json``: relation templates with their slot rules."""
+    hints = _read(Path(path), files, base)
+    if not isinstance(hints, list):
+        raise TaxonomyError(f"{path}: expected a list of relation templates")
+    out = []
+    for h in hints:
+        if not isinstance(h, dict) or "relation" not in h or "components" not in h:
+            raise TaxonomyError(f"{path}: a hint lacks 'relation' or 'components': {h!r:.120}")
+        try:
+            out.append(RelationTemplate(h["relation"], tuple(SlotRule.from_select(c)
+                                                              for c in h["components"])))
+        except Exception as e:  # ConfigError from the rules: name the file
+            raise TaxonomyError(f"{path}: {e}") from None
+    return out
 
 
-def load_select_compositions(directory: str | os.PathLike
-                             ) -> tuple[Taxonomy, QuestionBank, list[RelationTemplate]]:
-    """The composition taxonomy, its questions and the relation templates (hints)."""
-    d = Path(directory) / "compositions"
-    forest = _read(d / "taxonomy_plus.json")
+def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | None = None,
+                             validation: float = 0.25, seed: int = 0) -> SelectPartition:
+    """The composition partition: taxonomy (relation-qualified ids), questions, examples,
+    reference replies and the relation templates of ``hints.json``.
+
+    With ``atomic``, every constituent must be one of its concepts.
+    """
+    base = find_release(directory)
+    d = base / "compositions"
+    files: dict[str, str] = {}
+    tpath = d / "taxonomy_plus.json"
+    forest = _read(tpath, files, base)
+    if not isinstance(forest, dict):
+        raise TaxonomyError(f"{tpath}: expected an object of relations")
     concepts: list[Concept] = []
+    qualified: dict[tuple[str, str], str] = {}  # (relation, released id) -> our id
 
-    def walk(cid: str, node: dict, parent: str | None, relation: str) -> None:
+    def walk(sel_id: str, node: Any, parent: str | None, relation: str) -> None:
         if not isinstance(node, dict) or "name" not in node:
-            raise TaxonomyError(f"{d / 'taxonomy_plus.json'}: composition {cid!r} lacks a 'name'")
-        ids = tuple(node.get("ids") or cid.split("#"))
+            raise TaxonomyError(f"{tpath}: composition {sel_id!r} lacks a 'name'")
+        ids = tuple(node.get("ids") or sel_id.split("#"))
+        if atomic is not None:
+            for i in ids:
+                if i not in atomic:
+                    raise TaxonomyError(f"{tpath}: composition {sel_id!r} joins {i!r}, which the "
+                                        "atomic taxonomy lacks")
+        cid = composition_id(relation, ids)
+        qualified[(relation, sel_id)] = cid
         concepts.append(Concept(id=cid, name=node["name"], kind="composition", parent=parent,
                                 root=relation, source="select", constituents=ids, relation=relation))
         for ch_id, ch in (node.get("children") or {}).items():
             walk(ch_id, ch, cid, relation)
 
     for relation, tree in forest.items():
-        for cid, node in tree.items():
-            walk(cid, node, None, relation)
+        if not isinstance(tree, dict):
+            raise TaxonomyError(f"{tpath}: relation {relation!r} does not map ids to compositions")
+        for sel_id, node in tree.items():
+            walk(sel_id, node, None, relation)
     taxonomy = Taxonomy.from_concepts(concepts, name="select-compositions",
                                       metadata={"source": "select"})
-    data = _read(d / "data.json")
-    sets = [_question_set(cid, entry, taxonomy, d / "data.json")
-            for per_relation in data.values() for cid, entry in per_relation.items()]
-    templates = []
-    hints_path = d / "hints.json"
-    if hints_path.is_file():
-        for h in _read(hints_path):
-            comps = tuple(SlotRule(concept=c["concept"], flow=tuple(c.get("flow", ["self"])),
-                                   exclude=tuple(c.get("exclude", []) or []))
-                          for c in h["components"])
-            templates.append(RelationTemplate(h["relation"], comps))
-    return taxonomy, QuestionBank(sets), templates
+
+    where = str(d / "data.json")
+    data = _read(d / "data.json", files, base)
+    train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else {}
+    sets, answers = [], {}
+    for relation, per_relation in data.items():
+        for sel_id, entry in per_relation.items():
+            cid = qualified.get((relation, sel_id))
+            if cid is None:
+                raise TaxonomyError(f"{where}: questions for {relation!r} / {sel_id!r}, which the "
+                                    "taxonomy lacks")
+            qs, ans = _questions(cid, entry, (train_data.get(relation) or {}).get(sel_id), where,
+                                 validation, seed)
+            sets.append(qs)
+            answers.update((a.question, a) for a in ans)
+    examples: dict[str, list[FewShotExample]] = {}
+    if (d / "example_cache.json").is_file():
+        cache = _read(d / "example_cache.json", files, base)
+        for relation, per_relation in cache.items():
+            for sel_id, rows in (per_relation or {}).items():
+                if (relation, sel_id) in qualified:
+                    cid = qualified[(relation, sel_id)]
+                    examples[cid] = _examples(cid, rows, str(d / "example_cache.json"))
+    templates = read_hints(d / "hints.json", files, base) if (d / "hints.json").is_file() else []
+    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, templates, files)
+
+
+def regenerate_compositions(atomic: Taxonomy, part: SelectPartition) -> Taxonomy:
+    """The released compositions regenerated from ``hints.json`` and the atomic taxonomy: every
+    released composition must obey a template's slot rules, and linking them by their
+    constituents' IS-A relations must give the released parents."""
+    only = [(c.relation, *c.constituents) for c in part.taxonomy]
+    return compose(atomic, part.templates, only=only, source="select")
+
+
+def same_structure(a: Taxonomy, b: Taxonomy) -> list[str]:
+    """Differences in ids, parents and names between two taxonomies (empty when equal)."""
+    out = [f"only in the first: {x}" for x in sorted(set(a.concepts) - set(b.concepts))]
+    out += [f"only in the second: {x}" for x in sorted(set(b.concepts) - set(a.concepts))]
+    for cid in sorted(set(a.concepts) & set(b.concepts)):
+        if a[cid].parent != b[cid].parent:
+            out.append(f"{cid}: parent {a[cid].parent!r} != {b[cid].parent!r}")
+        if a[cid].name != b[cid].name:
+            out.append(f"{cid}: name {a[cid].name!r} != {b[cid].name!r}")
+    return out
+
+
+def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: int = 0):
+    """The whole release as a :class:`~workbench.taxonomy.benchmark.Benchmark` with a manifest
+    (source files and their hashes, split parameters, whether the compositions regenerate)."""
+    from workbench.taxonomy.benchmark import Benchmark
+
+    if not 0 <= validation < 1:
+        raise TaxonomyError(f"validation must be a fraction in [0, 1), got {validation!r}")
+    base = find_release(directory)
+    atoms = load_select_atoms(base, validation, seed)
+    comps = load_select_compositions(base, atoms.taxonomy, validation, seed)
+    regenerated = None
+    if comps.templates:
+        try:
+            regenerated = not same_structure(regenerate_compositions(atoms.taxonomy, comps),
+                                             comps.taxonomy)
+        except Exception:  # a release whose hints do not produce it: recorded, not fatal
+            regenerated = False
+    questions = atoms.questions.merge(comps.questions)
+    manifest = {
+        "name": "SELECT (released benchmark)",
+        "source": "SELECT release (github.com/kinshuk-h/SELECT, data/SELECT), YAGO 4.5 concepts, "
+                  "questions written by GPT-4o",
+        "release_dir": str(base.resolve()),
+        "release_files": {**atoms.files, **comps.files},
+        "builder": "workbench.taxonomy.import_select",
+        "parameters": {"validation_fraction": validation, "split_seed": seed},
+        "compositions_regenerate_from_hints": regenerated,
+    }
+    return Benchmark(atoms.taxonomy, comps.taxonomy, questions, manifest,
+                     examples={**atoms.examples, **comps.examples},
+                     answers={**atoms.answers, **comps.answers})

@@ -67,6 +67,8 @@ class Technique(ABC):
     Params: ClassVar[type[Params]] = Params
     #: Whether ``build`` writes an artifact worth caching.
     saves_artifacts: ClassVar[bool] = True
+    #: Question splits of the target that ``prepare`` learns from.
+    needs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: Params | None = None, **overrides: Any):
         self.store = ArtifactStore()
@@ -90,6 +92,23 @@ class Technique(ABC):
                 "parameters": cls.Params().to_dict()}
 
     # -- preparation ------------------------------------------------------------------------------
+    def requirements(self, bench, target: str) -> list[str]:
+        """The target's question splits this technique needs (``needs`` unless overridden)."""
+        return list(self.needs)
+
+    def check_data(self, bench, target: str) -> None:
+        """Fail with one line naming the concept and split when the benchmark lacks questions
+        ``prepare`` would learn from: called before any model loads."""
+        concept = bench.concept(target)
+        qs = bench.questions.sets.get(target)
+        for split in self.requirements(bench, target):
+            if qs is None or not qs.split(split):
+                raise ConfigError(
+                    f"technique {self.name!r} needs {split} questions about {target!r} "
+                    f"({concept.name}) and the benchmark has none; import a release with its "
+                    "training questions (python -m workbench.taxonomy import-select) or write them "
+                    "with a question generator (workbench.taxonomy.build_question_bank)")
+
     def data(self, bench, target: str, seed: int = 0) -> TargetData:
         """The training material (overridable for techniques that need other proportions)."""
         return target_data(bench, target, seed=seed)
@@ -111,7 +130,7 @@ class Technique(ABC):
             store: where artifacts are cached (default: the workbench cache).
             artifact: load this artifact directory instead; it must match exactly.
         """
-        bench.concept(target)  # UnknownConceptError names a bad id before any work
+        self.check_data(bench, target)  # a bad id or missing questions, before any work
         self.store = store or ArtifactStore()
         data = self.data(bench, target, seed=seed)
         meta = self.meta(lm, data, seed)

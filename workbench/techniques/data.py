@@ -2,8 +2,9 @@
 
 Techniques see only *train* and *validation* questions; evaluation uses *eval* questions. For a
 target concept c: related questions are about c and its descendants D(c); "near" unrelated ones
-about its parent and siblings S(c) (what specificity is measured on); "far" unrelated ones about
-concepts outside c's subtree and ancestry. Sampling is seeded by the target id.
+about SELECT's specificity set (ancestors and siblings, what specificity is measured on); "far"
+unrelated ones about
+concepts outside c's subtree, ancestry and that near set. Sampling is seeded by the target id.
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workbench.taxonomy.benchmark import Benchmark
-
-
-def _rng(seed: int, key: str) -> random.Random:
-    return random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big"))
+from workbench.taxonomy.questions import FewShotExample, ReferenceAnswer, _rng
 
 
 @dataclass(frozen=True)
@@ -57,19 +55,30 @@ def _spread(pool: list[LabelledQuestion], n: int, rng: random.Random) -> list[La
 
 @dataclass(frozen=True)
 class TargetData:
-    """The learning material for one target concept (SELECT's proportions by default)."""
+    """The learning material for one target concept (SELECT's proportions by default).
+
+    ``examples`` are the few-shot examples the benchmark ships for the target (may be empty);
+    ``answers`` the benchmark's reference replies to the training questions here (may be empty).
+    """
 
     target: str
     related: list[LabelledQuestion]
     unrelated: list[LabelledQuestion]
     val_related: list[LabelledQuestion]
     val_unrelated: list[LabelledQuestion]
+    examples: tuple[FewShotExample, ...] = ()
+    answers: dict[str, ReferenceAnswer] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """A hash of every question and label, for artifact provenance."""
+        """A hash of every question and label (and shipped examples and answers), for artifact
+        provenance."""
         payload = [(q.question, q.concept_id, q.relation) for group in
                    (self.related, self.unrelated, self.val_related, self.val_unrelated) for q in group]
-        return hashlib.sha256(json.dumps([self.target, payload]).encode()).hexdigest()[:16]
+        extra = [[e.to_dict() for e in self.examples],
+                 [self.answers[k].to_dict() for k in sorted(self.answers)]]
+        if not self.examples and not self.answers:
+            extra = []  # keeps the fingerprints of benchmarks without them unchanged
+        return hashlib.sha256(json.dumps([self.target, payload] + extra).encode()).hexdigest()[:16]
 
 
 def target_data(bench: Benchmark, target: str, *, n_target: int = 15, n_descendant: int = 5,
@@ -77,15 +86,17 @@ def target_data(bench: Benchmark, target: str, *, n_target: int = 15, n_descenda
     """Train and validation questions for ``target`` (atomic or composition).
 
     Related: ``n_target`` target questions + ``n_descendant`` descendant questions (target
-    questions fill in when there are no descendants). Unrelated: ``n_far`` from outside the
-    subtree + ``n_near`` from parent and siblings. Validation draws ``n_val`` per group from the
-    validation split the same way.
+    questions fill in when there are no descendants). Unrelated: ``n_near`` from SELECT's
+    specificity set (``Benchmark.near_concepts``: ancestors and siblings) + ``n_far`` from
+    elsewhere (concepts outside the subtree, its ancestry and that set; near ones fill in when
+    there are too few). Validation draws ``n_val`` per group from the validation split the same
+    way.
     """
     tax = bench.taxonomy_of(target)
     rng = _rng(seed, target)
     desc = tax.descendants(target)
-    parent = [tax.parent(target)] if tax.parent(target) else []
-    near = parent + tax.siblings(target)
+    near_rel = bench.near_concepts(target)
+    near = list(near_rel)
     excluded = set(tax.subtree(target)) | set(tax.ancestors(target)) | set(near)
     far = sorted(c for c in tax.concepts if c not in excluded)
 
@@ -95,18 +106,24 @@ def target_data(bench: Benchmark, target: str, *, n_target: int = 15, n_descenda
         return t + d
 
     def unrelated(split: str, n_f: int, n_n: int) -> list[LabelledQuestion]:
-        rel = {c: ("parent" if c in parent else "sibling") for c in near}
-        nq = [LabelledQuestion(q.question, q.concept_id, rel[q.concept_id])
-              for q in _spread(_pool(bench, near, split, "near"), n_n, rng)]
+        pool = [LabelledQuestion(q.question, q.concept_id, near_rel[q.concept_id])
+                for q in _pool(bench, near, split, "near")]
+        nq = _spread(pool, n_n, rng)
         far_ids = rng.sample(far, min(len(far), n_f + n_n - len(nq)))
         fq = _spread(_pool(bench, far_ids, split, "unrelated"), n_f + n_n - len(nq), rng)
-        return nq + fq
+        rest = [q for q in pool if q not in nq]
+        return nq + fq + _spread(rest, n_f + n_n - len(nq) - len(fq), rng)
 
     half = max(1, n_val // 2)
+    related_train = related("train", n_target, n_descendant)
+    unrelated_train = unrelated("train", n_far, n_near)
+    asked = {q.question for q in related_train + unrelated_train}
     return TargetData(
         target=target,
-        related=related("train", n_target, n_descendant),
-        unrelated=unrelated("train", n_far, n_near),
+        related=related_train,
+        unrelated=unrelated_train,
         val_related=related("validation", half, n_val - half),
         val_unrelated=unrelated("validation", n_val - half, half),
+        examples=tuple(bench.examples.get(target, ())),
+        answers={q: a for q, a in bench.answers.items() if q in asked},
     )

@@ -26,9 +26,23 @@ from workbench.techniques.data import TargetData
 
 @dataclass(frozen=True)
 class SFTParams(Params, FinetuneParams):
-    """LoRA settings plus ``answer_tokens``: length of the model's own answers used as targets."""
+    """LoRA settings, plus what the model learns to say when it complies.
+
+    Attributes:
+        answer_tokens: length of the model's own answers used as targets.
+        comply_answers: ``own`` (the model's own greedy answers, so it keeps its behaviour on
+            unrelated questions) or ``reference`` (the benchmark's reference answers where it has
+            them, SELECT's ``responses``; the model's own elsewhere).
+    """
 
     answer_tokens: int = 32
+    comply_answers: str = "own"
+
+    def __post_init__(self) -> None:
+        from workbench.errors import ConfigError
+
+        if self.comply_answers not in ("own", "reference"):
+            raise ConfigError(f"comply_answers must be own or reference, got {self.comply_answers!r}")
 
     def finetune(self) -> FinetuneParams:
         return FinetuneParams(**{f.name: getattr(self, f.name) for f in fields(FinetuneParams)})
@@ -66,6 +80,15 @@ def _own_answers(lm, questions: list[str], tokens: int) -> list[str]:
     return [g.text for g in gens]
 
 
+def comply_answers(lm, data: TargetData, questions: list[str], params: SFTParams) -> list[str]:
+    """Compliant answers to ``questions``: the benchmark's reference answers (``reference``,
+    where it has them) or the model's own."""
+    ref = data.answers if params.comply_answers == "reference" else {}
+    missing = [q for q in questions if q not in ref]
+    own = dict(zip(missing, _own_answers(lm, missing, params.answer_tokens))) if missing else {}
+    return [ref[q].comply if q in ref else own[q] for q in questions]
+
+
 def _apply_adapter(model, directory: Path):
     import warnings
 
@@ -88,11 +111,12 @@ class SFT(Technique):
     nature = "fine-tuning"
     access = "white-box"
     Params = SFTParams
+    needs = ("train",)
 
     def pairs(self, lm, data: TargetData) -> list[tuple[str, str]]:
         related = [(q.question, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, q in enumerate(data.related)]
         keep_q = [q.question for q in data.unrelated]
-        keep = list(zip(keep_q, _own_answers(lm, keep_q, self.params.answer_tokens)))
+        keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params)))
         return related + keep
 
     def build(self, lm, bench, data, directory: Path, *, seed, progress):
@@ -117,6 +141,7 @@ class SFTDPO(Technique):
     nature = "fine-tuning"
     access = "white-box"
     Params = SFTParams
+    needs = ("train",)
 
     def _sft(self):
         sft = SFT(self.params)
@@ -133,7 +158,7 @@ class SFTDPO(Technique):
         pairs = json.loads((sft_dir / "pairs.json").read_text())
         n_related = len(data.related)
         related_q = [q for q, _ in pairs[:n_related]]
-        comply = _own_answers(lm, related_q, self.params.answer_tokens)
+        comply = comply_answers(lm, data, related_q, self.params)
         triples = [(q, a, c) for (q, a), c in zip(pairs[:n_related], comply)]
         triples += [(q, a, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, (q, a) in enumerate(pairs[n_related:])]
         base = _apply_adapter(_fresh_copy(lm), sft_dir / "adapter")

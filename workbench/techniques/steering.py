@@ -101,7 +101,8 @@ class SteeringAbstainer(Abstainer):
 def refusal_vector(lm, bench, n_questions: int, seed: int = 0, store: ArtifactStore | None = None,
                    progress: bool = False) -> torch.Tensor:
     """The model's refusal vector at every layer, fitted once per model and cached."""
-    ids = sorted(bench.atomic.concepts)
+    ids = sorted(c for c in bench.atomic.concepts
+                 if c in bench.questions and bench.questions[c].train)
     rng = _rng(seed, "refusal-vector")
     questions = [bench.questions[c].train[0] for c in rng.sample(ids, min(n_questions, len(ids)))]
     meta = {"technique": "refusal_vector", "version": ARTIFACT_VERSION, "model_id": lm.model_id,
@@ -124,6 +125,7 @@ class Steering(Technique):
     nature = "inference-time"
     access = "white-box"
     Params = SteeringParams
+    needs = ("train", "validation")
 
     def build(self, lm, bench, data: TargetData, directory: Path, *, seed, progress):
         p = self.params

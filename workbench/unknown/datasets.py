@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.taxonomy.text import article, pluralize
+from workbench.taxonomy.text import article
 from workbench.unknown.names import made_up_names
 
 TASKS = ("NEC", "FalseQA", "RefuNQ")
@@ -199,7 +199,7 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
     for category, templates in NEC_TEMPLATES.items():
         rng = _rng(seed, "nec:" + category)
         if category == "generic":
-            pool = sorted({pluralize(c.name) for c in bench.atomic if c.kind == "class" and c.parent})
+            pool = sorted({c.phrase for c in bench.atomic if c.kind == "class" and c.parent})
             real = sorted(rng.sample(pool, per_category))
         else:
             real = _familiar_names(wn, graph, NEC_SOURCES[category], per_category, rng,
