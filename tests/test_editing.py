@@ -9,6 +9,7 @@ import torch
 from workbench.editing import (FT, IKE, ROME, build_edit_queries, choice_logprobs, edit_metrics,
                                edits_from_categories, evaluate_editor, get_editor, load_categories,
                                load_taxi, parse_edit)
+from taxi_release import taxi_rows
 from workbench.errors import ConfigError, WorkbenchError
 
 
@@ -103,3 +104,40 @@ def test_evaluate_editor_scores_every_query_and_restores(tiny):
     scored = evaluate_editor(tiny, FT(layer=0, steps=2), q)
     assert len(scored) == 2 * len(q) and set(scored["direction"]) == {"forward", "reverse"}
     assert all(torch.equal(v, before[k]) for k, v in tiny.model.state_dict().items())
+
+
+def test_taxi_release_shape_loads_and_is_scored_as_taxi_defines(tiny, tmp_path):
+    frame = pd.DataFrame(taxi_rows())
+    p = tmp_path / "edits-evaluation.json"
+    p.write_text(frame.to_json(orient="columns"))
+    q = load_taxi(p)
+    assert len(q) == 3 and q["fwd_choices"][0] == ["dog", "cat", "cow"]
+    from workbench.editing import split_query
+
+    assert split_query("a <subj> is a kind of <answer>", "<answer>", subj="Siamese") == ("a Siamese is a kind of", "")
+    assert split_query("a <subj> is a kind of <answer>", "<subj>", answer="dog") == ("a", " is a kind of dog")
+    assert split_query("<answer> is a sound made by a <subj>", "<subj>", answer="bark") == (
+        "bark is a sound made by a", "")
+    scored = evaluate_editor(tiny, IKE(), q)
+    rev = scored[scored["direction"] == "reverse"]
+    assert set(rev["answer"]) == {"Siamese", "Holstein"}  # '<subj>' resolved to the subject
+    m = edit_metrics(scored).set_index(["metric", "subset"])["n"]
+    assert m[("edit_success", "overall")] == 2  # category_membership counts as the edit itself
+    assert m[("consistency", "overall")] == 2 and m[("invariance", "overall")] == 2
+    assert m[("invariance", "token_type=rare")] == 2
+
+
+def test_mid_sentence_slots_are_scored_in_place(tiny):
+    # the choice goes into the slot and the rest of the sentence is scored after it
+    got = choice_logprobs(tiny, ["a"], [["Siamese", "Beagle"]], "none", suffixes=[" is a kind of dog"])
+    full = choice_logprobs(tiny, ["a"], [["Siamese is a kind of dog", "Beagle is a kind of dog"]], "none")
+    assert got[0] == pytest.approx(full[0], abs=1e-5)
+
+
+def test_sample_edits_draws_per_superordinate_category():
+    from workbench.editing import sample_edits
+
+    q = pd.DataFrame(taxi_rows() + [{**taxi_rows()[0], "edit": "Tuna -> bird", "superordinate_category": "fish"}])
+    picked = sample_edits(q, 1, seed=0)
+    assert picked.groupby("superordinate_category")["edit"].nunique().to_dict() == {"animal": 1, "fish": 1}
+    assert len(sample_edits(q, 0)) == len(q)

@@ -74,6 +74,11 @@ def test_unknown_concepts_notebook(tmp_path, names):
     assert set(zip(summary.task, summary.partition)) == {(t, p) for t in ("NEC", "FalseQA", "RefuNQ")
                                                          for p in ("answerable", "unanswerable")}
     assert summary.loc[(summary.task == "RefuNQ") & (summary.partition == "answerable"), "accuracy"].notna().all()
+    for col in ("unknownbench_refusal_rate", "unknownbench_accuracy", "mean_confidence_logprob", "number_mass"):
+        assert col in summary.columns
+    rows = pd.read_parquet(ROOT / "runs" / names["run"] / "results.parquet")
+    assert set(rows["prompt_preset"]) == {"paper"} and rows["data_hash"].nunique() == 1
+    assert rows["confidence_logprob"].between(0, 10).all()
     for fig in ("by_confidence", "uncertainty"):
         assert (ROOT / "figures" / f"{names['fig']}_{fig}.pdf").is_file()
 
@@ -87,3 +92,32 @@ def test_categorical_editing_notebook(tmp_path, names):
     assert set(summary["editor"]) == {"none", "ike", "rome"}
     assert {"edit_success", "consistency", "invariance", "property_success"} <= set(summary["metric"])
     assert (ROOT / "figures" / f"{names['fig']}_consistency_by_group.png").is_file()
+
+
+def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
+    from taxi_release import taxi_rows
+
+    path = tmp_path / "edits-evaluation.json"
+    path.write_text(pd.DataFrame(taxi_rows()).to_json(orient="columns"))
+    run_notebook("05_categorical_editing", {"run_name": names["run"], "editors": ["none", "ike"],
+                                            "taxi_file": str(path), "edits_per_group": 0,
+                                            "figure_prefix": names["fig"]}, run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    overall = summary[summary["subset"] == "overall"].set_index(["editor", "metric"])["n"]
+    assert overall[("ike", "edit_success")] == 2 and overall[("ike", "invariance")] == 2
+
+
+def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_path, names):
+    from select_release import write_release
+    from workbench.taxonomy import import_select, save_benchmark
+
+    bench_dir = save_benchmark(import_select(write_release(tmp_path / "clone")), tmp_path / "bench")
+    fast = {"epochs": 1, "dpo_epochs": 1, "rank": 8, "alpha": 16, "max_length": 96, "answer_tokens": 16}
+    run_notebook("01_select_abstention", {
+        "run_name": names["run"], "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
+        "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select",
+        "technique_params": {"sft": fast, "sft_dpo": fast}, "probe_knowledge": False, "n_boot": 20,
+        "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+    summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
+    assert set(summary["technique"]) == {"base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"}
+    assert (summary["n_target"] == 3).all() and (summary["n_specificity"] == 2).all()

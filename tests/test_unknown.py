@@ -139,3 +139,102 @@ def test_expected_calibration_error_by_hand():
     rows = pd.DataFrame({"confidence": [10, 10, 0, 5], "correct": [True, False, False, None]})
     # level 10: accuracy 0.5 against 1.0 (weight 2/3); level 0: 0 against 0 (weight 1/3)
     assert expected_calibration_error(rows) == pytest.approx(2 / 3 * 0.5)
+
+
+def test_unknownbench_keyword_rule_is_the_papers():
+    from workbench.scoring import UNKNOWNBENCH_KEYWORDS, unknownbench_correct, unknownbench_refusal
+
+    assert len(UNKNOWNBENCH_KEYWORDS) == 13
+    assert unknownbench_refusal("No, that is not a real animal.")
+    assert unknownbench_refusal("The origin is UNCLEAR.")
+    assert unknownbench_refusal("I don't know.")
+    assert not unknownbench_refusal("I don’t know.")  # a typographic apostrophe: no match, as theirs
+    assert not unknownbench_refusal("Nothing is known about the noon knots.")  # whole words only
+    assert not unknownbench_refusal("") and not unknownbench_refusal(None)
+    assert unknownbench_correct("It was Real Madrid.", ["Real Madrid"])
+    assert not unknownbench_correct("It was real madrid.", ["Real Madrid"])  # case-sensitive
+
+
+def test_paper_prompts_and_logprob_confidence_are_recorded(tiny):
+    from workbench.unknown import PROMPTS, number_confidence
+    from workbench.unknown.measures import PAPER_ANSWER_PROMPT
+
+    items = [UnknownItem("Capital of France?", "RefuNQ", "answerable", gold=("Paris",))]
+    rows = evaluate_unknown(tiny, items, max_new_tokens=3, prompts="paper")
+    assert rows["prompt_preset"].tolist() == ["paper"]
+    assert PROMPTS["paper"].answer_prompt("Q?") == PAPER_ANSWER_PROMPT.replace("{question}", "Q?")
+    assert PROMPTS["paper"].answer_prompt("Q?").startswith("Answer the given question in no more than one sentence.")
+    assert 0 <= rows["confidence_logprob"][0] <= 10 and 0 < rows["confidence_mass"][0] <= 1
+    with pytest.raises(WorkbenchError, match="unknown prompt preset 'papers'"):
+        evaluate_unknown(tiny, items, prompts="papers")
+    [c] = number_confidence(tiny, ["Rate it: "])
+    assert abs(sum(c.probs) - 1) < 1e-6 and c.mean == pytest.approx(sum(k * p for k, p in enumerate(c.probs)))
+
+
+def test_number_confidence_matches_a_full_forward_pass(tiny):
+    """Each number's probability is its token sequence's, minus the sequences it starts."""
+    import math
+
+    import torch
+
+    from workbench.unknown import number_confidence
+
+    text = "<|im_start|>user\nHow sure?<|im_end|>\n<|im_start|>assistant\n"
+    [c] = number_confidence(tiny, [text])
+    tok = tiny.tokenizer
+
+    def seq_prob(s):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        cont = tok(s, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(tiny.model(torch.tensor([ids + cont])).logits[0].float(), -1)
+        return math.exp(sum(float(logp[len(ids) - 1 + i, t]) for i, t in enumerate(cont)))
+
+    raw = {k: seq_prob(str(k)) + seq_prob(f" {k}") for k in range(11)}
+    raw[1] -= raw[10]  # the byte-level tiny tokenizer spells "10" as "1", "0"
+    total = sum(raw.values())
+    assert c.mass == pytest.approx(total, rel=1e-4)
+    assert c.probs == pytest.approx(tuple(raw[k] / total for k in range(11)), rel=1e-4)
+    # batch invariance
+    assert number_confidence(tiny, [text, "x" * 40, text])[2].probs == pytest.approx(c.probs, rel=1e-5)
+
+
+def test_run_unknown_resumes_by_chunk_without_losing_or_repeating_rows(tiny, tmp_path, monkeypatch):
+    import workbench.unknown.measures as m
+    from workbench.unknown import run_unknown
+
+    items = [UnknownItem(f"What is thing number {i}?", "NEC", "answerable") for i in range(7)]
+    calls, kill = [], [True]
+    real = m.evaluate_unknown
+
+    def counting(lm, part, *a, **k):
+        calls.append(len(part))
+        if len(calls) == 2 and kill[0]:
+            kill[0] = False
+            raise KeyboardInterrupt  # killed while the second chunk runs
+        return real(lm, part, *a, **k)
+
+    monkeypatch.setattr(m, "evaluate_unknown", counting)
+    with pytest.raises(KeyboardInterrupt):
+        run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=2)
+    assert len(list((tmp_path / "chunks").glob("*.parquet"))) == 1
+    calls.clear()
+    rows = run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=3)
+    assert calls == [3, 3, 1]  # other settings: nothing reused
+    calls.clear()
+    again = run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=3)
+    assert calls == [] and again.equals(rows)
+    assert rows["prompt"].tolist() == [i.prompt for i in items]
+    calls.clear()
+    run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=2)
+    assert calls == [3, 1]  # resumed: the chunk finished before the kill is kept
+
+
+def test_loader_records_source_and_content_hash(tmp_path):
+    (tmp_path / "NEC").mkdir()
+    f = tmp_path / "NEC" / "NEC_answerable.json"
+    f.write_text(json.dumps({"prompt": "What is a cat?", "label": 0, "category": "animals"}) + "\n")
+    a = load_unknownbench(tmp_path)
+    assert a.source == str(tmp_path.resolve()) and len(a.content_hash) == 64
+    f.write_text(json.dumps({"prompt": "What is a dog?", "label": 0, "category": "animals"}) + "\n")
+    assert load_unknownbench(tmp_path).content_hash != a.content_hash

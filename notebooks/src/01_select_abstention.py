@@ -5,6 +5,10 @@
 # about the target (abstention), its descendants (generalization) and its siblings and
 # ancestors (specificity). Results: `runs/<run_name>/results.parquet` (one row per answer) and
 # `runs/<run_name>/summary.csv`; figures in `figures/`.
+#
+# `data_dir` picks the benchmark (empty: the shipped WordNet one; or a directory written by
+# `python -m workbench.taxonomy import-select`), `preset` the technique protocol (`workbench`
+# or `select`), `technique_params` overrides per technique (`{"steering": {"strength": 0.8}}`).
 
 # %% [parameters]
 run_name = "demo"
@@ -15,7 +19,12 @@ seeds = [0]
 n_target = 20
 n_descendant = 10
 n_specificity = 10
+n_constituent = 0
+n_composition = 0
 max_new_tokens = 32
+data_dir = ""
+preset = "workbench"
+technique_params = {}
 detector = "refused_phrase"
 probe_knowledge = True
 n_boot = 1000
@@ -34,7 +43,9 @@ from workbench.scoring.metrics import by_level, generalization_errors, technique
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
                           targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
                           n_descendant=n_descendant, n_specificity=n_specificity,
-                          max_new_tokens=max_new_tokens)
+                          n_constituent=n_constituent, n_composition=n_composition,
+                          max_new_tokens=max_new_tokens, data_dir=data_dir or None, preset=preset,
+                          technique_params=technique_params)
 run_dir = Path("runs") / run_name
 
 # %%

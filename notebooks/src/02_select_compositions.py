@@ -4,7 +4,8 @@
 # The same evaluation for compositions ("movies about athletes"): abstention on the
 # composition's questions, generalization to its descendants in the composition taxonomy,
 # specificity on its siblings and ancestors; then atomic concepts against compositions, using
-# the atomic run (`atomic_run`) when it exists.
+# the atomic run (`atomic_run`) when it exists. `n_constituent` adds SELECT's check that a
+# model abstaining from a composition still answers about its constituent concepts.
 
 # %% [parameters]
 run_name = "compositions"
@@ -16,7 +17,12 @@ seeds = [0]
 n_target = 20
 n_descendant = 10
 n_specificity = 10
+n_constituent = 0
+n_composition = 0
 max_new_tokens = 32
+data_dir = ""
+preset = "workbench"
+technique_params = {}
 detector = "refused_phrase"
 n_boot = 1000
 figure_prefix = "select_compositions"
@@ -35,7 +41,9 @@ from workbench.scoring.metrics import by_level, technique_table
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
                           targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
                           n_descendant=n_descendant, n_specificity=n_specificity,
-                          max_new_tokens=max_new_tokens)
+                          n_constituent=n_constituent, n_composition=n_composition,
+                          max_new_tokens=max_new_tokens, data_dir=data_dir or None, preset=preset,
+                          technique_params=technique_params)
 run_dir = Path("runs") / run_name
 
 # %%

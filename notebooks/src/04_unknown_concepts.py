@@ -2,18 +2,26 @@
 # # Responses to the unknown (UnknownBench-style)
 #
 # Non-existent concepts, false premises and perturbed factual questions, each against
-# answerable controls: refusal rates (phrase matching and the keyword baseline), accuracy on
-# answerable factual items, verbalized confidence, next-token entropy and prompt perplexity, and
-# how refusal and accuracy follow confidence. Optionally through an abstention technique.
+# answerable controls: refusal rates (phrase matching, the workbench's keywords and
+# UnknownBench's exact keyword rule), accuracy on answerable factual items (lexical match and
+# UnknownBench's substring rule), verbalized confidence (parsed from the reply, and read from the
+# log-probabilities of the numbers 0-10), next-token entropy and prompt perplexity, and how
+# refusal and accuracy follow confidence. Optionally through an abstention technique.
+#
+# `prompts="paper"` uses UnknownBench's own prompts; `data_dir` may point at the released
+# `data/` folder of genglinliu/UnknownBench (13,319 items: set `per_partition=0` for all of
+# them). Work is saved in chunks, so an interrupted run resumes where it stopped.
 
 # %% [parameters]
 run_name = "unknown"
 model = "smollm2-135m-instruct"
 data_dir = "data/unknown"
 per_partition = 30
+prompts = "paper"
 technique = "base"
 technique_target = "wn:09411430-n"
 max_new_tokens = 40
+chunk_size = 64
 seed = 0
 figure_prefix = "unknown"
 
@@ -24,18 +32,20 @@ from pathlib import Path
 from workbench.models import load_model
 from workbench.plots import save_figure
 from workbench.plots.unknown import plot_by_confidence, plot_uncertainty_histograms
-from workbench.unknown import (TASKS, by_confidence, evaluate_unknown, expected_calibration_error,
-                               load_unknownbench, summarize_unknown)
+from workbench.unknown import (TASKS, by_confidence, expected_calibration_error, get_prompts,
+                               load_unknownbench, run_unknown, summarize_unknown)
 
 run_dir = Path("runs") / run_name
 run_dir.mkdir(parents=True, exist_ok=True)
+get_prompts(prompts)  # an unknown preset fails here, before the model loads
 dataset = load_unknownbench(data_dir)
+print(f"data: {dataset.source} (sha256 {dataset.content_hash[:16]}), {len(dataset.items)} items")
 rng = random.Random(seed)
 items = []
 for task in TASKS:
     for partition in ("answerable", "unanswerable"):
         pool = dataset.select(task, partition)
-        items += rng.sample(pool, min(per_partition, len(pool)))
+        items += rng.sample(pool, min(per_partition, len(pool))) if per_partition else pool
 lm = load_model(model)
 
 # %%
@@ -45,19 +55,24 @@ if technique != "base":
     from workbench.techniques import get_technique
 
     abstainer = get_technique(technique).prepare(lm, load_benchmark(), technique_target, seed=seed)
-rows = evaluate_unknown(lm, items, abstainer, max_new_tokens=max_new_tokens, progress=True)
+key = f"{lm.model_id}@{lm.revision}|{technique}:{technique_target}|data:{dataset.content_hash}"
+rows = run_unknown(lm, items, run_dir, abstainer, chunk_size=chunk_size, key=key, progress=True,
+                   max_new_tokens=max_new_tokens, prompts=prompts)
 rows.insert(0, "technique", technique)
+rows["data_dir"], rows["data_hash"] = dataset.source, dataset.content_hash
 rows.to_parquet(run_dir / "results.parquet", index=False)
 
 # %%
 summary = summarize_unknown(rows)
 summary.to_csv(run_dir / "summary.csv", index=False, float_format="%.4f")
-ece = expected_calibration_error(rows)
-print(f"expected calibration error of verbalized confidence (answerable factual items): {ece:.3f}")
+for column in ("confidence", "confidence_logprob"):
+    print(f"expected calibration error of {column} (answerable factual items): "
+          f"{expected_calibration_error(rows, column):.3f}")
 summary.round(3)
 
 # %%
-levels = by_confidence(rows)
-save_figure(plot_by_confidence(levels), f"{figure_prefix}_by_confidence")
+levels = by_confidence(rows, column="confidence_logprob")
+save_figure(plot_by_confidence(levels, "confidence from the log-probabilities of 0-10"),
+            f"{figure_prefix}_by_confidence")
 save_figure(plot_uncertainty_histograms(rows), f"{figure_prefix}_uncertainty")
 levels

@@ -6,12 +6,16 @@
 # and chance: edit success (the category query), consistency (properties that should change),
 # invariance (properties that should not), property success (all property queries), each
 # overall, typical against rare subjects, forward against reverse, per superordinate group.
+#
+# `taxi_file` may name taxi's released `datasets/edits-evaluation.json` (derekpowell/taxi): its
+# queries are then used unchanged, `edits_per_group` edits sampled per superordinate category.
 
 # %% [parameters]
 run_name = "editing"
 model = "smollm2-135m-instruct"
 editors = ["none", "ike", "ft", "rome"]
 edits_per_group = 2
+taxi_file = ""
 layer = 4
 normalization = "token"
 seed = 0
@@ -24,20 +28,24 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.editing import (build_edit_queries, edit_metrics, edits_from_categories, evaluate_editor,
-                               get_editor, load_categories)
+                               get_editor, load_categories, load_taxi, sample_edits)
 from workbench.models import load_model
 from workbench.plots import save_figure
 from workbench.plots.editing import plot_edit_metrics, plot_consistency_by_group
 
 run_dir = Path("runs") / run_name
 run_dir.mkdir(parents=True, exist_ok=True)
-data = load_categories()
-rng = random.Random(seed)
-all_edits = edits_from_categories(data)
-sample = []
-for group in data["groups"]:
-    sample += rng.sample([e for e in all_edits if e.group == group], edits_per_group)
-queries = build_edit_queries(data, sample)
+if taxi_file:
+    queries = sample_edits(load_taxi(taxi_file), edits_per_group, seed)
+else:
+    data = load_categories()
+    rng = random.Random(seed)
+    all_edits = edits_from_categories(data)
+    sample = []
+    for group in data["groups"]:
+        sample += rng.sample([e for e in all_edits if e.group == group], edits_per_group)
+    queries = build_edit_queries(data, sample)
+print(f"{queries['edit'].nunique()} edits, {len(queries)} queries")
 lm = load_model(model)
 
 # %%

@@ -134,3 +134,18 @@ def parse_edit(label: str) -> tuple[str, str]:
         raise WorkbenchError(f"edit {label!r} is not of the form 'subject -> category'")
     subj, cat = (x.strip() for x in label.split("->", 1))
     return subj, cat
+
+
+def sample_edits(queries: pd.DataFrame, per_group: int, seed: int = 0) -> pd.DataFrame:
+    """The queries of ``per_group`` edits drawn (seeded) from each superordinate category;
+    ``per_group=0`` keeps every edit."""
+    if per_group <= 0:
+        return queries.reset_index(drop=True)
+    import random
+
+    rng = random.Random(seed)
+    keep = []
+    for _, g in queries.groupby("superordinate_category", sort=True):
+        labels = sorted(g["edit"].unique())
+        keep += rng.sample(labels, min(per_group, len(labels)))
+    return queries[queries["edit"].isin(keep)].reset_index(drop=True)

@@ -1,4 +1,4 @@
-"""Score an edit's queries in the edited state, and the metrics of seed 004."""
+"""Score an edit's queries in the edited state, and the metrics of seed 004 (taxi)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,40 @@ from workbench.editing.editors import Editor
 from workbench.editing.scoring import choice_logprobs
 
 
+def split_query(template: str, slot: str, **fill: str) -> tuple[str, str]:
+    """A query template cut at its answer slot: (text before the slot, text after it), with the
+    other placeholders filled (``subj`` -> ``<subj>``, ``answer`` -> ``<answer>``). A template
+    without the slot ends with it ("A <subj> is a kind of"): the choice is appended.
+
+    taxi fills the slot with nothing and appends the choice to the whole sentence; for its
+    queries whose slot is last the two agree, and a mid-sentence slot is scored in place here.
+    """
+    for key, value in fill.items():
+        if f"<{key}>" != slot:
+            template = template.replace(f"<{key}>", value)
+    before, _, after = template.partition(slot)
+    return before.rstrip(), after.rstrip()
+
+
+def is_category_query(prop: str) -> bool:
+    """The category itself (our ``category``; taxi's ``category_membership``, ``..._1`` ...)."""
+    return prop == CATEGORY or str(prop).startswith("category_membership")
+
+
 def score_queries(edited, queries: pd.DataFrame, normalization: str = "token") -> pd.DataFrame:
     """Both directions of every query; one row per (query, direction) with correctness."""
     rows = []
-    fwd_prompts = [edited.prefix + q.replace("<subj>", s) for q, s in zip(queries["query_fwd"], queries["subj"])]
-    rev_prompts = [edited.prefix + q.replace("<answer>", str(a)) for q, a in zip(queries["query_rev"], queries["answer_fwd"])]
-    fwd = choice_logprobs(edited.lm, fwd_prompts, list(queries["fwd_choices"]), normalization)
-    rev = choice_logprobs(edited.lm, rev_prompts, list(queries["rev_choices"]), normalization)
+    fwd_split = [split_query(q, "<answer>", subj=s) for q, s in zip(queries["query_fwd"], queries["subj"])]
+    rev_split = [split_query(q, "<subj>", answer=str(a))
+                 for q, a in zip(queries["query_rev"], queries["answer_fwd"])]
+    fwd = choice_logprobs(edited.lm, [edited.prefix + b for b, _ in fwd_split], list(queries["fwd_choices"]),
+                          normalization, suffixes=[a for _, a in fwd_split])
+    rev = choice_logprobs(edited.lm, [edited.prefix + b for b, _ in rev_split], list(queries["rev_choices"]),
+                          normalization, suffixes=[a for _, a in rev_split])
     for (_, q), f, r in zip(queries.iterrows(), fwd, rev):
+        answer_rev = q["subj"] if q["answer_rev"] in (None, "<subj>") else q["answer_rev"]
         for direction, scores, choices, answer in (("forward", f, q["fwd_choices"], q["answer_fwd"]),
-                                                   ("reverse", r, q["rev_choices"], q["answer_rev"])):
+                                                   ("reverse", r, q["rev_choices"], answer_rev)):
             pick = choices[max(range(len(scores)), key=scores.__getitem__)]
             rows.append({"edit": q["edit"], "property": q["property"], "direction": direction,
                          "token_type": q["token_type"], "group": q["superordinate_category"],
@@ -42,7 +66,7 @@ def evaluate_editor(lm, editor: Editor, queries: pd.DataFrame, normalization: st
 
 
 def metric_of(row) -> str:
-    if row["property"] == CATEGORY:
+    if is_category_query(row["property"]):
         return "edit_success"
     return "consistency" if row["answer_changed"] else "invariance"
 

@@ -13,18 +13,21 @@ Normalization = Literal["none", "token", "byte"]
 
 
 def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]],
-                    normalization: Normalization = "none", batch_size: int = 32) -> list[list[float]]:
+                    normalization: Normalization = "none", batch_size: int = 32,
+                    suffixes: Sequence[str] | None = None) -> list[list[float]]:
     """Score ``choices[i]`` after ``prompts[i]``; returns one score list per prompt.
 
-    Each choice is scored as the continuation " <choice>" of the raw prompt (no chat template):
-    the sum of its tokens' log-probabilities (``none``), their mean (``token``), or the sum per
-    UTF-8 byte of the choice (``byte``). Batched with right padding and attention masks; a
-    prompt scores the same alone or in any batch.
+    Each choice is scored as the continuation " <choice><suffix>" of the raw prompt (no chat
+    template; ``suffixes[i]`` is the rest of the sentence when the answer slot sits inside it,
+    "" by default): the sum of the continuation tokens' log-probabilities (``none``), their mean
+    (``token``), or the sum per UTF-8 byte of the continuation text (``byte``). Batched with
+    right padding and attention masks; a prompt scores the same alone or in any batch.
     """
     if normalization not in ("none", "token", "byte"):
         raise ValueError(f"normalization must be none, token or byte, got {normalization!r}")
     tok, model = lm.tokenizer, lm.model
-    pairs = [(i, c) for i, cs in enumerate(choices) for c in cs]
+    suffixes = list(suffixes) if suffixes is not None else [""] * len(prompts)
+    pairs = [(i, c + suffixes[i]) for i, cs in enumerate(choices) for c in cs]
     prompt_ids = [tok(p, add_special_tokens=True)["input_ids"] for p in prompts]
     seqs, spans = [], []
     for i, c in pairs:

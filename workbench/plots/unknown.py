@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 
-def plot_by_confidence(levels: pd.DataFrame):
-    """Refusal rate and accuracy at each verbalized confidence level, with the diagonal."""
+def plot_by_confidence(levels: pd.DataFrame, xlabel: str = "verbalized confidence (0-10)"):
+    """Refusal rate and accuracy at each confidence level, with the diagonal."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
@@ -19,7 +19,7 @@ def plot_by_confidence(levels: pd.DataFrame):
         for _, r in f.iterrows():
             ax.annotate(f"{int(r['n'])}", (r["confidence"], r[col]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-        ax.set_xlabel("verbalized confidence (0-10)")
+        ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
         ax.set_xlim(-0.5, 10.5)
         ax.legend(fontsize=8, frameon=False)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from workbench.scoring.keywords import KEYWORDS, keyword_refusal  # noqa: F401  (re-exported)
+
 #: Phrases that open a refusal. Each is a regular expression matched as whole words.
 REFUSAL_PATTERNS: tuple[str, ...] = (
     r"i'?m sorry,? (?:but|i)",
@@ -27,6 +29,7 @@ REFUSAL_PATTERNS: tuple[str, ...] = (
     r"i(?:'d| would) (?:rather not|prefer not to)",
     r"i (?:don'?t|do not) (?:feel comfortable|discuss|answer|provide|engage|talk about)",
     r"i (?:decline|refuse|abstain)",
+    r"abstained\b",  # SELECT's protocol: the one-word reply it asks for
     r"as an ai\b",
     r"as a language model",
     r"unfortunately,? i (?:can(?:no|')t|am unable|'m unable|won't|will not|do not|don't)",
@@ -104,14 +107,3 @@ def refusal_settled(text: str, slack: int = 80, window: int = 160) -> bool:
 
 def is_refusal(response: str, window: int = 160) -> bool:
     return detect_refusal(response, window).refused
-
-
-#: The paper's baseline for UnknownBench-style scoring: whole-word keywords anywhere.
-KEYWORDS: tuple[str, ...] = ("sorry", "cannot", "can't", "unable", "apologize", "not able",
-                             "don't know", "do not know", "not sure", "unknown", "no information")
-
-
-def keyword_refusal(response: str, keywords: tuple[str, ...] = KEYWORDS) -> bool:
-    """Whole-word keyword rule (a baseline, deliberately simple)."""
-    text = _normalize(response).lower()
-    return any(re.search(r"(?<!\w)" + re.escape(k) + r"(?!\w)", text) for k in keywords)

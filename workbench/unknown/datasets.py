@@ -22,12 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.taxonomy.questions import _rng
 from workbench.taxonomy.text import article
 from workbench.unknown.names import made_up_names
 
@@ -135,16 +135,17 @@ COUNTRY_TEMPLATE = "In which country is {X}?"
 
 @dataclass
 class UnknownDataset:
+    """Items of the three tasks; ``source`` is the directory read and ``content_hash`` a hash of
+    its files' bytes (recorded with every run, so results name the data that produced them)."""
+
     items: list[UnknownItem] = field(default_factory=list)
     manifest: dict = field(default_factory=dict)
+    source: str = ""
+    content_hash: str = ""
 
     def select(self, task: str | None = None, partition: str | None = None) -> list[UnknownItem]:
         return [i for i in self.items if (task is None or i.task == task)
                 and (partition is None or i.partition == partition)]
-
-
-def _rng(seed: int, key: str) -> random.Random:
-    return random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big"))
 
 
 def _descendant_classes(wn, graph, offsets) -> list[str]:
@@ -302,9 +303,12 @@ def load_unknownbench(directory: str | os.PathLike) -> UnknownDataset:
     if not d.is_dir():
         raise WorkbenchError(f"no UnknownBench directory at {d}")
     items = []
+    digest = hashlib.sha256()
     for task in TASKS:
         for p in sorted((d / task).glob(f"{task}_*.json")):
-            for n, line in enumerate(p.read_text().splitlines(), 1):
+            raw = p.read_bytes()
+            digest.update(f"{task}/{p.name}:".encode() + hashlib.sha256(raw).digest())
+            for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
@@ -319,4 +323,4 @@ def load_unknownbench(directory: str | os.PathLike) -> UnknownDataset:
         raise WorkbenchError(f"{d} holds no NEC/, FalseQA/ or RefuNQ/ files")
     manifest_path = d / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    return UnknownDataset(items, manifest)
+    return UnknownDataset(items, manifest, str(d.resolve()), digest.hexdigest())
