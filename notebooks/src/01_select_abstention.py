@@ -78,18 +78,30 @@ levels.round(3)
 
 # %%
 if probe_knowledge:
+    import json
+
+    import pandas as pd
+
     from workbench.experiments.probes import probe_descendants
     from workbench.models import load_model
 
-    probes = []
+    probes, calibrations = [], {}
     for m in models:
-        probes.append(probe_descendants(load_model(m), runner.bench, targets, m))
-    import pandas as pd
-
+        rows_m, calibrations[m] = probe_descendants(load_model(m), runner.bench, targets, m)
+        probes.append(rows_m)
     probes = pd.concat(probes, ignore_index=True)
     probes.to_csv(run_dir / "isa_probes.csv", index=False)
+    (run_dir / "isa_probe_calibration.json").write_text(
+        json.dumps({m: c.to_dict() for m, c in calibrations.items()}, indent=1))
+    for m, c in calibrations.items():
+        print(f"{m}: IS-A probe {'informative' if c.informative else 'UNINFORMATIVE: ' + c.reason} "
+              f"(control AUROC {c.auroc:.2f}; calibrated, it calls {c.true_called_false:.0%} of "
+              f"known-true controls false and {c.false_called_true:.0%} of known-false ones true)")
     errors = generalization_errors(rows, probes, detector)
-    save_figure(plot_generalization_errors(errors), f"{figure_prefix}_generalization_errors")
+    if errors["explained_share"].notna().any():
+        save_figure(plot_generalization_errors(errors), f"{figure_prefix}_generalization_errors")
+    else:
+        print("no figure: the probe cannot tell what the model knows, so misses are not attributed")
     display(errors)
 
 # %% [markdown]

@@ -2,10 +2,12 @@
 # # Refusal scoring with an LLM judge (seed 001's view)
 #
 # K sampled answers per prompt; a judge model classifies each with a rubric of twelve refusal
-# categories; the refusal confidence c(x) in [-1, 1] weights the samples' verdicts by their
-# probabilities. Histograms of c(x) and compliance / rejection percentages per technique, judge
-# parse failures counted, and every detector's agreement with the hand-labelled responses.
-# The embedded 135M model is a weak judge: the agreement table says how weak.
+# categories, by constrained choice (its verdict is read from its log-probabilities over the
+# labels, so it never fails to parse); the refusal confidence c(x) in [-1, 1] weights the
+# samples' verdicts by their probabilities. Histograms of c(x) and compliance / rejection
+# percentages per technique, and every detector's agreement with the labelled set (its test
+# split). The embedded 135M model is a weak judge: the agreement table says how weak; any
+# Hugging Face chat model can judge (`judge_model`).
 
 # %% [parameters]
 run_name = "judge"
@@ -19,7 +21,9 @@ n_target = 10
 n_descendant = 5
 n_specificity = 5
 max_new_tokens = 32
-labels_path = "data/labels/hand_labelled.jsonl"
+labels_dir = "data/labels"
+labels_split = "test"
+max_labelled = 0
 figure_prefix = "judge"
 
 # %%
@@ -29,9 +33,10 @@ from workbench.experiments import ExperimentConfig, Runner
 from workbench.models import load_model
 from workbench.plots import save_figure
 from workbench.plots.select import plot_compliance, plot_confidence_histograms
-from workbench.scoring.agreement import (compliance_shares, detector_agreement, judge_rows,
-                                         load_labels, prompt_confidence)
+from workbench.scoring.agreement import (agreement_table, compliance_shares, detector_predictions,
+                                         judge_rows, prompt_confidence)
 from workbench.scoring.judge import LLMJudge
+from workbench.scoring.labels import load_agreement_set
 
 config = ExperimentConfig(name=run_name, models=(model,), techniques=tuple(techniques),
                           targets=tuple(targets), n_target=n_target, n_descendant=n_descendant,
@@ -44,7 +49,8 @@ rows = Runner(config).run()
 judge = LLMJudge(load_model(judge_model))
 judged = judge_rows(rows, judge, progress=True)
 judged.to_parquet(run_dir / "judged.parquet", index=False)
-print(f"judge parse failures: {int((~judged['judge_parsed']).sum())} of {len(judged)} answers")
+print(f"judge: {judged['refused_judge'].mean():.0%} of {len(judged)} answers judged refusals; "
+      f"mean probability mass on the two labels {judged['judge_mass'].mean():.2f}")
 
 # %%
 scores = prompt_confidence(judged)
@@ -56,10 +62,17 @@ save_figure(plot_compliance(shares), f"{figure_prefix}_compliance")
 shares.round(1)
 
 # %% [markdown]
-# ## Detectors against the hand-labelled responses
+# ## Detectors against the labelled set
 
 # %%
-labels = load_labels(labels_path)
-agreement = detector_agreement(labels, judge)
+labels = load_agreement_set(labels_dir)
+if labels_split != "all":
+    labels = labels[labels["split"] == labels_split]
+if max_labelled:
+    labels = labels.sample(min(max_labelled, len(labels)), random_state=0)
+predicted = detector_predictions(labels, judge)
+agreement = agreement_table(predicted)
 agreement.to_csv(run_dir / "agreement.csv", index=False, float_format="%.3f")
+agreement_table(predicted, by="style").to_csv(run_dir / "agreement_by_style.csv", index=False,
+                                              float_format="%.3f")
 agreement.round(3)

@@ -77,6 +77,20 @@ def _supports_logits_to_keep(model: Any) -> bool:
         return False
 
 
+def last_token_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                      keep: int = 1) -> torch.Tensor:
+    """Float logits at the last ``keep`` positions of left-padded rows, ``[batch, keep, vocab]``
+    (``[batch, vocab]`` for ``keep=1``), computing the output head there only: a full
+    ``[batch, length, vocab]`` tensor is gigabytes for long prompts and a 49k vocabulary."""
+    device = next(model.parameters()).device
+    mask = attention_mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    extra = {"logits_to_keep": keep} if _supports_logits_to_keep(model) else {}
+    out = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions, **extra)
+    logits = out.logits[:, -keep:, :].float()
+    return logits[:, -1, :] if keep == 1 else logits
+
+
 def generate(
     lm: HasModel,
     prompts: Sequence[Prompt],

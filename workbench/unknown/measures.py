@@ -21,6 +21,8 @@ import torch
 from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
+from workbench.generation.engine import last_token_logits
+from workbench.generation.options import option_probabilities
 from workbench.scoring.keywords import keyword_refusal, unknownbench_correct, unknownbench_refusal
 from workbench.scoring.phrases import detect_refusal
 
@@ -130,15 +132,11 @@ def next_token_entropy(lm, prompts: Sequence[str], batch_size: int = 32, chat: b
     texts = render_prompts(tok, prompts, chat=chat)
     enc = [tok(t, add_special_tokens=not chat)["input_ids"] for t in texts]
     out = [0.0] * len(texts)
-    device = next(model.parameters()).device
     pad = tok.pad_token_id or 0
     with torch.inference_mode():
         for idx in _batches(len(texts), batch_size):
             ids, mask = pad_batch([enc[i] for i in idx], pad, "left")
-            pos = (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                           position_ids=pos.to(device)).logits[:, -1, :].float()
-            logp = torch.log_softmax(logits, -1)
+            logp = torch.log_softmax(last_token_logits(model, ids, mask), -1)
             ent = -(logp.exp() * logp).sum(-1)
             for r, i in enumerate(idx):
                 out[i] = float(ent[r])
@@ -182,49 +180,12 @@ class NumberConfidence:
 
 
 def number_confidence(lm, texts: Sequence[str], batch_size: int = 32, top: int = 10) -> list[NumberConfidence]:
-    """The model's distribution over replying "0" ... "10" after each (rendered) text.
-
-    Each number is scored in two spellings (with and without a leading space) as the whole
-    continuation: its token sequence's probability, minus that of the candidates it is a token
-    prefix of ("1" is the start of "10"), so the eleven probabilities do not overlap. Never fails
-    to parse: a model that would not reply with a number shows a small ``mass``.
-    """
-    tok, model = lm.tokenizer, lm.model
-    cands = []  # (value, token ids)
-    for k in range(top + 1):
-        for spelling in (str(k), f" {k}"):
-            ids = tuple(tok(spelling, add_special_tokens=False)["input_ids"])
-            if ids and (k, ids) not in cands:
-                cands.append((k, ids))
-    prefixes = sorted({ids[:i] for _, ids in cands for i in range(len(ids))}, key=len)
-    enc = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-    seqs = [(i, pre) for i in range(len(texts)) for pre in prefixes]
-    logp: dict[tuple[int, tuple], torch.Tensor] = {}
-    device = next(model.parameters()).device
-    pad = tok.pad_token_id or 0
-    with torch.inference_mode():
-        for idx in _batches(len(seqs), batch_size):
-            batch = [enc[seqs[j][0]] + list(seqs[j][1]) for j in idx]
-            ids, mask = pad_batch(batch, pad, "left")
-            pos = (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                           position_ids=pos.to(device)).logits[:, -1, :].float()
-            for r, j in enumerate(idx):
-                logp[seqs[j]] = torch.log_softmax(logits[r], -1).cpu()
-    out = []
-    for i in range(len(texts)):
-        p_seq = {ids: math.exp(sum(float(logp[(i, ids[:t])][ids[t]]) for t in range(len(ids))))
-                 for _, ids in cands}
-        excl = {ids: max(0.0, p - sum(q for other, q in p_seq.items()
-                                       if len(other) > len(ids) and other[:len(ids)] == ids))
-                for ids, p in p_seq.items()}
-        per = [0.0] * (top + 1)
-        for k, ids in cands:
-            per[k] += excl[ids]
-        mass = sum(per)
-        probs = tuple(p / mass for p in per) if mass > 0 else tuple(1 / (top + 1) for _ in per)
-        out.append(NumberConfidence(sum(k * p for k, p in enumerate(probs)), mass, probs))
-    return out
+    """The model's distribution over replying "0" ... "10" after each (rendered) text, each
+    number in two spellings (with and without a leading space); see
+    :func:`workbench.generation.options.option_probabilities`. Never fails to parse: a model that
+    would not reply with a number shows a small ``mass``."""
+    dists = option_probabilities(lm, texts, [[str(k), f" {k}"] for k in range(top + 1)], batch_size)
+    return [NumberConfidence(sum(k * p for k, p in enumerate(d.probs)), d.mass, d.probs) for d in dists]
 
 
 #: Columns that identify what produced a row of :func:`evaluate_unknown`.
