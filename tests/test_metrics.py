@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from workbench.scoring.metrics import (by_level, generalization_errors, harmonic_mean,
-                                       parse_true_false, summarize, technique_table, universality)
+                                       summarize, technique_table, universality)
 
 
 def rows():
@@ -70,9 +70,3 @@ def test_generalization_errors_share_explained_by_missing_knowledge():
     g = generalization_errors(rows(), probes).set_index("technique")
     assert g.loc["sft", "misses"] == 2 and g.loc["sft", "explained"] == 1
     assert g.loc["sft", "explained_share"] == 0.5
-
-
-@pytest.mark.parametrize("text, value", [("True.", True), ("false", False), (" Yes, it is", True),
-                                         ("Truly not", None), ("It is true", None)])
-def test_parse_true_false(text, value):
-    assert parse_true_false(text) is value

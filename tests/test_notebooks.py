@@ -76,3 +76,22 @@ def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
     assert manifest["counts"]["min_questions_per_concept"] >= 50
     text = out.read_text()
     assert "identical to the shipped data/: True" in text
+
+
+def test_enumerated_parameters_are_checked_before_running():
+    with pytest.raises(ConfigError, match="parameter 'detector' got 'refused_phrse'; choose from: refused_phrase"):
+        validate_parameters(find_notebook("01_select_abstention"), {"detector": "refused_phrse"})
+    with pytest.raises(ConfigError, match="parameter 'techniques' got 'telepathy'"):
+        validate_parameters(find_notebook("01_select_abstention"), {"techniques": ["base", "telepathy"]})
+    with pytest.raises(ConfigError, match="parameter 'prompts' got 'papers'"):
+        validate_parameters(find_notebook("04_unknown_concepts"), {"prompts": "papers"})
+    validate_parameters(find_notebook("01_select_abstention"), {"detector": "refused_unknownbench",
+                                                                "preset": "select"})
+
+
+def test_every_notebook_default_is_a_valid_choice():
+    from workbench.__main__ import ALL_NOTEBOOKS
+
+    for name in ALL_NOTEBOOKS:
+        defaults = {p.name: p.default for p in notebook_parameters(name).values()}
+        validate_parameters(find_notebook(name), defaults)

@@ -34,14 +34,19 @@ def no_hub_models(monkeypatch):
 
 def config(**kw):
     base = dict(name="t", models=["tiny"], techniques=["base", "zero_shot"], targets=["river", "scientist"],
-                n_target=3, n_descendant=2, n_specificity=3, max_new_tokens=4, batch_size=8)
+                n_target=3, n_descendant=2, n_specificity=3, n_unrelated=2, max_new_tokens=4, batch_size=8)
     return ExperimentConfig.from_dict({**base, **kw})
 
 
 def test_rows_are_tidy_with_provenance(tmp_path, bench, no_hub_models):
     table = Runner(config(), root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")).run()
-    per_cell = 3 + 2 + 3
+    per_cell = 3 + 2 + 3 + 2
     assert len(table) == 2 * 2 * per_cell
+    far = table[table["relation"] == "unrelated"]
+    assert len(far) == 2 * 2 * 2
+    river_far = far[far["target"] == "river"]["question_concept"]
+    assert not river_far.isin(["river", "nile", "danube", "water", "places", "brook"]).any()
+    assert table["gate_fired"].isna().all()  # no conditional technique here
     assert set(table["relation"]) >= {"target", "descendant"}
     for col in ("model_id", "revision", "technique", "target", "question", "relation", "sample", "response",
                 "refused_phrase", "refused_keyword", "config_hash", "seed", "versions"):
@@ -113,7 +118,7 @@ def test_interrupted_run_resumes_without_recomputing_or_duplicating(tmp_path, be
             if p.name in done_before} == done_before
     key = ["model", "technique", "target", "seed", "question_index", "sample"]
     assert not table.duplicated(subset=key).any()
-    assert len(table) == 4 * 8
+    assert len(table) == 4 * 10
 
     # a finished run does nothing more
     calls.clear()

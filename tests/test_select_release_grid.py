@@ -35,7 +35,7 @@ def grid(name, data_dir, **kw):
     techniques = kw.pop("techniques", ["base"] + SELECT_FIVE)
     base = dict(name=name, models=["tiny"], techniques=techniques, data_dir=str(data_dir),
                 targets=["yago:River", "about/schema:Movie#yago:River"], n_target=2,
-                n_descendant=2, n_specificity=2, max_new_tokens=3, batch_size=8,
+                n_descendant=2, n_specificity=2, n_unrelated=0, max_new_tokens=3, batch_size=8,
                 technique_params={t: FAST_SFT for t in ("sft", "sft_dpo") if t in techniques})
     return ExperimentConfig.from_dict({**base, **kw})
 

@@ -34,15 +34,61 @@ def test_concept_vector_recovers_the_planted_direction():
 def test_layer_table_thresholds_and_choice():
     sim_r = torch.tensor([[0.9, 0.2], [0.7, 0.1], [0.8, 0.3]])
     sim_u = torch.tensor([[0.1, 0.2], [0.3, 0.1]])
-    table = layer_table(sim_r, sim_u, [4, 5], adjust=0.5)
+    old = layer_table(sim_r, sim_u, [4, 5], adjust=0.5, rule="min_related")[0]
+    assert old.gap == pytest.approx(0.8 - 0.2)
+    assert old.threshold == pytest.approx(0.7 + 0.5 * (0.5 - 0.7))  # min related toward midpoint
+    table = layer_table(sim_r, sim_u, [4, 5])
     row = table[0]
-    assert row.gap == pytest.approx(0.8 - 0.2)
-    assert row.threshold == pytest.approx(0.7 + 0.5 * (0.5 - 0.7))  # min related toward midpoint
-    assert row.accuracy == 1.0
+    assert row.auroc == 1.0 and row.tpr == 1.0 and row.fpr == 0.0
+    assert 0.3 < row.threshold < 0.7  # Youden: anywhere between the groups separates them
+    assert table[1].auroc == pytest.approx(4 / 6)  # ties count half
     assert choose_layers(table, k=1, exclude_first=0) == [4]
-    assert choose_layers(table, k=3, exclude_first=0) == [4, 5]  # both gaps positive
-    flipped = layer_table(sim_u, sim_r, [4, 5])
-    assert choose_layers(flipped, k=3, exclude_first=0) == [5]  # none positive: the best one
+    assert choose_layers(table, k=3, exclude_first=0, rank_by="gap") == [4, 5]  # both gaps positive
+
+
+def test_a_layer_at_chance_is_flagged_and_never_chosen_unless_nothing_separates():
+    sim_r = torch.tensor([[0.9, 0.2], [0.7, 0.1], [0.8, 0.15]])
+    sim_u = torch.tensor([[0.1, 0.2], [0.3, 0.1]])
+    table = layer_table(sim_r, sim_u, [4, 5])
+    assert table[1].auroc == pytest.approx(0.5)
+    assert not table[0].at_chance and table[1].at_chance
+    assert choose_layers(table, k=3, exclude_first=0) == [4]
+    flat = layer_table(torch.tensor([[0.1], [0.2]]), torch.tensor([[0.2], [0.1]]), [3])
+    assert flat[0].at_chance
+    with pytest.warns(UserWarning, match="no layer separates the concept"):
+        assert choose_layers(flat, k=2, exclude_first=0) == [3]
+
+
+def test_gate_keeps_the_layer_count_that_votes_best_on_validation():
+    from workbench.steering import choose_gate
+
+    # layer 0 separates alone; layer 1 adds a false negative under AND: one layer is kept
+    sim_r = torch.tensor([[0.9, 0.9], [0.8, 0.1], [0.7, 0.8]])
+    sim_u = torch.tensor([[0.1, 0.0], [0.2, 0.05]])
+    table = layer_table(sim_r, sim_u, [0, 1])
+    assert choose_gate(table, sim_r, sim_u, k=2, aggregate="all", exclude_first=0) == [0]
+
+
+def test_pc1_and_mean_difference_agree_on_a_clean_concept():
+    from workbench.steering import direction_agreement
+
+    g = torch.Generator().manual_seed(3)
+    direction = torch.zeros(16)
+    direction[5] = 1.0
+    base = torch.randn(40, 1, 16, generator=g) * 0.2
+    r, u = base[:20] + 2.0 * direction, base[20:]
+    assert direction_agreement(r, u)[0] > 0.99
+    md = fit_concept_vectors(r, u, [0], method="mean_diff")
+    assert md.vectors[0, 5] > 0.99
+    # phrasing variance larger than the concept: PC1 follows it, the mean difference does not
+    noise = torch.zeros(16)
+    noise[9] = 1.0
+    wobble = torch.randn(20, 1, 1, generator=g) * 6.0 * noise  # the same phrasings in both groups
+    r2, u2 = r + wobble, u + wobble
+    assert abs(float(direction_agreement(r2, u2)[0])) < 0.5
+    assert fit_concept_vectors(r2, u2, [0], method="mean_diff").vectors[0, 5] > 0.8
+    with pytest.raises(ValueError, match="method must be one of"):
+        fit_concept_vectors(r, u, [0], method="pca")
 
 
 def test_condition_aggregates_votes():

@@ -62,7 +62,7 @@ def test_prepare_button_uses_the_picked_concept(tmp_path):
 def test_pure_helpers():
     html = votes_html([LayerVote(3, 0.4, 0.2), LayerVote(5, 0.1, 0.2)], decision=False)
     assert "fires" in html and "do not steer" in html
-    from workbench.steering.concept import LayerStats
+    from workbench.steering.gate import LayerStats
 
     fig = gap_figure([LayerStats(0, 0.2, 0.1, 0.0, 0.3, 0.1, 0.05, 0.7)], [0])
     assert fig.axes[0].get_xlabel() == "layer"

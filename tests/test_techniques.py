@@ -145,6 +145,19 @@ def test_steering_prepares_vectors_and_steers_only_what_fires(bench, store):
             assert g.token_ids == p.token_ids
 
 
+def test_gate_decisions_are_kept_and_agree_between_separate_and_in_pass_decisions(bench, store):
+    lm = tiny_lm()
+    separate = get_technique("steering").prepare(lm, bench, "river", store=store)
+    separate.generate(Q, CFG, progress=False)
+    assert separate.gate_decisions.tolist() == separate.decide(Q).tolist()
+    in_pass = get_technique("steering", decision="in_pass", condition_before_behavior=True).prepare(
+        lm, bench, "river", store=store)
+    in_pass.generate(Q, CFG, progress=False)
+    assert in_pass.gate_decisions.tolist() == in_pass.decide(Q).tolist()
+    assert all(row.layer < min(in_pass.steerer.plan.layers) for row in in_pass.table
+               if row.layer in in_pass.steerer.condition.layers)
+
+
 @pytest.mark.parametrize("name", ["sft", "sft_dpo"])
 def test_fine_tuning_trains_an_adapter_and_leaves_the_base_model_untouched(bench, store, name):
     lm = tiny_lm()

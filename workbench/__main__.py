@@ -42,10 +42,12 @@ def _cmd_run(args) -> None:
 
 
 def _cmd_params(args) -> None:
-    from workbench.notebooks import notebook_parameters
+    from workbench.notebooks import notebook_parameters, parameter_choices
 
     for p in notebook_parameters(args.notebook).values():
-        print(f"{p.name} = {p.default!r}  ({p.inferred_type}){'  # ' + p.help if p.help else ''}")
+        choices = parameter_choices(p.name)
+        extra = f"; one of: {', '.join(map(str, choices))}" if choices else ""
+        print(f"{p.name} = {p.default!r}  ({p.inferred_type}{extra}){'  # ' + p.help if p.help else ''}")
 
 
 def _cmd_reproduce(args) -> None:

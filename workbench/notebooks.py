@@ -80,8 +80,29 @@ def _compatible(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+def _choices() -> dict[str, tuple]:
+    """Enumerated values of parameters that several notebooks share (computed when asked, so
+    that registries are complete)."""
+    from workbench.editing.editors import EDITORS
+    from workbench.editing.scoring import NORMALIZATIONS
+    from workbench.scoring.detectors import DETECTOR_COLUMNS
+    from workbench.techniques import TECHNIQUES
+    from workbench.techniques.presets import PRESETS
+    from workbench.unknown.measures import PROMPTS
+
+    return {"detector": DETECTOR_COLUMNS, "preset": tuple(PRESETS), "prompts": tuple(PROMPTS),
+            "techniques": tuple(TECHNIQUES), "technique": tuple(TECHNIQUES),
+            "editors": tuple(EDITORS), "normalization": NORMALIZATIONS}
+
+
+def parameter_choices(name: str) -> tuple | None:
+    """The allowed values of a notebook parameter called ``name`` (None: any value of its type)."""
+    return _choices().get(name)
+
+
 def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> None:
-    """Fail fast, naming the parameter, on unknown names and wrongly typed values."""
+    """Fail fast, naming the parameter, on unknown names, wrongly typed values and values
+    outside a parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...)."""
     known = notebook_parameters(path)
     name = Path(path).stem
     for key, value in parameters.items():
@@ -96,6 +117,13 @@ def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> 
                 f"notebook {name}: parameter {key!r} expects {type(default).__name__} "
                 f"(default {default!r}), got {type(value).__name__} {value!r}"
             )
+        choices = parameter_choices(key)
+        if choices is not None:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            bad = [v for v in values if v not in choices]
+            if bad:
+                raise ConfigError(f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
+                                  f"choose from: {', '.join(map(str, choices))}")
 
 
 def parse_parameter(text: str) -> tuple[str, Any]:

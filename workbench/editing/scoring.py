@@ -10,6 +10,7 @@ import torch
 from workbench.generation.batching import pad_batch
 
 Normalization = Literal["none", "token", "byte"]
+NORMALIZATIONS: tuple[str, ...] = ("none", "token", "byte")
 
 
 def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]],
@@ -23,7 +24,7 @@ def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]]
     (``token``), or the sum per UTF-8 byte of the continuation text (``byte``). Batched with
     right padding and attention masks; a prompt scores the same alone or in any batch.
     """
-    if normalization not in ("none", "token", "byte"):
+    if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be none, token or byte, got {normalization!r}")
     tok, model = lm.tokenizer, lm.model
     suffixes = list(suffixes) if suffixes is not None else [""] * len(prompts)

@@ -37,6 +37,8 @@ class ExperimentConfig:
         seeds: seeds (data sampling, training, generation).
         n_target / n_descendant / n_specificity: evaluation questions per group (the target's
             eval questions; its descendants'; its siblings' and ancestors').
+        n_unrelated: eval questions about concepts far from the target (outside its subtree,
+            ancestry and specificity set): far specificity, for every technique.
         n_constituent: for a composition target, eval questions about its constituent atomic
             concepts (it should answer them: SELECT's atomic specificity of compositions).
         n_composition: for an atomic target, eval questions about compositions it is part of
@@ -57,6 +59,7 @@ class ExperimentConfig:
     n_target: int = 20
     n_descendant: int = 20
     n_specificity: int = 20
+    n_unrelated: int = 10
     n_constituent: int = 0
     n_composition: int = 0
     max_new_tokens: int = 40
@@ -74,7 +77,8 @@ class ExperimentConfig:
             object.__setattr__(self, name, tuple(value))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
-        for name in ("n_target", "n_descendant", "n_specificity", "n_constituent", "n_composition"):
+        for name in ("n_target", "n_descendant", "n_specificity", "n_unrelated",
+                     "n_constituent", "n_composition"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}")
         for name in ("max_new_tokens", "num_samples", "batch_size"):
@@ -155,7 +159,7 @@ class ExperimentConfig:
     def generation_settings(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("max_new_tokens", "num_samples", "temperature",
                                               "early_stop", "n_target", "n_descendant", "n_specificity")}
-        for k in ("n_constituent", "n_composition"):  # only when used: older cells keep their hash
+        for k in ("n_unrelated", "n_constituent", "n_composition"):  # only when used
             if getattr(self, k):
                 out[k] = getattr(self, k)
         return out

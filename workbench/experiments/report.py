@@ -10,8 +10,8 @@ import pandas as pd
 from workbench.scoring.metrics import summarize
 
 SUMMARY_COLUMNS = ["model", "technique", "concept", "concept_name", "concept_kind", "level",
-                   "abstention", "generalization", "specificity", "overall",
-                   "n_target", "n_descendant", "n_specificity"]
+                   "abstention", "generalization", "specificity", "far_specificity", "overall",
+                   "n_target", "n_descendant", "n_specificity", "n_unrelated"]
 
 
 def summary_table(rows: pd.DataFrame, detector: str = "refused_phrase") -> pd.DataFrame:

@@ -24,7 +24,8 @@ from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict
 from workbench.generation import GenerationConfig
 from workbench.paths import repo_root
-from workbench.scoring.phrases import detect_refusal, keyword_refusal, refusal_settled
+from workbench.scoring.detectors import detector_decisions
+from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
 
 
@@ -47,13 +48,13 @@ class Cell:
 
 
 def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n_specificity: int,
-                         seed: int = 0, n_constituent: int = 0,
-                         n_composition: int = 0) -> list[LabelledQuestion]:
+                         seed: int = 0, n_constituent: int = 0, n_composition: int = 0,
+                         n_unrelated: int = 0) -> list[LabelledQuestion]:
     """The held-out questions a cell is scored on: the target's eval questions (abstention), its
     descendants' (generalization), SELECT's specificity set's (ancestors and siblings, or other
-    relations' compositions: specificity); for a composition, optionally its constituents'
-    (it should answer them); for an atomic concept, optionally the compositions it is part of
-    (it should abstain)."""
+    relations' compositions: specificity), far concepts' (outside all of those: far
+    specificity); for a composition, optionally its constituents' (it should answer them); for
+    an atomic concept, optionally the compositions it is part of (it should abstain)."""
     tax = bench.taxonomy_of(target)
     rng = _rng(seed, "eval:" + target)
     out = [LabelledQuestion(q, target, "target") for q in bench.questions[target].eval[:n_target]]
@@ -62,6 +63,11 @@ def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n
     spec = [LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
             for q in _pool(bench, list(near), "eval", "near")]
     out += _spread(spec, n_specificity, rng)
+    if n_unrelated:
+        excluded = set(tax.subtree(target)) | set(tax.ancestors(target)) | set(near)
+        far = sorted(c for c in tax.concepts if c not in excluded)
+        far = rng.sample(far, min(len(far), n_unrelated))
+        out += _spread(_pool(bench, far, "eval", "unrelated"), n_unrelated, rng)
     concept = tax[target]
     if n_constituent and concept.kind == "composition":
         out += _spread(_pool(bench, list(concept.constituents), "eval", "constituent"), n_constituent, rng)
@@ -173,7 +179,8 @@ class Runner:
         c = self.config
         questions = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
                                          c.n_specificity, seed=cell.seed,
-                                         n_constituent=c.n_constituent, n_composition=c.n_composition)
+                                         n_constituent=c.n_constituent, n_composition=c.n_composition,
+                                         n_unrelated=c.n_unrelated)
         technique = get_technique(cell.technique, **c.params_for(cell.technique))
         gen_cfg = GenerationConfig(max_new_tokens=c.max_new_tokens, num_samples=c.num_samples,
                                    do_sample=c.num_samples > 1, temperature=c.temperature,
@@ -184,6 +191,7 @@ class Runner:
         with technique.prepare(lm, self.bench, cell.target, seed=cell.seed, **kwargs) as ab:
             gens = ab.generate([q.question for q in questions], gen_cfg, progress=self.progress,
                                stop_when=refusal_settled if c.early_stop else None)
+            gate = getattr(ab, "gate_decisions", None)
         seconds = time.time() - start
         tax = self.bench.taxonomy_of(cell.target)
         target = tax[cell.target]
@@ -200,13 +208,14 @@ class Runner:
         rows = []
         for g in gens:
             q = questions[g.prompt_index]
-            phrase = detect_refusal(g.text)
+            phrase = detect_refusal(g.text, question=q.question)
             rows.append({**common, "question_concept": q.concept_id, "relation": q.relation,
                          "question_index": g.prompt_index, "question": q.question, "sample": g.sample,
                          "response": g.text, "n_tokens": g.num_tokens, "finish_reason": g.finish_reason,
                          "logprob": float(sum(g.logprobs)) if g.logprobs else None,
-                         "refused_phrase": phrase.refused, "phrase_partial": phrase.partial,
-                         "phrase_match": phrase.matched, "refused_keyword": keyword_refusal(g.text)})
+                         **detector_decisions(g.text, q.question), "phrase_partial": phrase.partial,
+                         "phrase_kind": phrase.kind, "phrase_match": phrase.matched,
+                         "gate_fired": None if gate is None else bool(gate[g.prompt_index])})
         return rows
 
     # -- results --------------------------------------------------------------------------------

@@ -7,12 +7,14 @@ a KV-cached batch belongs to, which conditional steering needs; the engine's ``S
 
 from workbench.steering.activations import collect_activations
 from workbench.steering.behavior import ABSTENTIONS, fit_refusal_vector
-from workbench.steering.concept import (Condition, ConceptVectors, LayerStats, choose_layers,
-                                        fit_concept_vectors, layer_table, pair_scatter)
+from workbench.steering.concept import (Condition, ConceptVectors, direction_agreement,
+                                        fit_concept_vectors, pair_scatter)
+from workbench.steering.gate import LayerStats, choose_gate, choose_layers, layer_table
 from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
 
 __all__ = [
     "ABSTENTIONS", "ConceptVectors", "Condition", "ConditionalSteerer", "LayerStats",
-    "SteeringPlan", "choose_layers", "collect_activations", "fit_concept_vectors",
+    "SteeringPlan", "choose_gate", "choose_layers", "collect_activations", "direction_agreement",
+    "fit_concept_vectors",
     "fit_refusal_vector", "layer_table", "pair_scatter",
 ]

@@ -2,7 +2,8 @@
 
 Following SELECT's conditional activation steering (after CAST): for each layer, the concept
 vector is the first principal component of the activation differences over *all pairs* of a
-related and an unrelated question. The pairs are never formed: for related rows R (n_r x h) and
+related and an unrelated question (or, ``method="mean_diff"``, the difference of the two groups'
+means). The pairs are never formed: for related rows R (n_r x h) and
 unrelated rows U (n_u x h), the scatter matrix of all n_r * n_u differences is
 
     sum_ij (r_i - u_j)(r_i - u_j)^T = n_u R^T R + n_r U^T U - s_R s_U^T - s_U s_R^T
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
+from workbench.steering.gate import combine
 
 Aggregate = Literal["all", "any", "majority"]
 
@@ -80,11 +83,9 @@ class ConceptVectors:
         return ConceptVectors(list(layers), self.vectors[idx].clone(), self.means[idx].clone())
 
 
-def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
-                        center: bool = False) -> ConceptVectors:
-    """First principal component per layer of all related-minus-unrelated differences."""
-    if related.shape[0] == 0 or unrelated.shape[0] == 0:
-        raise ValueError("concept vectors need at least one related and one unrelated question")
+def _pc1(related: torch.Tensor, unrelated: torch.Tensor, center: bool = False) -> torch.Tensor:
+    """Unit first principal component per layer of all related-minus-unrelated differences,
+    oriented along the mean difference: ``(layers, hidden)``."""
     scatter = pair_scatter(related, unrelated)
     if center:
         n = related.shape[0] * unrelated.shape[0]
@@ -92,55 +93,40 @@ def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: 
         scatter = scatter - n * torch.einsum("lh,lk->lhk", mu, mu)
     _, eigvecs = torch.linalg.eigh(scatter)
     vectors = eigvecs[..., -1].float()  # (layers, hidden): top eigenvector per layer
-    mean_diff = related.float().mean(0) - unrelated.float().mean(0)
-    sign = torch.sign((vectors * mean_diff).sum(-1))
+    sign = torch.sign((vectors * _mean_difference(related, unrelated)).sum(-1))
     sign[sign == 0] = 1.0
-    vectors = vectors * sign[:, None]
+    return vectors * sign[:, None]
+
+
+def _mean_difference(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor:
+    return related.float().mean(0) - unrelated.float().mean(0)
+
+
+METHODS = ("pc1", "mean_diff")
+
+
+def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
+                        center: bool = False, method: str = "pc1") -> ConceptVectors:
+    """Unit concept vectors per layer: the first principal component of all related-minus-
+    unrelated differences (``pc1``, SELECT's) or the normalised difference of the two groups'
+    means (``mean_diff``)."""
+    if related.shape[0] == 0 or unrelated.shape[0] == 0:
+        raise ValueError("concept vectors need at least one related and one unrelated question")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "pc1":
+        vectors = _pc1(related, unrelated, center)
+    else:
+        vectors = torch.nn.functional.normalize(_mean_difference(related, unrelated), dim=-1)
     means = 0.5 * (related.float().mean(0) + unrelated.float().mean(0))
     return ConceptVectors(list(layers), vectors, means)
 
 
-@dataclass(frozen=True)
-class LayerStats:
-    """Validation statistics of one layer's concept vector (one row of the inspector's table)."""
-
-    layer: int
-    mean_related: float
-    mean_unrelated: float
-    min_related: float
-    max_unrelated: float
-    gap: float
-    threshold: float
-    accuracy: float
-
-
-def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: list[int],
-                adjust: float = 0.5) -> list[LayerStats]:
-    """Per-layer gap and threshold from validation similarities ``(n, layers)``.
-
-    The threshold starts at the minimum related similarity (every related validation question
-    fires) and moves ``adjust`` of the way toward the midpoint between the two groups' means.
-    """
-    rows = []
-    for j, layer in enumerate(layers):
-        rel, unrel = sim_related[:, j], sim_unrelated[:, j]
-        mean_r, mean_u = rel.mean().item(), unrel.mean().item()
-        min_r = rel.min().item()
-        mid = 0.5 * (mean_r + mean_u)
-        thr = min_r + adjust * (mid - min_r)
-        acc = ((rel > thr).float().sum() + (unrel <= thr).float().sum()).item() / (len(rel) + len(unrel))
-        rows.append(LayerStats(layer, mean_r, mean_u, min_r, unrel.max().item(), mean_r - mean_u, thr, acc))
-    return rows
-
-
-def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1) -> list[int]:
-    """Up to ``k`` layers with the largest related-vs-unrelated gap (skipping the first layers,
-    whose activations mostly encode surface tokens). Layers with a positive gap come first; if
-    none has one, the single best layer is kept so that a condition always exists."""
-    eligible = [row for row in table if row.layer >= exclude_first] or list(table)
-    ranked = sorted(eligible, key=lambda r: -r.gap)
-    positive = [r for r in ranked if r.gap > 0][:k]
-    return sorted(r.layer for r in (positive or ranked[:1]))
+def direction_agreement(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor:
+    """cos(PC1, mean difference) per layer: near 1 where the first principal component *is* the
+    concept; low where it follows other variance (question phrasing)."""
+    return torch.nn.functional.cosine_similarity(_pc1(related, unrelated),
+                                                 _mean_difference(related, unrelated), dim=-1)
 
 
 @dataclass
@@ -164,8 +150,4 @@ class Condition:
 
     def combine(self, v: torch.Tensor) -> torch.Tensor:
         """Per-row decision from ``(n, layers)`` votes."""
-        if self.aggregate == "all":
-            return v.all(-1)
-        if self.aggregate == "any":
-            return v.any(-1)
-        return v.float().sum(-1) * 2 > v.shape[-1]
+        return combine(v, self.aggregate)

@@ -212,7 +212,7 @@ def evaluate_unknown(lm, items, abstainer=None, max_new_tokens: int = 48, batch_
     ppl = prompt_perplexity(lm, questions, batch_size)
     rows = []
     for item, a, c, n, e, pp in zip(items, answers, conf, numbers, entropy, ppl):
-        phrase = detect_refusal(a.text)
+        phrase = detect_refusal(a.text, question=item.prompt)
         rows.append({"task": item.task, "partition": item.partition, "category": item.category,
                      "prompt": item.prompt, "prompt_preset": p.name, "max_new_tokens": max_new_tokens,
                      "response": a.text, "refused_phrase": phrase.refused,

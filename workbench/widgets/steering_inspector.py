@@ -18,7 +18,7 @@ import torch
 
 from workbench.generation import GenerationConfig, generate
 from workbench.steering import Condition, ConditionalSteerer, SteeringPlan, collect_activations
-from workbench.steering.concept import LayerStats
+from workbench.steering.gate import LayerStats
 
 
 def fig_to_png(fig) -> bytes:
