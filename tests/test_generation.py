@@ -181,3 +181,58 @@ def test_top_p_keeps_only_the_nucleus():
 
 def test_empty_prompt_list_returns_nothing(tiny):
     assert generate(tiny, [], progress=False) == []
+
+
+def test_shared_prefix_is_encoded_once_with_identical_outputs(tiny, monkeypatch):
+    import workbench.generation.engine as engine
+    from workbench.generation.engine import shared_prefix_length
+
+    assert shared_prefix_length([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]]) == 2
+    assert shared_prefix_length([[1, 2], [1, 2]]) == 1  # one token of each prompt stays
+    assert shared_prefix_length([[7, 8, 9]]) == 0
+    system = "You answer briefly and never invent facts. " * 3
+    example = [{"role": "user", "content": "What is a brook?"}, {"role": "assistant", "content": "A small stream."}]
+    prompts = [example + [{"role": "user", "content": q}] for q in
+               ["What is a lake?", "Tell me about the Nile, please, in some detail", "hi", "Why?"]]
+    encoded = []
+    real = engine._encode_prefix
+    monkeypatch.setattr(engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids))
+    for k in (1, 3):
+        cfg = GenerationConfig(max_new_tokens=10, system_prompt=system, num_samples=k, do_sample=k > 1,
+                               batch_size=3, return_logprobs=True)
+        cached = generate(tiny, prompts, cfg, progress=False)
+        plain = generate(tiny, prompts, GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
+                         progress=False)
+        assert [g.token_ids for g in cached] == [g.token_ids for g in plain]
+        assert all(a == pytest.approx(b, abs=1e-4) for g, h in zip(cached, plain)
+                   for a, b in zip(g.logprobs, h.logprobs))
+    assert len(encoded) == 2 and encoded[0] > 100  # once per call, the system prompt and example
+    # hooks may act on prompt positions: no prefix caching with them
+    from workbench.generation import ForwardHook, layer_module_name
+
+    hook = ForwardHook(layer_module_name(tiny.model, 0), lambda m, a, o, s: o)
+    generate(tiny, prompts, GenerationConfig(max_new_tokens=2, system_prompt=system), hooks=[hook], progress=False)
+    assert len(encoded) == 2
+
+
+def test_repass_runs_the_prompt_pass_again_for_chosen_prompts_only(tiny):
+    from workbench.generation import ForwardHook, layer_module_name
+
+    prompts = ["What is a river?", "Name a famous brook, please.", "hi", "Why is the sky blue?"]
+    cfg = GenerationConfig(max_new_tokens=6, batch_size=3)
+    seen = []
+
+    def shift(module, args, output, state):
+        h = output[0] if isinstance(output, tuple) else output
+        if state.repass:
+            seen.append(state.rows.tolist())
+            h += 3.0  # the second pass differs: its cache must be the one used
+        return output
+
+    hook = ForwardHook(layer_module_name(tiny.model, 0), shift)
+    out = generate(tiny, prompts, cfg, hooks=[hook], repass=lambda rows: [r in (1, 3) for r in rows],
+                   progress=False)
+    plain = generate(tiny, prompts, cfg, progress=False)
+    assert sorted(r for rows in seen for r in rows) == [1, 3]
+    assert [g.token_ids for g in out][0::2] == [g.token_ids for g in plain][0::2]
+    assert any(out[i].token_ids != plain[i].token_ids for i in (1, 3))

@@ -15,7 +15,8 @@ def _name(req: str) -> str:
 
 def test_environment_yml_pip_section_mirrors_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["dev"]
+    wanted = [r for extra in project["optional-dependencies"].values() for r in extra]
+    wanted += project["dependencies"]
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     pip_reqs = {_name(r): r for r in pip if not r.startswith("-")}

@@ -193,20 +193,24 @@ def _conditional(tiny, cond_layers=(1,), behavior=(0, 1)):
     return ConditionalSteerer(Condition(cv, mid, "all"), plan)
 
 
-def test_in_pass_decisions_match_a_separate_pass_and_do_not_depend_on_the_batch(tiny):
+@pytest.mark.parametrize("mode", ["in_pass", "separate"])
+def test_decisions_match_a_separate_pass_and_do_not_depend_on_the_batch(tiny, mode):
     steerer = _conditional(tiny)
     cfg = GenerationConfig(max_new_tokens=6, batch_size=8)
-    mixed = steerer.generate(tiny, PROMPTS, cfg, progress=False)
+    mixed = steerer.generate(tiny, PROMPTS, cfg, mode=mode, progress=False)
     decided = steerer.last_decisions
     assert decided.tolist() == steerer.decide(tiny, PROMPTS).tolist()
     assert 0 < int(decided.sum()) < len(PROMPTS)
     plain = generate(tiny, PROMPTS, cfg, progress=False)
     for i, p in enumerate(PROMPTS):
-        alone = steerer.generate(tiny, [p], cfg, progress=False)[0]
+        alone = steerer.generate(tiny, [p], cfg, mode=mode, progress=False)[0]
         assert alone.token_ids == mixed[i].token_ids, i
         if not decided[i]:
             assert mixed[i].token_ids == plain[i].token_ids  # unfired rows are untouched
     assert any(mixed[i].token_ids != plain[i].token_ids for i in range(len(PROMPTS)) if decided[i])
+    if mode == "separate":  # fired prompts are steered from their first token, as with decisions given
+        upfront = steerer.generate(tiny, PROMPTS, cfg, decisions=decided, progress=False)
+        assert [g.token_ids for g in upfront] == [g.token_ids for g in mixed]
 
 
 def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
@@ -217,7 +221,8 @@ def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
 
     steerer = _conditional(tiny, cond_layers=(0,), behavior=(0, 1))
     i = int(steerer.decide(tiny, PROMPTS).nonzero()[0])
-    cached = steerer.generate(tiny, [PROMPTS[i]], GenerationConfig(max_new_tokens=6), progress=False)[0]
+    cached = steerer.generate(tiny, [PROMPTS[i]], GenerationConfig(max_new_tokens=6), mode="in_pass",
+                              progress=False)[0]
     ids = tiny.tokenizer(render_chat(tiny.tokenizer, PROMPTS[i]), return_tensors="pt",
                          add_special_tokens=False)["input_ids"]
     n_prompt = ids.shape[1]

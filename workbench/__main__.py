@@ -1,6 +1,7 @@
 """Command line: ``python -m workbench <command>``.
 
     demo                      run the main experiment notebook on the embedded model
+    grid CONFIG.yaml [...]    run an experiment grid (locally, or on Ray: --executor ray)
     run NOTEBOOK [-p k=v ...]  run one notebook headless (parameters checked first)
     params NOTEBOOK           list a notebook's parameters and defaults
     reproduce                 run every notebook in order
@@ -22,7 +23,7 @@ DEMO_NOTEBOOK = "01_select_abstention"
 #: Every notebook, in the order ``reproduce`` runs them.
 ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "01_select_abstention",
                  "02_select_compositions", "03_refusal_judge", "04_unknown_concepts",
-                 "05_categorical_editing", "10_steering_inspector"]
+                 "05_categorical_editing", "10_steering_inspector", "11_steering_gate"]
 
 
 def _cmd_demo(args) -> None:
@@ -31,6 +32,23 @@ def _cmd_demo(args) -> None:
 
     out = run_notebook(DEMO_NOTEBOOK, run_dir=repo_root() / "runs" / "demo")
     print(f"executed notebook: {out}")
+
+
+def _cmd_grid(args) -> None:
+    from workbench.experiments import ExperimentConfig, Runner
+
+    config = ExperimentConfig.from_yaml(args.config)
+    options = {}
+    if args.executor == "ray":
+        resources = {"CPU": args.cpus_per_worker}
+        if args.gpus_per_worker:
+            resources["GPU"] = args.gpus_per_worker
+        options = {"address": args.address, "workers": args.workers,
+                   "resources_per_worker": resources, "store": args.store,
+                   "imports": tuple(args.imports)}
+    runner = Runner(config, root=args.root, executor=args.executor, **options)
+    table = runner.run()
+    print(f"{len(table)} rows in {runner.run_dir / 'results.parquet'}")
 
 
 def _cmd_run(args) -> None:
@@ -80,6 +98,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="workbench", description="Abstention Workbench")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run the main experiment on the embedded model").set_defaults(fn=_cmd_demo)
+    grid = sub.add_parser("grid", help="run an experiment grid from a YAML config")
+    grid.add_argument("config", help="YAML file of ExperimentConfig fields")
+    grid.add_argument("--executor", choices=("local", "ray"), default="local")
+    grid.add_argument("--address", default=None, help="Ray cluster (auto, ray://host:10001); "
+                      "default: start a local one")
+    grid.add_argument("--workers", type=int, default=2, help="Ray actors")
+    grid.add_argument("--cpus-per-worker", type=float, default=1.0)
+    grid.add_argument("--gpus-per-worker", type=float, default=0.0)
+    grid.add_argument("--store", default=None, help="artifact directory shared by the workers")
+    grid.add_argument("--imports", nargs="*", default=[], help="modules each worker imports "
+                      "(your own registered techniques)")
+    grid.add_argument("--root", default=None, help="runs directory (default runs/)")
+    grid.set_defaults(fn=_cmd_grid)
     run = sub.add_parser("run", help="run one notebook headless")
     run.add_argument("notebook")
     run.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE")

@@ -92,7 +92,7 @@ def _choices() -> dict[str, tuple]:
 
     return {"detector": DETECTOR_COLUMNS, "preset": tuple(PRESETS), "prompts": tuple(PROMPTS),
             "techniques": tuple(TECHNIQUES), "technique": tuple(TECHNIQUES),
-            "editors": tuple(EDITORS), "normalization": NORMALIZATIONS}
+            "editors": tuple(EDITORS), "normalization": NORMALIZATIONS, "executor": ("local", "ray")}
 
 
 def parameter_choices(name: str) -> tuple | None:

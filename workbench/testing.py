@@ -114,3 +114,32 @@ def tiny_benchmark():
     gen = TemplateQuestionGenerator(seed=0)
     questions = build_question_bank(atomic, gen).merge(build_question_bank(comps, gen))
     return Benchmark(atomic, comps, questions, {"name": "tiny"})
+
+
+def register_test_techniques() -> None:
+    """Register ``sleepy``: the unmodified model after a pause in ``prepare`` (``seconds``), so
+    tests can interrupt a cell while it runs. Ray workers get it with ``imports=("workbench.testing",)``."""
+    import time
+    from dataclasses import dataclass
+
+    from workbench.techniques.base import TECHNIQUES, Params, register
+    from workbench.techniques.base_model import Base, BaseAbstainer
+
+    if "sleepy" in TECHNIQUES:
+        return
+
+    @dataclass(frozen=True)
+    class SleepyParams(Params):
+        seconds: float = 1.0
+
+    @register
+    class Sleepy(Base):
+        name = "sleepy"
+        Params = SleepyParams
+
+        def build(self, lm, bench, data, directory, *, seed, progress):
+            time.sleep(self.params.seconds)
+            return BaseAbstainer(lm, data.target)
+
+
+register_test_techniques()

@@ -25,6 +25,9 @@ max_new_tokens = 32
 data_dir = ""
 preset = "workbench"
 technique_params = {}
+executor = "local"
+ray_address = ""
+ray_workers = 2
 detector = "refused_phrase"
 probe_knowledge = True
 n_boot = 1000
@@ -49,7 +52,8 @@ config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(
 run_dir = Path("runs") / run_name
 
 # %%
-runner = Runner(config)
+runner = Runner(config, executor=executor,
+                **({"address": ray_address or None, "workers": ray_workers} if executor == "ray" else {}))
 rows = runner.run()
 summary = write_summary(rows, run_dir / "summary.csv", detector)
 summary

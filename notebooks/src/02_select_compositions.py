@@ -23,6 +23,9 @@ max_new_tokens = 32
 data_dir = ""
 preset = "workbench"
 technique_params = {}
+executor = "local"
+ray_address = ""
+ray_workers = 2
 detector = "refused_phrase"
 n_boot = 1000
 figure_prefix = "select_compositions"
@@ -47,7 +50,8 @@ config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(
 run_dir = Path("runs") / run_name
 
 # %%
-rows = Runner(config).run()
+rows = Runner(config, executor=executor,
+              **({"address": ray_address or None, "workers": ray_workers} if executor == "ray" else {})).run()
 summary = write_summary(rows, run_dir / "summary.csv", detector)
 summary
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -93,13 +94,22 @@ class Runner:
     """Runs an :class:`ExperimentConfig`; ``run()`` returns the tidy results table."""
 
     def __init__(self, config: ExperimentConfig, root: str | os.PathLike | None = None,
-                 bench=None, progress: bool = True, store=None):
+                 bench=None, progress: bool = True, store=None, executor="local",
+                 quiet: bool = False, **executor_options):
+        """``executor``: ``local`` (this process) or ``ray`` with
+        :class:`~workbench.experiments.executors.RayExecutor`'s options (``address``,
+        ``workers``, ``resources_per_worker``, ``threads``, ``store``, ``imports``)."""
+        from workbench.experiments.executors import make_executor
+
         self.config = config
         self.root = Path(root) if root else repo_root() / "runs"
         self.run_dir = self.root / config.name
         self.bench = bench
         self.progress = progress
         self.store = store
+        self.executor = make_executor(executor, **executor_options)
+        self.quiet = quiet
+        self._clock: dict[str, float] = {}
 
     # -- grid -----------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -131,34 +141,34 @@ class Runner:
         _atomic_write(self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2))
 
     def run(self) -> pd.DataFrame:
-        """Run the pending cells and return the grid's rows.
+        """Run the pending cells (on the runner's executor) and return the grid's rows.
 
         A cell that fails does not stop the others: its error is written to
         ``runs/<name>/errors.jsonl`` and, once every other cell is done and the results are
         written, :class:`CellFailures` is raised naming each failed cell.
         """
-        from workbench.models import load_model
+        from workbench.experiments.executors import cell_cost
 
         self.prepare()
         todo = self.pending()
         errors_path = self.run_dir / "errors.jsonl"
         errors_path.unlink(missing_ok=True)
         failures: list[dict] = []
-        bar = tqdm(total=len(self.cells()), initial=len(self.cells()) - len(todo), desc="cells",
-                   disable=not self.progress)
+        total = len(self.cells())
+        self._clock = {"start": time.time(), "done_cost": 0.0, "left_cost": sum(map(cell_cost, todo)),
+                       "done": total - len(todo), "total": total}
+        bar = tqdm(total=total, initial=total - len(todo), desc="cells",
+                   disable=not self.progress or self.quiet)
         try:
-            for model in dict.fromkeys(c.model for c in todo):
-                lm = load_model(model)
-                for cell in [c for c in todo if c.model == model]:
-                    bar.set_postfix_str(f"{cell.technique} / {self.bench.concept(cell.target).name}")
-                    try:
-                        rows = self.run_cell(lm, cell)
-                    except Exception as e:  # one broken cell must not cost the rest of the grid
-                        failures.append(self._failure(cell, e))
-                        _atomic_write(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
-                    else:
-                        _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in rows))
-                    bar.update(1)
+            for result in self.executor.execute(self, todo):
+                cell = result.cell
+                if result.error is not None:
+                    failures.append(self._failure(cell, result.error, result.traceback))
+                    _atomic_write(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
+                else:
+                    _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in result.rows))
+                self._finished(cell, result.error is None)
+                bar.update(1)
         finally:
             bar.close()
         table = self.results()
@@ -166,12 +176,36 @@ class Runner:
             raise CellFailures(failures, errors_path, len(self.cells()))
         return table
 
-    def _failure(self, cell: Cell, error: Exception) -> dict:
+    # -- progress -------------------------------------------------------------------------------
+    def _say(self, text: str) -> None:
+        if self.progress and not self.quiet:
+            print(f"[{self.config.name}] {text}", file=sys.stderr, flush=True)
+
+    def started(self, cell: Cell) -> None:
+        """Called by executors when a cell starts: one progress line (and the bar's label)."""
+        c = self._clock
+        self._say(f"cell {c.get('done', 0) + 1}/{c.get('total', '?')} started: {cell.technique} / "
+                  f"{self.bench.concept(cell.target).name} ({cell.model}, seed {cell.seed})")
+
+    def _finished(self, cell: Cell, ok: bool) -> None:
+        from workbench.experiments.executors import cell_cost
+
+        c = self._clock
+        c["done"] += 1
+        c["done_cost"] += cell_cost(cell)
+        c["left_cost"] -= cell_cost(cell)
+        elapsed = time.time() - c["start"]
+        eta = elapsed / c["done_cost"] * c["left_cost"] if c["done_cost"] else float("nan")
+        self._say(f"cell {c['done']}/{c['total']} {'done' if ok else 'FAILED'}: {cell.technique} / "
+                  f"{self.bench.concept(cell.target).name}; {_minutes(elapsed)} elapsed, "
+                  f"about {_minutes(eta)} left")
+
+    def _failure(self, cell: Cell, error: BaseException, tb: str = "") -> dict:
         import traceback
 
         return {**asdict(cell), "config_hash": self.cell_hash(cell), "error": type(error).__name__,
                 "message": str(error),
-                "traceback": "".join(traceback.format_exception(type(error), error, error.__traceback__))}
+                "traceback": tb or "".join(traceback.format_exception(type(error), error, error.__traceback__))}
 
     def run_cell(self, lm, cell: Cell) -> list[dict]:
         from workbench.techniques import get_technique
@@ -234,6 +268,13 @@ class Runner:
             table.to_parquet(tmp, index=False)
             os.replace(tmp, self.run_dir / "results.parquet")
         return table
+
+
+def _minutes(seconds: float) -> str:
+    if seconds != seconds:
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s"
 
 
 def _atomic_write(path: Path, text: str) -> None:

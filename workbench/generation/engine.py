@@ -10,9 +10,11 @@ loop is the textbook one (left padding, attention mask, KV cache, position ids f
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -101,6 +103,7 @@ def generate(
     chat: bool = True,
     progress: bool = True,
     desc: str = "generating",
+    repass: Callable[[list[int]], Sequence[bool]] | None = None,
 ) -> list[Generation]:
     """Generate ``config.num_samples`` completions for every prompt.
 
@@ -112,6 +115,10 @@ def generate(
         stop_when: optional predicate on a sample's text so far; True ends that sample.
         chat: render prompts with the chat template (False: prompts are final strings).
         progress: show a progress bar.
+        repass: called after a batch's prompt pass with the batch's prompt indices; the
+            prompts it returns True for get their prompt pass run once more (hooks see
+            ``state.repass``) and continue from that second pass: a caller can decide from the
+            first pass, through hooks, which prompts to treat differently from their first token.
 
     Returns:
         One :class:`Generation` per (prompt, sample), ordered by prompt then sample.
@@ -134,36 +141,100 @@ def generate(
     bar = tqdm(total=len(texts) * k, desc=desc, disable=not progress, leave=False)
     try:
         with torch.inference_mode(), attached(model, hooks, state):
+            prefix = None
+            n_shared = shared_prefix_length(encoded)
+            if config.prefix_cache and not hooks and n_shared >= config.min_prefix_tokens:
+                prefix = _encode_prefix(model, encoded[0][:n_shared])
             for start in range(0, len(order), prompts_per_batch):
                 chunk = order[start:start + prompts_per_batch]
                 for gen in _generate_batch(model, tokenizer, chunk, encoded, texts, config,
-                                           state, eos, stop_when, bar):
+                                           state, eos, stop_when, bar, prefix, repass):
                     results[(gen.prompt_index, gen.sample)] = gen
     finally:
         bar.close()
     return [results[(i, s)] for i in range(len(texts)) for s in range(k)]
 
 
-def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos, stop_when, bar):
+def shared_prefix_length(encoded: Sequence[Sequence[int]]) -> int:
+    """Tokens every prompt starts with, leaving at least one token of each prompt after them."""
+    if len(encoded) < 2:
+        return 0
+    first, n = encoded[0], min(len(e) for e in encoded) - 1
+    for e in encoded[1:]:
+        i = 0
+        while i < n and e[i] == first[i]:
+            i += 1
+        n = i
+    return max(0, n)
+
+
+@dataclass
+class _Prefix:
+    """A shared prompt prefix, encoded once: its tokens and KV cache (batch of one)."""
+
+    ids: list[int]
+    cache: Any
+
+
+def _encode_prefix(model, ids: list[int]) -> _Prefix:
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    cache = DynamicCache()
+    t = torch.tensor([ids], device=device)
+    model(input_ids=t, attention_mask=torch.ones_like(t), position_ids=torch.arange(len(ids), device=device)[None],
+          past_key_values=cache, use_cache=True,
+          **({"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}))
+    return _Prefix(list(ids), cache)
+
+
+def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos, stop_when, bar,
+                    prefix: _Prefix | None = None, repass=None):
     device = next(model.parameters()).device
     k = config.num_samples
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos, default=0)
-    input_ids, mask = pad_batch([encoded[i] for i in chunk], pad_id, "left")
-    input_ids, mask = input_ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
     from transformers import DynamicCache
 
-    cache = DynamicCache()
+    def fresh_cache(rows: int):
+        if prefix is None:
+            return DynamicCache()
+        c = copy.deepcopy(prefix.cache)  # the prefix's cache for every row
+        c.batch_repeat_interleave(rows)
+        return c
+
+    if prefix is None:
+        input_ids, mask = pad_batch([encoded[i] for i in chunk], pad_id, "left")
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    else:  # each prompt's own tokens (left-padded) after the shared prefix
+        n = len(prefix.ids)
+        input_ids, own = pad_batch([encoded[i][n:] for i in chunk], pad_id, "left")
+        input_ids, own = input_ids.to(device), own.to(device)
+        mask = torch.cat([own.new_ones((len(chunk), n)), own], dim=-1)
+        positions = (n + own.cumsum(-1) - 1).clamp(min=n)
     extra = {"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}
     state.rows = torch.tensor(chunk, dtype=torch.long)
     state.samples = torch.zeros(len(chunk), dtype=torch.long)
     state.step = 0
     state.attention_mask = mask
     out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                past_key_values=cache, use_cache=True, **extra)
+                past_key_values=fresh_cache(len(chunk)), use_cache=True, **extra)
     logits = out.logits[:, -1, :]
     cache = out.past_key_values
+    again = [j for j, flag in enumerate(repass(list(chunk))) if flag] if repass is not None else []
+    if again:  # a second prompt pass for these rows; its cache and logits replace theirs
+        idx = torch.tensor(again, device=device)
+        state.rows, state.repass = torch.tensor([chunk[j] for j in again], dtype=torch.long), True
+        state.samples = torch.zeros(len(again), dtype=torch.long)
+        state.attention_mask = mask[idx]
+        try:
+            out2 = model(input_ids=input_ids[idx], attention_mask=mask[idx], position_ids=positions[idx],
+                         past_key_values=fresh_cache(len(again)), use_cache=True, **extra)
+        finally:
+            state.repass = False
+        logits[idx] = out2.logits[:, -1, :]
+        _splice_rows(cache, out2.past_key_values, idx)
     if k > 1:  # one prefill serves all K samples of a prompt
         cache.batch_repeat_interleave(k)
         logits = logits.repeat_interleave(k, dim=0)
@@ -224,6 +295,20 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
         out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions,
                     past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1, :]
+
+
+def _kv_pairs(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The (keys, values) tensors of each layer of a DynamicCache (transformers 4.x and 5.x)."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    return list(zip(cache.key_cache, cache.value_cache))
+
+
+def _splice_rows(cache, other, idx: torch.Tensor) -> None:
+    """Overwrite rows ``idx`` of ``cache`` with the rows of ``other`` (same sequence length)."""
+    for (k, v), (k2, v2) in zip(_kv_pairs(cache), _kv_pairs(other)):
+        k[idx] = k2
+        v[idx] = v2
 
 
 def _finished(tok, ids, tokenizer, config, eos, stop_when) -> FinishReason | None:

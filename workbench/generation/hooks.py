@@ -24,12 +24,14 @@ class StepState:
         samples: for each row, its sample number.
         step: 0 during the prompt's forward pass (prefill), then 1, 2, ... for each new token.
         attention_mask: the mask over the whole sequence so far (rows x positions), 1 = real token.
+        repass: True during a second prompt pass the caller asked for (``generate(repass=...)``).
     """
 
     rows: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
     samples: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.long))
     step: int = 0
     attention_mask: torch.Tensor | None = None
+    repass: bool = False
 
     @property
     def is_prefill(self) -> bool:

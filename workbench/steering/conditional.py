@@ -1,8 +1,12 @@
 """Conditional activation steering: decide per prompt, then steer only the rows that fired.
 
-As in CAST, the decision is made during the prompt's own forward pass (no extra pass): each
-condition layer votes on the prompt's last-token activation; once the deepest condition layer
-has voted, the row's decision is fixed for the whole generation. Rows whose condition fired get
+By default (``mode="separate"``, SELECT's order) a prompt's decision is known before it is
+steered: the prompts are encoded once with each condition layer voting on the last-token
+activation; prompts that did not fire continue generating from that very pass, unsteered;
+prompts that fired get their prompt pass again with the refusal vector added from their first
+token (``generate(repass=...)``), and all continue in one batch. The extra cost is one prompt
+pass for the prompts that fired. With ``mode="in_pass"`` (CAST)
+the decision is made during the prompt's own forward pass and fixed for the whole generation. Rows whose condition fired get
 ``strength * vector[l]`` added to the residual stream at behaviour layer ``l``: in the prompt
 pass at behaviour layers deeper than the deepest condition layer (earlier ones have already run
 when the decision is made), and at every behaviour layer for every generated token (KV-cached
@@ -72,23 +76,33 @@ class ConditionalSteerer:
         return self.condition.decide(acts)
 
     def generate(self, lm, prompts: Sequence[Prompt], config: GenerationConfig | None = None,
-                 *, decisions: torch.Tensor | None = None, progress: bool = True,
-                 **kwargs) -> list[Generation]:
-        """Generate with steering applied to the prompts whose condition fires."""
+                 *, decisions: torch.Tensor | None = None, mode: str = "separate",
+                 progress: bool = True, **kwargs) -> list[Generation]:
+        """Generate with steering applied to the prompts whose condition fires.
+
+        ``mode="separate"`` (SELECT's order: decide, then steer from the first token): the
+        prompts are encoded once with the condition voting; those that did not fire go on
+        generating unsteered from that pass, those that fired are generated again with the
+        refusal vector added everywhere. ``mode="in_pass"``: one generation, the decision made
+        inside the prompt pass (see the module docstring). With ``decisions`` given, they are used.
+        """
         config = config or GenerationConfig()
         if decisions is None and self.condition is None:
             decisions = torch.ones(len(prompts), dtype=torch.bool)
         if decisions is not None:
-            hooks = self.plan.hooks(lm.model, decisions)
+            out = generate(lm, prompts, config, hooks=self.plan.hooks(lm.model, decisions),
+                           progress=progress, **kwargs)
             fired = decisions
-        else:
+        elif mode == "in_pass":
             hooks, fired = self._in_pass_hooks(lm.model, len(prompts))
-        out = generate(lm, prompts, config, hooks=hooks, progress=progress, **kwargs)
+            out = generate(lm, prompts, config, hooks=hooks, progress=progress, **kwargs)
+        else:
+            out, fired = self._decide_then_steer(lm, prompts, config, progress, **kwargs)
         self.last_decisions = fired.clone()
         return out
 
-    def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:
-        """Hooks that decide during the prompt pass and steer the rows that fired."""
+    def _vote_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor, torch.Tensor]:
+        """Hooks that vote on each prompt's last token during the prompt pass."""
         cond = self.condition
         fired = torch.zeros(n_prompts, dtype=torch.bool)
         votes = torch.zeros(n_prompts, len(cond.layers), dtype=torch.bool)
@@ -96,7 +110,7 @@ class ConditionalSteerer:
         hooks: list[ForwardHook] = []
         for j, layer in enumerate(cond.layers):
             def vote(module, args, output, state, _j=j, _layer=layer):
-                if state.step != 0:
+                if state.step != 0 or state.repass:
                     return output
                 rows = state.rows
                 sims = cond.vectors.similarity_at(_j, hidden_of(output)[:, -1, :])
@@ -106,6 +120,32 @@ class ConditionalSteerer:
                 return output
 
             hooks.append(ForwardHook(layer_module_name(model, layer), vote))
+        return hooks, fired, votes
+
+    def _decide_then_steer(self, lm, prompts, config, progress, **kwargs):
+        """One generation: the first prompt pass votes; prompts that fired get a second,
+        steered prompt pass and are steered at every step; the others are untouched."""
+        hooks, fired, _ = self._vote_hooks(lm.model, len(prompts))
+        for i, layer in enumerate(self.plan.layers):
+            delta = self.plan.strength * self.plan.vectors[i]
+
+            def add(module, args, output, state, _delta=delta):
+                if state.step == 0 and not state.repass:
+                    return output  # the deciding pass itself is never steered
+                h = hidden_of(output)
+                weight = fired[state.rows].to(device=h.device, dtype=h.dtype)
+                h.add_(weight[:, None, None] * _delta.to(device=h.device, dtype=h.dtype))
+                return output
+
+            hooks.append(ForwardHook(layer_module_name(lm.model, layer), add))
+        out = generate(lm, prompts, config, hooks=hooks, progress=progress,
+                       repass=lambda rows: fired[rows].tolist(), **kwargs)
+        return out, fired
+
+    def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:
+        """Hooks that decide during the prompt pass and steer the rows that fired."""
+        hooks, fired, _ = self._vote_hooks(model, n_prompts)
+        deepest = max(self.condition.layers)
         for i, layer in enumerate(self.plan.layers):
             delta = self.plan.strength * self.plan.vectors[i]
 

@@ -125,11 +125,8 @@ class SteeringAbstainer(Abstainer):
 
     def generate(self, questions, config=None, progress=True, **kwargs):
         config = config or GenerationConfig()
-        decisions = None
-        if self.separate:
-            decisions = self.steerer.decide(self.lm, list(questions), system=config.system_prompt,
-                                            batch_size=config.batch_size)
-        out = self.steerer.generate(self.lm, list(questions), config, decisions=decisions,
+        out = self.steerer.generate(self.lm, list(questions), config,
+                                    mode="separate" if self.separate else "in_pass",
                                     progress=progress, desc=self.technique, **kwargs)
         self.gate_decisions = self.steerer.last_decisions
         return out
