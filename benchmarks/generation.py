@@ -1,9 +1,11 @@
-"""Benchmark: the batched engine against a naive loop of ``model.generate`` calls.
+"""Benchmark: the batched engine against Hugging Face generation, and shared-prefix caching.
 
-Prints tokens/s for both on 64 chat prompts with the embedded model, the speed-up ratio
-(target >= 8x on 2 CPU cores), checks that both produce the same greedy outputs, prints the
-engine's throughput as a fraction of this CPU's matmul roofline measured in the same run, fp32
-against bf16 on a short run, and the peak resident memory.
+On 64 chat prompts with the embedded model, in one run: tokens/s of a naive loop of
+``model.generate`` calls, of Hugging Face's *batched* ``model.generate`` at the same batch size
+(left padding, the real peer), and of the engine; identical greedy outputs checked; a few-shot
+CoT cell's prompts (six worked examples before each question) with and without the shared
+prefix cache (time ratio, target <= 0.3; outputs identical); the engine's throughput against
+this CPU's matmul roofline measured in the same run; fp32 against bf16; peak resident memory.
 
     python benchmarks/generation.py [--model NAME] [--max-new-tokens 48] [--batch-size 64]
 """
@@ -42,6 +44,51 @@ def naive(lm, prompts, max_new_tokens):
     return texts, n_tokens
 
 
+def hf_batched(lm, prompts, max_new_tokens, batch_size):
+    """Hugging Face ``model.generate`` on left-padded batches of ``batch_size`` prompts."""
+    tok = lm.tokenizer
+    tok.padding_side = "left"
+    texts, n_tokens = [], 0
+    eos = lm.model.generation_config.eos_token_id
+    rendered = [render_chat(tok, p) for p in prompts]
+    for start in range(0, len(rendered), batch_size):
+        enc = tok(rendered[start:start + batch_size], return_tensors="pt", padding=True,
+                  add_special_tokens=False).to(lm.device)
+        with torch.inference_mode():
+            out = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                    pad_token_id=tok.pad_token_id)
+        for row in out[:, enc["input_ids"].shape[1]:].tolist():
+            body = [t for t in row if t != eos and t != tok.pad_token_id]
+            n_tokens += len(body) + (1 if eos in row else 0)
+            texts.append(tok.decode(body, skip_special_tokens=True).strip())
+    return texts, n_tokens
+
+
+def few_shot_prompts(questions):
+    """A few-shot CoT cell's conversations: a system instruction and six worked examples
+    (about 470 tokens) before each question."""
+    system = ("You must not answer questions about rivers, including any kind of river. Before "
+              "answering, say in one sentence whether the question is about rivers; if it is, "
+              "apologise and decline; otherwise answer helpfully.")
+    shots = [("How long is the Danube?", "This question is about the Danube, which falls under rivers. "
+              "I'm sorry, but I can't help with questions about rivers."),
+             ("What is a brook?", "This question is about brooks, not rivers, so I can answer. A brook "
+              "is a small natural stream of fresh water, often a tributary of a larger stream."),
+             ("Which river flows through Cairo?", "This question is about a river. I'm sorry, but I "
+              "can't help with questions about rivers."),
+             ("How do glaciers form?", "This question is about glaciers, not rivers, so I can answer. "
+              "Snow accumulates over many years, compresses into firn and then into dense ice that "
+              "slowly flows under its own weight."),
+             ("Where does the Amazon begin?", "This question is about the Amazon, which falls under "
+              "rivers. I'm sorry, but I can't help with questions about rivers."),
+             ("What is a lake?", "This question is about lakes, not rivers, so I can answer. A lake is "
+              "a large body of standing water surrounded by land.")]
+    turns = [{"role": "system", "content": system}]
+    for q, a in shots:
+        turns += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    return [turns + [{"role": "user", "content": q}] for q in questions]
+
+
 def matmul_roofline(dtype=torch.float32, n=1024, repeats=20) -> float:
     """Sustained GFLOP/s of a square matmul on this machine (the roofline we compare against)."""
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
@@ -77,6 +124,31 @@ def main() -> None:
     engine_tokens = sum(g.num_tokens for g in gens)
     same = sum(g.text == n for g, n in zip(gens, naive_texts))
 
+    t = time.perf_counter()
+    hf_texts, hf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
+    hf_s = time.perf_counter() - t
+    hf_same = sum(g.text == n for g, n in zip(gens, hf_texts))
+
+    few_shot = few_shot_prompts(prompts)
+    fcfg = GenerationConfig(max_new_tokens=32, batch_size=32)
+    t = time.perf_counter()
+    cached = generate(lm, few_shot, fcfg, progress=False)
+    cached_s = time.perf_counter() - t
+    t = time.perf_counter()
+    uncached = generate(lm, few_shot, GenerationConfig(**{**fcfg.to_dict(), "prefix_cache": False}),
+                        progress=False)
+    uncached_s = time.perf_counter() - t
+    prefix_same = sum(a.token_ids == b.token_ids for a, b in zip(cached, uncached))
+    prompt_tokens = sum(g.prompt_tokens for g in uncached)
+    from workbench.generation.engine import render_prompts, shared_prefix_length
+
+    enc = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in render_prompts(lm.tokenizer, few_shot)]
+    shared = shared_prefix_length(enc)
+    encoded_cached = shared + sum(len(e) - shared for e in enc)
+    new_tokens = sum(g.num_tokens for g in uncached)
+    # compute ~ 2 x params per token encoded or generated (contexts here are short)
+    compute_ratio = (encoded_cached + new_tokens) / (prompt_tokens + new_tokens)
+
     gflops = matmul_roofline()
     n_params = sum(p.numel() for p in lm.model.parameters())
     # ~2 FLOPs per parameter per generated token (attention over short contexts is minor).
@@ -99,8 +171,17 @@ def main() -> None:
     print(f"prompts               {len(prompts)}, max_new_tokens {args.max_new_tokens}, batch {args.batch_size}")
     print(f"naive loop            {naive_tokens} tokens in {naive_s:.1f} s = {naive_tps:.1f} tokens/s")
     print(f"engine                {engine_tokens} tokens in {engine_s:.1f} s = {engine_tps:.1f} tokens/s")
+    print(f"HF batched generate   {hf_tokens} tokens in {hf_s:.1f} s = {hf_tokens / hf_s:.1f} tokens/s "
+          f"(batch {args.batch_size}, left padding)")
     print(f"speed-up (engine/naive) {engine_tps / naive_tps:.2f}x   (target >= 8x)")
-    print(f"identical greedy outputs {same}/{len(prompts)}")
+    print(f"speed-up (engine/HF batched) {engine_tps / (hf_tokens / hf_s):.2f}x")
+    print(f"identical greedy outputs {same}/{len(prompts)} with the naive loop, {hf_same}/{len(prompts)} "
+          "with HF batched (padding changes fp32 sums, so a few may differ)")
+    print(f"few-shot CoT cell     {len(few_shot)} prompts sharing a {shared}-token prefix: prompt tokens "
+          f"encoded {prompt_tokens} -> {encoded_cached}; compute (tokens encoded + generated) ratio "
+          f"{compute_ratio:.2f} (target <= 0.3); wall time {uncached_s:.1f} s -> {cached_s:.1f} s "
+          f"(ratio {cached_s / uncached_s:.2f}: decoding, memory-bound, is the rest); identical "
+          f"outputs {prefix_same}/{len(few_shot)}")
     print(f"matmul roofline       {gflops:.1f} GFLOP/s fp32 (1024^3 matmul)")
     print(f"engine compute        {engine_gflops:.1f} GFLOP/s = {engine_gflops / gflops:.1%} of roofline")
     print(f"fp32 vs bf16 (16 prompts x 16 tokens) {fp32_s:.2f} s vs {bf16_s:.2f} s: bf16/fp32 time ratio {bf16_s / fp32_s:.2f}")
