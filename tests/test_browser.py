@@ -1,11 +1,16 @@
-"""One real JupyterLab in headless Chromium: the steering inspector renders for a person.
+"""Real JupyterLab in headless Chromium: the steering inspector as a person uses it.
 
 Starts ``jupyter lab`` on 127.0.0.1 (free port, token), opens the notebook, runs all cells
-through the menu, and waits for the widget's plots and controls. Needs Debian's chromium
-(``scripts/system_deps.sh`` installs it) and the ``playwright`` package (no browser download).
+through the menu, and then clicks and types as a researcher does: it renders; it changes the
+concept, moves the threshold and changes the vote rule and strength while an answer is being
+generated, and checks that the answer arrives, that every view shows the current settings and
+that no traceback reaches the log console. Screenshots of each step are saved under
+``runs/browser_test/``. Needs Debian's chromium (``scripts/system_deps.sh`` installs it) and the
+``playwright`` package (no browser download).
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -13,6 +18,7 @@ import sys
 import time
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,7 +48,7 @@ def lab(tmp_path):
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
          *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
          f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path / 'root'}",
-         "--ServerApp.open_browser=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--ServerApp.open_browser=False", "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -55,7 +61,7 @@ def lab(tmp_path):
                 if time.time() > deadline or proc.poll() is not None:
                     raise RuntimeError("jupyter lab did not start: " + (tmp_path / "lab.log").read_text()[-2000:])
                 time.sleep(0.5)
-        yield url, token
+        yield url, token, tmp_path / "lab.log"
     finally:
         proc.terminate()
         try:
@@ -65,12 +71,17 @@ def lab(tmp_path):
         log.close()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/system_deps.sh)")
-def test_steering_inspector_renders_in_jupyterlab(lab):
+ARTIFACTS = ROOT / "runs" / "browser_test"
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/system_deps.sh)")
+
+
+@contextmanager
+def notebook_page(lab, name: str):
+    """A page with notebook 10 open and all its cells run; a screenshot is kept on exit."""
     from playwright.sync_api import sync_playwright
 
-    url, token = lab
-    (ROOT / "runs").mkdir(exist_ok=True)
+    url, token, _ = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -89,14 +100,108 @@ def test_steering_inspector_renders_in_jupyterlab(lab):
             if select.count():
                 select.first.click()
             page.wait_for_selector(".jp-OutputArea-output .widget-vbox", timeout=180_000)
-            page.wait_for_selector(".jp-OutputArea-output img.widget-image", timeout=120_000)
-            out = page.locator(".jp-OutputArea-output").last
-            assert "Steering inspector" in out.inner_text()
-            assert page.locator(".jp-OutputArea-output .widget-select-multiple").count() >= 1
-            assert page.locator(".jp-OutputArea-output .widget-slider").count() >= 3
-            src = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
-            assert src and (src.startswith("blob:") or src.startswith("data:image/png"))
+            news = page.locator(".jp-toast-button", has_text="No")  # "notified about Jupyter news?"
+            if news.count():
+                news.first.click()
+            yield page
         finally:
-            # kept for a person to look at when the test fails
-            page.screenshot(path=str(ROOT / "runs" / "browser_test.png"), full_page=True)
+            # kept for a person to look at, whether the test passed or not
+            page.screenshot(path=str(ARTIFACTS / f"{name}-final.png"), full_page=True)
             browser.close()
+
+
+@needs_chromium
+def test_steering_inspector_renders_in_jupyterlab(lab):
+    with notebook_page(lab, "render") as page:
+        page.wait_for_selector(".jp-OutputArea-output img.widget-image", timeout=120_000)
+        out = page.locator(".jp-OutputArea-output").last
+        assert "Steering inspector" in out.inner_text()
+        assert page.locator(".jp-OutputArea-output .widget-select-multiple").count() >= 1
+        assert page.locator(".jp-OutputArea-output .widget-slider").count() >= 3
+        src = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
+        assert src and (src.startswith("blob:") or src.startswith("data:image/png"))
+
+
+def _wait_text(locator, pattern: str, timeout_s: float) -> str:
+    """Poll ``locator``'s text until it matches ``pattern``; the text, or a failure saying what was shown."""
+    deadline, text = time.time() + timeout_s, ""
+    while time.time() < deadline:
+        text = locator.inner_text()
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"{pattern!r} did not appear within {timeout_s:.0f} s; shown:\n{text[-3000:]}")
+
+
+def _slider(out, label: str):
+    return out.locator(".widget-hslider", has=out.page.locator("label", has_text=re.compile(f"^{label}$")))
+
+
+def _set_slider(out, label: str, value: float) -> None:
+    """Type a value into a slider's readout, as a person does for a precise threshold."""
+    readout = _slider(out, label).locator(".widget-readout")
+    readout.click()
+    out.page.keyboard.press("Control+A")
+    out.page.keyboard.type(f"{value}")
+    out.page.keyboard.press("Enter")
+
+
+def _log_console_text(page) -> str:
+    """Open JupyterLab's log console for the notebook and return what it holds."""
+    page.evaluate("window.jupyterapp.commands.execute('logconsole:open', {insertMode: 'split-bottom'})")
+    page.wait_for_selector(".jp-LogConsole", timeout=20_000)
+    page.wait_for_timeout(1000)
+    return page.locator(".jp-LogConsole").inner_text()
+
+
+@needs_chromium
+def test_steering_inspector_survives_real_interaction(lab):
+    shot = lambda page, step: page.screenshot(path=str(ARTIFACTS / f"interact-{step}.png"), full_page=True)  # noqa: E731
+    with notebook_page(lab, "interact") as page:
+        out = page.locator(".jp-OutputArea-output").last
+        _wait_text(out, r"ready: .*river", 600)
+        shot(page, "1-river-ready")
+
+        # change concept: search, click a result (typing alone selects nothing), prepare
+        out.get_by_placeholder("search concepts").fill("scientist")
+        results = out.locator(".widget-select select").first
+        _wait_text(results, r"scientist\s\(level", 30)  # ipywidgets shows spaces as nbsp
+        label = next(t for t in results.locator("option").all_inner_texts() if t.replace("\xa0", " ").strip().startswith("scientist ("))
+        results.select_option(label=label)
+        _wait_text(out, r"ancestors A\(c\)", 30)
+        out.get_by_role("button", name="prepare steering").click()
+        _wait_text(out, r"ready: .*scientist", 600)
+        shot(page, "2-scientist-ready")
+
+        # ask, and change every control while the answer is being generated
+        question = out.get_by_placeholder("type a question")
+        question.fill("Who was Marie Curie?")
+        question.press("Enter")
+        _wait_text(out, r"condition by vote", 120)
+        out.get_by_role("button", name="answer").click()
+        _wait_text(out, r"(deciding|generating|answering)", 60)
+        _set_slider(out, "threshold", 0.3)
+        out.locator(".widget-dropdown select").select_option("majority")
+        _set_slider(out, "strength", 1.2)
+        shot(page, "3-changed-while-answering")
+
+        text = _wait_text(out, r"unsteered[\s\S]*made with", 600)
+        text = _wait_text(out, r"condition by vote majority", 120)
+        # the votes table is for the current settings: the threshold typed at the viewed layer
+        layer = _slider(out, "view layer").locator(".widget-readout").inner_text().strip()
+        shown = float(_slider(out, "threshold").locator(".widget-readout").inner_text())
+        assert re.search(rf"\n{layer}\s+[-+]\d\.\d+\s+{re.escape(f'{shown:+.3f}')}", text), text
+        # the answer says what made it; made under other settings, it says so
+        made = re.search(r"made with (.*)", text).group(1)
+        current = "vote majority" in made and "strength 1.20" in made and f"{shown:+.3f}" in made
+        assert current or "settings changed since this answer" in text, text
+        assert "scientist" in made
+        assert out.get_by_role("button", name="answer").is_enabled()
+        shot(page, "4-answer-arrived")
+
+        log = _log_console_text(page)
+        shot(page, "5-log-console")
+        stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    assert "Traceback" not in log and "No log messages" in log, log
+    assert not any("Traceback" in t for t in stderr), stderr
+    assert "Traceback" not in lab[2].read_text()

@@ -3,7 +3,15 @@
 import pytest
 
 from workbench.taxonomy import load_benchmark
-from workbench.widgets import ConceptPicker, concept_summary, search_options, summary_html
+from workbench.widgets import (
+    NOTHING,
+    ConceptPicker,
+    browse_options,
+    concept_summary,
+    search_options,
+    summary_html,
+    targets_code,
+)
 
 RIVER = "wn:09411430-n"
 
@@ -15,10 +23,36 @@ def bench():
 
 def test_search_options_list_roots_then_matches(bench):
     roots = search_options(bench, "")
-    assert [cid for _, cid in roots][:5] == bench.atomic.roots
+    assert roots.options[0] == (NOTHING, None)  # nothing is ever preselected
+    assert [cid for _, cid in roots.options][1:1 + len(bench.atomic.roots)] == bench.atomic.roots
     hits = search_options(bench, "river")
-    assert RIVER in [cid for _, cid in hits]
-    assert any("[composition]" in label for label, _ in hits)
+    assert RIVER in [cid for _, cid in hits.options]
+    assert any("[composition]" in label for label, _ in hits.options)
+    assert "match" in hits.note
+
+
+def test_search_says_when_nothing_matches_and_when_results_are_cut(bench):
+    none = search_options(bench, "zzzqqq")
+    assert none.options == [(NOTHING, None)] and "no concept matches 'zzzqqq'" in none.note
+    many = search_options(bench, "e", limit=5)
+    assert len(many.options) == 6 and "showing 5 of" in many.note
+
+
+def test_browse_walks_down_and_up_the_tree(bench):
+    tax = bench.atomic
+    root = tax.roots[0]
+    down = browse_options(bench, root)
+    ids = [cid for _, cid in down.options]
+    assert ids[1] == root and ids[2:] == tax.children(root)
+    child = tax.children(root)[0]
+    up = browse_options(bench, child)
+    assert up.options[1] == (f"↑ {tax[root].name} (parent)", root)
+    leaf = next(c.id for c in tax if not tax.children(c.id))
+    assert "has no children" in browse_options(bench, leaf).note
+
+
+def test_targets_code_is_a_parameters_line():
+    assert targets_code(["wn:1-n", "about/wn:2-n#wn:3-n"]) == "targets = ['wn:1-n', 'about/wn:2-n#wn:3-n']"
 
 
 def test_summary_shows_the_neighbourhood(bench):
@@ -35,6 +69,9 @@ def test_picker_search_select_pick_remove(bench):
     p = ConceptPicker(bench)
     p.search.value = "river"
     assert RIVER in [cid for _, cid in p.results.options]
+    assert p.selected is None and p.details.value == ""  # typing selects nothing
+    p.add_selected()
+    assert p.value == []
     p.results.value = RIVER
     assert "stream" in p.details.value and "river" in p.details.value
     p.add_selected()
@@ -45,9 +82,33 @@ def test_picker_search_select_pick_remove(bench):
     p.results.value = sci
     p.add_button.click()
     assert p.value == [RIVER, sci]
+    assert p.code.value == targets_code([RIVER, sci])
     p.picked.value = (RIVER,)
     p.remove_button.click()
-    assert p.value == [sci]
+    assert p.value == [sci] and p.code.value == targets_code([sci])
+
+
+def test_picker_open_and_top_buttons_browse(bench):
+    p = ConceptPicker(bench)
+    root = bench.atomic.roots[0]
+    p.results.value = root
+    p.open_button.click()
+    assert [cid for _, cid in p.results.options][2:] == bench.atomic.children(root)
+    assert p.selected is None
+    p.top_button.click()
+    assert root in [cid for _, cid in p.results.options]
+
+
+def test_picker_without_pick_controls(bench):
+    def shown(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from shown(child)
+
+    full, bare = list(shown(ConceptPicker(bench).widget)), ConceptPicker(bench, pick=False)
+    assert any(x.__class__.__name__ == "SelectMultiple" for x in full)
+    inside = list(shown(bare.widget))
+    assert bare.add_button not in inside and bare.picked not in inside and bare.code not in inside
 
 
 def test_picker_rejects_unknown_initial_ids(bench):
