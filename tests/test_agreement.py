@@ -4,8 +4,14 @@ import pandas as pd
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.scoring.agreement import (agreement_table, cohen_kappa, compliance_shares,
-                                         detector_predictions, partial_tracking, prompt_confidence)
+from workbench.scoring.agreement import (
+    agreement_table,
+    cohen_kappa,
+    compliance_shares,
+    detector_predictions,
+    partial_tracking,
+    prompt_confidence,
+)
 from workbench.scoring.labels import load_agreement_set, split_of
 
 

@@ -1,11 +1,16 @@
 """Populating relation templates, linking compositions by IS-A, pruning."""
 
 import pytest
-
 from taxonomy_fixtures import hand_taxonomy
+
 from workbench.errors import ConfigError
-from workbench.taxonomy.compositions import (CompositionParams, RelationTemplate, SlotRule, compose,
-                                             slot_fillers)
+from workbench.taxonomy.compositions import (
+    CompositionParams,
+    RelationTemplate,
+    SlotRule,
+    compose,
+    slot_fillers,
+)
 from workbench.taxonomy.model import Concept, Taxonomy, UnknownConceptError
 
 

@@ -5,11 +5,22 @@ import json
 import pandas as pd
 import pytest
 import torch
-
-from workbench.editing import (FT, IKE, ROME, build_edit_queries, choice_logprobs, edit_metrics,
-                               edits_from_categories, evaluate_editor, get_editor, load_categories,
-                               load_taxi, parse_edit)
 from taxi_release import taxi_rows
+
+from workbench.editing import (
+    FT,
+    IKE,
+    ROME,
+    build_edit_queries,
+    choice_logprobs,
+    edit_metrics,
+    edits_from_categories,
+    evaluate_editor,
+    get_editor,
+    load_categories,
+    load_taxi,
+    parse_edit,
+)
 from workbench.errors import ConfigError, WorkbenchError
 
 

@@ -5,7 +5,13 @@ import random
 import pytest
 import torch
 
-from workbench.editing import build_edit_queries, edits_from_categories, evaluate_editor, get_editor, load_categories
+from workbench.editing import (
+    build_edit_queries,
+    edits_from_categories,
+    evaluate_editor,
+    get_editor,
+    load_categories,
+)
 
 pytestmark = pytest.mark.integration
 

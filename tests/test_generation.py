@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from workbench.errors import ConfigError
-from workbench.generation import ForwardHook, GenerationConfig, generate, layer_module_name
+from workbench.generation import (
+    ForwardHook,
+    GenerationConfig,
+    generate,
+    layer_module_name,
+)
 
 PROMPTS = [
     "hi",

@@ -3,16 +3,21 @@
 import json
 
 import pytest
+from select_release import write_release
 
 from workbench.errors import WorkbenchError
-from workbench.taxonomy.builder import BuildParams, build_taxonomy
-from workbench.taxonomy.model import TaxonomyError
-from select_release import write_release
 from workbench.taxonomy import load_benchmark
+from workbench.taxonomy.builder import BuildParams, build_taxonomy
 from workbench.taxonomy.compositions import CompositionParams, compose
-from workbench.taxonomy.select_format import (import_select, load_select_atoms,
-                                              load_select_compositions, read_hints,
-                                              regenerate_compositions, same_structure)
+from workbench.taxonomy.model import TaxonomyError
+from workbench.taxonomy.select_format import (
+    import_select,
+    load_select_atoms,
+    load_select_compositions,
+    read_hints,
+    regenerate_compositions,
+    same_structure,
+)
 from workbench.taxonomy.yago import YAGO_ROOTS, YagoGraph
 
 TURTLE = """

@@ -4,7 +4,12 @@ import math
 
 import pytest
 
-from workbench.scoring.judge import CATEGORIES, LLMJudge, classify_confidence, refusal_confidence
+from workbench.scoring.judge import (
+    CATEGORIES,
+    LLMJudge,
+    classify_confidence,
+    refusal_confidence,
+)
 
 
 def test_rubric_covers_twelve_categories():

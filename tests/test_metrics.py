@@ -5,8 +5,14 @@ import math
 import pandas as pd
 import pytest
 
-from workbench.scoring.metrics import (by_level, generalization_errors, harmonic_mean,
-                                       summarize, technique_table, universality)
+from workbench.scoring.metrics import (
+    by_level,
+    generalization_errors,
+    harmonic_mean,
+    summarize,
+    technique_table,
+    universality,
+)
 
 
 def rows():

@@ -4,8 +4,12 @@ import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.notebooks import (find_notebook, notebook_parameters, parse_parameter,
-                                 validate_parameters)
+from workbench.notebooks import (
+    find_notebook,
+    notebook_parameters,
+    parse_parameter,
+    validate_parameters,
+)
 
 
 def test_every_notebook_has_a_literal_parameters_cell():
@@ -45,26 +49,31 @@ def test_quickstart_runs_headless(tmp_path):
     from workbench.notebooks import run_notebook
     from workbench.paths import repo_root
 
+    import shutil
+
     run_name = f"test-quickstart-{tmp_path.name}"
-    out = run_notebook("00_quickstart", {"questions": ["Name a river.", "Name a mountain."],
-                                         "max_new_tokens": 8, "run_name": run_name},
-                       run_dir=tmp_path, progress=False)
-    assert out.is_file()
-    table = pd.read_csv(repo_root() / "runs" / run_name / "answers.csv")
-    assert list(table["prompt"]) == ["Name a river.", "Name a mountain."]
-    assert (table["n_tokens"] <= 8).all() and table["response"].str.len().gt(0).all()
-    assert (repo_root() / "figures" / f"{run_name}_answer_lengths.png").is_file()
-    (repo_root() / "figures" / f"{run_name}_answer_lengths.png").unlink()
-    (repo_root() / "figures" / f"{run_name}_answer_lengths.pdf").unlink()
+    figures_before = sorted((repo_root() / "figures").iterdir())
+    try:
+        out = run_notebook("00_quickstart", {"questions": ["Name a river.", "Name a mountain."],
+                                             "max_new_tokens": 8, "run_name": run_name}, progress=False)
+        run = repo_root() / "runs" / run_name
+        assert out == run / "00_quickstart.ipynb"  # every output of the run in its own folder
+        table = pd.read_csv(run / "answers.csv")
+        assert list(table["prompt"]) == ["Name a river.", "Name a mountain."]
+        assert (table["n_tokens"] <= 8).all() and table["response"].str.len().gt(0).all()
+        assert (run / "figures" / "answer_lengths.png").is_file()
+        assert sorted((repo_root() / "figures").iterdir()) == figures_before
+    finally:
+        shutil.rmtree(repo_root() / "runs" / run_name, ignore_errors=True)
 
 
 @pytest.mark.notebook
 def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
     import json
 
+    from workbench.errors import WorkbenchError
     from workbench.notebooks import run_notebook
     from workbench.taxonomy.wordnet import find_wordnet_dir
-    from workbench.errors import WorkbenchError
 
     try:
         find_wordnet_dir()
@@ -95,3 +104,48 @@ def test_every_notebook_default_is_a_valid_choice():
     for name in ALL_NOTEBOOKS:
         defaults = {p.name: p.default for p in notebook_parameters(name).values()}
         validate_parameters(find_notebook(name), defaults)
+
+
+def test_every_notebook_and_its_script_hold_the_same_cells_and_no_outputs():
+    import json
+
+    from workbench.__main__ import ALL_NOTEBOOKS
+    from workbench.notebooks import load_notebook, notebooks_dir
+
+    for name in ALL_NOTEBOOKS:
+        load_notebook(name)  # raises when the pair is out of step
+        nb = json.loads((notebooks_dir() / f"{name}.ipynb").read_text())
+        assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), name
+
+
+def test_a_jupyterlab_edit_and_the_runner_use_the_same_source(tmp_path):
+    """JupyterLab with jupytext saves through jupytext's contents manager: both files change,
+    and the runner sees the edit; an .ipynb edited alone is refused, not silently run."""
+    import shutil
+
+    import jupytext
+    import nbformat
+    from jupytext import TextFileContentsManager
+
+    from workbench.notebooks import notebooks_dir, paired_source
+
+    (tmp_path / "src").mkdir()
+    shutil.copy(notebooks_dir() / "00_quickstart.ipynb", tmp_path / "00_quickstart.ipynb")
+    shutil.copy(notebooks_dir() / "src" / "00_quickstart.py", tmp_path / "src" / "00_quickstart.py")
+    shutil.copy(notebooks_dir().parent / "jupytext.toml", tmp_path / "jupytext.toml")
+    cm = TextFileContentsManager(root_dir=str(tmp_path))
+    model = cm.get("00_quickstart.ipynb")
+    nb = model["content"]
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = cell.source.replace("max_new_tokens = 48", "max_new_tokens = 7")
+    cm.save({"type": "notebook", "content": nb}, "00_quickstart.ipynb")
+    nb_path = tmp_path / "00_quickstart.ipynb"
+    assert "max_new_tokens = 7" in paired_source(nb_path).read_text()
+    assert notebook_parameters(nb_path)["max_new_tokens"].default == 7
+    # edited without jupytext: only the .ipynb changes, and the runner says so
+    raw = nbformat.read(str(nb_path), as_version=4)
+    next(c for c in raw.cells if "parameters" in c.metadata.get("tags", [])).source += "\nextra = 1"
+    nbformat.write(raw, str(nb_path))
+    with pytest.raises(ConfigError, match="hold different cells .*jupytext --sync"):
+        notebook_parameters(nb_path)
+    assert jupytext  # the library behind both

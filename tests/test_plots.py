@@ -5,9 +5,15 @@ import pandas as pd
 import pytest
 
 from workbench.plots import save_figure
-from workbench.plots.select import (plot_atomic_vs_compositions, plot_by_level, plot_compliance,
-                                    plot_confidence_histograms, plot_generalization_errors,
-                                    plot_technique_metrics, plot_universality)
+from workbench.plots.select import (
+    plot_atomic_vs_compositions,
+    plot_by_level,
+    plot_compliance,
+    plot_confidence_histograms,
+    plot_generalization_errors,
+    plot_technique_metrics,
+    plot_universality,
+)
 
 TECHS = ["base", "steering", "sft"]
 
@@ -48,3 +54,51 @@ def test_figure_is_saved_as_pdf_and_png(tmp_path, name):
     paths = save_figure(fig, name, tmp_path)
     assert [p.suffix for p in paths] == [".pdf", ".png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_a_zero_bar_is_labelled_and_the_caption_names_n_and_the_interval():
+    table = _table()[lambda d: d.target_kind == "atomic"].copy()
+    table.loc[table["technique"] == "base", "abstention"] = 0.0
+    table["targets"] = 3
+    fig = plot_technique_metrics(table, "atomic concepts", n_boot=1000)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert "0.00" in labels
+    assert "mean over 3 target concepts" in ax.get_title() and "95% bootstrap" in ax.get_title()
+    assert "1000 resamples" in ax.get_title()
+
+
+def test_degenerate_data_gives_a_note_not_a_figure(tmp_path, capsys):
+    from workbench.plots.save import NoFigure
+
+    one_level = pd.DataFrame([{"technique": t, "target_level": 2, "abstention": 0.5, "generalization": 0.4,
+                               "specificity": 0.3} for t in TECHS])
+    assert isinstance(plot_by_level(one_level), NoFigure)
+    assert isinstance(plot_universality(pd.DataFrame(np.eye(3), index=TECHS, columns=TECHS), n_concepts=2),
+                      NoFigure)
+    assert isinstance(plot_universality(pd.DataFrame([[1.0]], index=["sft"], columns=["sft"])), NoFigure)
+    failed_probe = pd.DataFrame([{"technique": t, "explained_share": float("nan"), "misses": 4} for t in TECHS])
+    note = plot_generalization_errors(failed_probe)
+    assert isinstance(note, NoFigure) and "uninformative" in note.reason
+    assert save_figure(note, "x", tmp_path) == [] and not list(tmp_path.iterdir())
+    assert "no figure 'x'" in capsys.readouterr().out
+    assert "No figure" in note._repr_markdown_()
+
+
+def test_levels_are_markers_not_lines_through_categories():
+    levels = pd.DataFrame([{"technique": t, "target_level": lvl, "abstention": 0.5, "generalization": 0.4,
+                            "specificity": 0.3, "abstention_min": 0.2, "abstention_max": 0.9,
+                            "n_targets": 2} for t in TECHS for lvl in (1, 2)])
+    fig = plot_by_level(levels)
+    for line in fig.axes[0].get_lines():
+        assert line.get_linestyle() in ("None", "", " ") or len(line.get_xdata()) <= 2
+    assert any("n=2" in t.get_text() for t in fig.axes[0].get_xticklabels())
+
+
+def test_figures_do_not_touch_pyplot_state():
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    for make in CASES.values():
+        make()
+    assert plt.get_fignums() == before

@@ -40,7 +40,11 @@ def _words(texts):
 def _prompts(bench):
     """Every instruction the prompting techniques write, in both presets, for every concept."""
     from workbench.techniques.presets import PRESETS
-    from workbench.techniques.prompting import FewShotParams, ZeroShotParams, concept_phrase
+    from workbench.techniques.prompting import (
+        FewShotParams,
+        ZeroShotParams,
+        concept_phrase,
+    )
 
     for concept in list(bench.atomic) + list(bench.compositions):
         for preset in PRESETS.values():
@@ -50,9 +54,9 @@ def _prompts(bench):
 
 
 def test_no_double_plural_in_shipped_questions_names_or_prompts():
+    from workbench.paths import repo_root
     from workbench.taxonomy.questions import TemplateQuestionGenerator
     from workbench.unknown import load_unknownbench
-    from workbench.paths import repo_root
 
     bench = load_benchmark()
     texts = [q for s in bench.questions for q in s.all()]

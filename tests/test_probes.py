@@ -2,7 +2,12 @@
 
 import pytest
 
-from workbench.experiments.probes import calibrate, control_probes, probe_descendants, true_false_scores
+from workbench.experiments.probes import (
+    calibrate,
+    control_probes,
+    probe_descendants,
+    true_false_scores,
+)
 from workbench.scoring.metrics import generalization_errors
 from workbench.testing import tiny_benchmark
 

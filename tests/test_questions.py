@@ -1,13 +1,19 @@
 """Question generation, splits, the LLM generator's parsing, and relation probes."""
 
 import pytest
-
 from taxonomy_fixtures import hand_taxonomy
+
 from workbench.errors import WorkbenchError
 from workbench.taxonomy.model import Concept
-from workbench.taxonomy.questions import (LLMQuestionGenerator, QuestionBank,
-                                          TemplateQuestionGenerator, build_question_bank,
-                                          mentions, parse_question_lines, relation_probes)
+from workbench.taxonomy.questions import (
+    LLMQuestionGenerator,
+    QuestionBank,
+    TemplateQuestionGenerator,
+    build_question_bank,
+    mentions,
+    parse_question_lines,
+    relation_probes,
+)
 
 
 def test_template_questions_differ_by_root_type_and_mention_the_concept():

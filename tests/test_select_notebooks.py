@@ -17,19 +17,21 @@ SMALL = dict(n_target=3, n_descendant=2, n_specificity=2, max_new_tokens=8)
 
 @pytest.fixture
 def names(tmp_path):
+    """A fresh run name; the test checks that figures/ is left untouched by the run."""
     tag = uuid.uuid4().hex[:6]
     made = {"run": f"test-{tag}", "fig": f"test_{tag}"}
+    before = {f.name: f.stat().st_mtime for f in (ROOT / "figures").iterdir()}
     yield made
     shutil.rmtree(ROOT / "runs" / made["run"], ignore_errors=True)
-    for f in (ROOT / "figures").glob(f"{made['fig']}*"):
-        f.unlink()
+    after = {f.name: f.stat().st_mtime for f in (ROOT / "figures").iterdir()}
+    assert after == before, "a notebook run changed figures/ without export_figures"
 
 
 def test_select_abstention_notebook(tmp_path, names):
     targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
     run_notebook("01_select_abstention", {
         "run_name": names["run"], "techniques": ["base", "zero_shot", "steering"], "targets": targets,
-        "n_boot": 50, "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+        "n_boot": 50, **SMALL}, run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     for col in ("model", "technique", "concept", "abstention", "generalization", "specificity",
                 "n_target", "n_descendant", "n_specificity"):
@@ -38,30 +40,30 @@ def test_select_abstention_notebook(tmp_path, names):
     assert (summary["n_target"] == 3).all()
     for fig in ("techniques", "levels", "universality"):
         for ext in ("pdf", "png"):
-            assert (ROOT / "figures" / f"{names['fig']}_{fig}.{ext}").is_file(), fig
+            assert (ROOT / "runs" / names["run"] / "figures" / f"{fig}.{ext}").is_file(), fig
     import json
 
     cal = json.loads((ROOT / "runs" / names["run"] / "isa_probe_calibration.json").read_text())
     informative = cal["smollm2-135m-instruct"]["informative"]
     if not informative:  # no figure from a probe that cannot tell what the model knows
-        assert not (ROOT / "figures" / f"{names['fig']}_generalization_errors.png").is_file()
+        assert not (ROOT / "runs" / names["run"] / "figures" / "generalization_errors.png").is_file()
     assert (ROOT / "runs" / names["run"] / "isa_probes.csv").is_file()
 
 
 def test_compositions_notebook(tmp_path, names):
     run_notebook("02_select_compositions", {
         "run_name": names["run"], "atomic_run": "no-such-run", "techniques": ["base", "zero_shot"],
-        "targets": ["about/wn:06613686-n#wn:09835506-n"], "n_boot": 50, "figure_prefix": names["fig"], **SMALL},
+        "targets": ["about/wn:06613686-n#wn:09835506-n"], "n_boot": 50, **SMALL},
         run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["concept_kind"]) == {"composition"} and len(summary) == 2
-    assert (ROOT / "figures" / f"{names['fig']}_vs_atomic.png").is_file()
+    assert (ROOT / "runs" / names["run"] / "figures" / "vs_atomic.png").is_file()
 
 
 def test_refusal_judge_notebook(tmp_path, names):
     run_notebook("03_refusal_judge", {
         "run_name": names["run"], "techniques": ["base", "zero_shot"], "k_samples": 2, "max_labelled": 24,
-        "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+        **SMALL}, run_dir=tmp_path, progress=False)
     d = ROOT / "runs" / names["run"]
     scores = pd.read_csv(d / "confidence.csv")
     assert scores["samples"].eq(2).all()
@@ -69,7 +71,7 @@ def test_refusal_judge_notebook(tmp_path, names):
     agreement = pd.read_csv(d / "agreement.csv")
     assert {"phrase", "keyword", "unknownbench", "judge"} <= set(agreement["detector"])
     assert (d / "agreement_by_style.csv").is_file()
-    assert (ROOT / "figures" / f"{names['fig']}_confidence.png").is_file()
+    assert (ROOT / "runs" / names["run"] / "figures" / "confidence.png").is_file()
 
 
 def test_unknown_concepts_notebook(tmp_path, names):
@@ -87,18 +89,18 @@ def test_unknown_concepts_notebook(tmp_path, names):
     assert set(rows["prompt_preset"]) == {"paper"} and rows["data_hash"].nunique() == 1
     assert rows["confidence_logprob"].between(0, 10).all()
     for fig in ("by_confidence", "uncertainty"):
-        assert (ROOT / "figures" / f"{names['fig']}_{fig}.pdf").is_file()
+        assert (ROOT / "runs" / names["run"] / "figures" / f"{fig}.pdf").is_file()
 
 
 def test_categorical_editing_notebook(tmp_path, names):
     run_notebook("05_categorical_editing", {"run_name": names["run"], "editors": ["none", "ike", "rome"],
-                                            "edits_per_group": 1, "figure_prefix": names["fig"]},
+                                            "edits_per_group": 1},
                  run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert list(summary.columns) == ["editor", "metric", "subset", "value", "n"]
     assert set(summary["editor"]) == {"none", "ike", "rome"}
     assert {"edit_success", "consistency", "invariance", "property_success"} <= set(summary["metric"])
-    assert (ROOT / "figures" / f"{names['fig']}_consistency_by_group.png").is_file()
+    assert (ROOT / "runs" / names["run"] / "figures" / "consistency_by_group.png").is_file()
 
 
 def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
@@ -116,6 +118,7 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
 
 def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_path, names):
     from select_release import write_release
+
     from workbench.taxonomy import import_select, save_benchmark
 
     bench_dir = save_benchmark(import_select(write_release(tmp_path / "clone")), tmp_path / "bench")
@@ -124,7 +127,7 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
         "run_name": names["run"], "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
         "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select",
         "technique_params": {"sft": fast, "sft_dpo": fast}, "probe_knowledge": False, "n_boot": 20,
-        "figure_prefix": names["fig"], **SMALL}, run_dir=tmp_path, progress=False)
+        **SMALL}, run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["technique"]) == {"base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"}
     assert (summary["n_target"] == 3).all() and (summary["n_specificity"] == 2).all()

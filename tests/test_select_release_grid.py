@@ -4,9 +4,9 @@ up-front data checks, failed cells that do not abort a grid, and SELECT's protoc
 import json
 
 import pytest
+from select_release import write_release
 
 import workbench.models
-from select_release import write_release
 from workbench.errors import ConfigError
 from workbench.experiments import CellFailures, ExperimentConfig, Runner
 from workbench.taxonomy import import_select, load_benchmark, save_benchmark

@@ -5,8 +5,16 @@ import torch
 
 from workbench.generation import GenerationConfig, StepState, attached, generate
 from workbench.models import render_chat
-from workbench.steering import (Condition, ConditionalSteerer, SteeringPlan, choose_layers,
-                                collect_activations, fit_concept_vectors, layer_table, pair_scatter)
+from workbench.steering import (
+    Condition,
+    ConditionalSteerer,
+    SteeringPlan,
+    choose_layers,
+    collect_activations,
+    fit_concept_vectors,
+    layer_table,
+    pair_scatter,
+)
 from workbench.steering.concept import ConceptVectors, pair_scatter_chunked
 
 PROMPTS = ["What is a river?", "Tell me about mountains in some detail please.", "hi",

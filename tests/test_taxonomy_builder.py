@@ -1,8 +1,8 @@
 """SELECT's recipe on small graphs: depth limit, instances at leaves, short paths dropped."""
 
 import pytest
-
 from taxonomy_fixtures import DictGraph
+
 from workbench.errors import ConfigError
 from workbench.taxonomy.builder import BuildParams, RootSpec, build_taxonomy
 

@@ -3,9 +3,14 @@
 import json
 
 import pytest
-
 from taxonomy_fixtures import hand_taxonomy
-from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError, UnknownConceptError
+
+from workbench.taxonomy.model import (
+    Concept,
+    Taxonomy,
+    TaxonomyError,
+    UnknownConceptError,
+)
 
 
 def test_descendants_ancestors_siblings():

@@ -8,9 +8,18 @@ import torch
 from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate
 from workbench.taxonomy import UnknownConceptError
-from workbench.techniques import (SELECT_TECHNIQUES, TECHNIQUES, Abstainer, ArtifactMismatchError,
-                                  ArtifactStore, Params, Technique, get_technique, register,
-                                  target_data)
+from workbench.techniques import (
+    SELECT_TECHNIQUES,
+    TECHNIQUES,
+    Abstainer,
+    ArtifactMismatchError,
+    ArtifactStore,
+    Params,
+    Technique,
+    get_technique,
+    register,
+    target_data,
+)
 from workbench.testing import tiny_benchmark, tiny_lm
 
 Q = ["What is a river?", "Who was the first physicist?"]

@@ -8,9 +8,16 @@ import pytest
 import torch
 
 from workbench.errors import WorkbenchError
-from workbench.unknown import (evaluate_unknown, expected_calibration_error, lexical_match,
-                               load_unknownbench, next_token_entropy, parse_confidence,
-                               prompt_perplexity, summarize_unknown)
+from workbench.unknown import (
+    evaluate_unknown,
+    expected_calibration_error,
+    lexical_match,
+    load_unknownbench,
+    next_token_entropy,
+    parse_confidence,
+    prompt_perplexity,
+    summarize_unknown,
+)
 from workbench.unknown.datasets import UnknownItem
 from workbench.unknown.names import made_up_names
 
@@ -142,7 +149,11 @@ def test_expected_calibration_error_by_hand():
 
 
 def test_unknownbench_keyword_rule_is_the_papers():
-    from workbench.scoring import UNKNOWNBENCH_KEYWORDS, unknownbench_correct, unknownbench_refusal
+    from workbench.scoring import (
+        UNKNOWNBENCH_KEYWORDS,
+        unknownbench_correct,
+        unknownbench_refusal,
+    )
 
     assert len(UNKNOWNBENCH_KEYWORDS) == 13
     assert unknownbench_refusal("No, that is not a real animal.")

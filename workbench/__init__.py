@@ -4,7 +4,12 @@ and measure how far that generalizes along a knowledge-graph taxonomy.
 Data flows one way: taxonomy -> questions -> technique -> generations -> scores -> tables -> figures.
 """
 
-from workbench.errors import ChatTemplateError, ConfigError, ModelLoadError, WorkbenchError
+from workbench.errors import (
+    ChatTemplateError,
+    ConfigError,
+    ModelLoadError,
+    WorkbenchError,
+)
 
 __version__ = "0.1.0"
 

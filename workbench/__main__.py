@@ -28,9 +28,8 @@ ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "01_select_abstention",
 
 def _cmd_demo(args) -> None:
     from workbench.notebooks import run_notebook
-    from workbench.paths import repo_root
-
-    out = run_notebook(DEMO_NOTEBOOK, run_dir=repo_root() / "runs" / "demo")
+    # the demo's figures are the README's: exported to figures/ explicitly
+    out = run_notebook(DEMO_NOTEBOOK, {"export_figures": True}, log_output=True)
     print(f"executed notebook: {out}")
 
 
@@ -55,7 +54,7 @@ def _cmd_run(args) -> None:
     from workbench.notebooks import parse_parameter, run_notebook
 
     params = dict(parse_parameter(p) for p in args.parameter)
-    out = run_notebook(args.notebook, params, run_dir=args.run_dir)
+    out = run_notebook(args.notebook, params, run_dir=args.run_dir, log_output=args.log_output)
     print(f"executed notebook: {out}")
 
 
@@ -69,11 +68,12 @@ def _cmd_params(args) -> None:
 
 
 def _cmd_reproduce(args) -> None:
-    from workbench.notebooks import run_notebook
+    from workbench.notebooks import notebook_parameters, run_notebook
 
-    for name in ALL_NOTEBOOKS:
+    for name in ALL_NOTEBOOKS:  # reproducing the README: figures exported to figures/
         print(f"== {name}", flush=True)
-        print(f"executed notebook: {run_notebook(name)}")
+        export = {"export_figures": True} if "export_figures" in notebook_parameters(name) else {}
+        print(f"executed notebook: {run_notebook(name, export)}")
 
 
 def _cmd_models(args) -> None:
@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("notebook")
     run.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--run-dir", default=None)
+    run.add_argument("--log-output", action="store_true", help="stream the cells' output (progress) here")
     run.set_defaults(fn=_cmd_run)
     params = sub.add_parser("params", help="list a notebook's parameters")
     params.add_argument("notebook")

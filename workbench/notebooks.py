@@ -1,9 +1,13 @@
 """Run the parameterized notebooks headless with papermill.
 
-One runner for all of them: it rejects parameter names a notebook does not define and values
-whose type differs from the default (papermill itself only logs a warning), runs in the
-project's Jupyter kernel with the repository root as working directory, and keeps the executed
-copy under ``runs/<run>/``.
+Each notebook ``notebooks/X.ipynb`` is paired by jupytext with ``notebooks/src/X.py``
+(``jupytext.toml``): JupyterLab with the jupytext extension saves both, so there is one source.
+The runner executes the pair only when both hold the same cells; a notebook edited without
+jupytext (the pair out of step) is an error naming the command that syncs it, never a silent
+choice of one file. It rejects parameter names a notebook does not define, values whose type
+differs from the default and values outside a parameter's choices (papermill itself only logs a
+warning), runs in the project's Jupyter kernel with the repository root as working directory,
+and keeps the executed copy under ``runs/``.
 """
 
 from __future__ import annotations
@@ -43,28 +47,65 @@ class NotebookParameter:
     help: str
 
 
+def paired_source(notebook: Path) -> Path:
+    """The py:percent script paired with ``notebook`` (``src/<stem>.py`` beside it)."""
+    return notebook.parent / "src" / f"{notebook.stem}.py"
+
+
+def _cells(nb) -> list[tuple[str, str, tuple]]:
+    return [(c.cell_type, c.source.strip(), tuple(c.get("metadata", {}).get("tags", [])))
+            for c in nb.cells]
+
+
+def load_notebook(path: str | os.PathLike):
+    """The notebook's cells (an nbformat node), read through jupytext from its pair.
+
+    Raises ConfigError when the ``.ipynb`` and its ``src/*.py`` hold different cells.
+    """
+    import jupytext
+
+    nb_path = find_notebook(path)
+    src = paired_source(nb_path)
+    if not src.is_file():
+        return jupytext.read(str(nb_path))
+    text, ipynb = jupytext.read(str(src)), jupytext.read(str(nb_path))
+    if _cells(text) != _cells(ipynb):
+        raise ConfigError(
+            f"{nb_path.name} and src/{src.name} hold different cells (edited without jupytext?); "
+            f"sync them with: jupytext --sync {nb_path} (the newer file wins)")
+    text.metadata.setdefault("kernelspec", ipynb.metadata.get("kernelspec", {}))
+    return text
+
+
 def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]:
-    """The parameters a notebook's ``parameters`` cell defines, with their literal defaults.
+    """The parameters a notebook's ``parameters`` cell defines, with their literal defaults and
+    help text (a trailing ``# comment`` on the line).
 
     The cell is parsed with ``ast`` (papermill's own inspection reads ``#`` inside a string, as
     in composition ids ``a#b``, as the start of a comment).
     """
-    import nbformat
+    import io
+    import tokenize
 
     nb = find_notebook(path)
-    cells = [c for c in nbformat.read(str(nb), as_version=4).cells
+    cells = [c for c in load_notebook(nb).cells
              if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not cells:
         raise ConfigError(f"{nb.name} has no cell tagged 'parameters'")
+    source = cells[0].source
+    comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT}
     out = {}
-    for node in ast.parse(cells[0].source).body:
+    for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             try:
                 default = ast.literal_eval(node.value)
             except ValueError:
                 raise ConfigError(f"{nb.name}: parameter {name!r} is not a literal") from None
-            out[name] = NotebookParameter(name, default, type(default).__name__, "")
+            out[name] = NotebookParameter(name, default, type(default).__name__,
+                                          comments.get(node.end_lineno, ""))
     return out
 
 
@@ -151,25 +192,53 @@ def run_notebook(
     *,
     run_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    log_output: bool = False,
 ) -> Path:
     """Execute a notebook with papermill and return the path of the executed copy.
 
     Args:
         name: notebook stem (``01_select_abstention``), file name or path.
         parameters: overrides for the notebook's ``parameters`` cell.
-        run_dir: where the executed copy goes (default ``runs/notebooks``).
+        run_dir: where the executed copy goes (default: the run's own folder
+            ``runs/<run_name>/`` for notebooks with a ``run_name``, else ``runs/notebooks``).
         progress: show papermill's cell progress bar.
+        log_output: stream what the cells print (the grid's progress lines, with an ETA) to
+            this terminal while they run.
     """
     import papermill
 
     nb = find_notebook(name)
     parameters = dict(parameters or {})
     validate_parameters(nb, parameters)
-    out_dir = Path(run_dir) if run_dir else repo_root() / "runs" / "notebooks"
+    known = notebook_parameters(nb)
+    if run_dir:
+        out_dir = Path(run_dir)
+    elif "run_name" in known:
+        from workbench.paths import run_path
+
+        out_dir = run_path(parameters.get("run_name", known["run_name"].default))
+    else:
+        from workbench.paths import runs_root
+
+        out_dir = runs_root() / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / nb.name
+    source = out_dir / f"{nb.stem}.input.ipynb"
+    import nbformat
+
+    nbformat.write(load_notebook(nb), str(source))
+    if log_output:
+        import logging
+        import sys
+
+        logger = logging.getLogger("papermill")
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     papermill.execute_notebook(
-        str(nb), str(output), parameters=parameters, kernel_name=kernel_name(),
-        cwd=str(repo_root()), progress_bar=progress,
+        str(source), str(output), parameters=parameters, kernel_name=kernel_name(),
+        cwd=str(repo_root()), progress_bar=progress and not log_output, log_output=log_output,
     )
     return output

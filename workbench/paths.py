@@ -24,3 +24,31 @@ def cache_home() -> Path:
 def repo_root() -> Path:
     """The checkout this package lives in (for notebooks, data and figures)."""
     return Path(__file__).resolve().parent.parent
+
+
+RUNS_ENV = "WORKBENCH_RUNS"
+
+
+def runs_root() -> Path:
+    """Where runs write (``$WORKBENCH_RUNS``, else ``runs/`` in the checkout), whatever the
+    working directory: JupyterLab (``notebooks/``) and papermill (the repository root) agree."""
+    override = os.environ.get(RUNS_ENV)
+    return Path(override).expanduser() if override else repo_root() / "runs"
+
+
+def run_path(run_name: str) -> Path:
+    """``runs/<run_name>/``, created: every output of one run goes here."""
+    if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
+        from workbench.errors import ConfigError
+
+        raise ConfigError(f"run_name must be a plain directory name, got {run_name!r}")
+    path = runs_root() / run_name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def project_path(path: str | os.PathLike) -> Path:
+    """A path as given when absolute, else relative to the checkout (``data/unknown`` means the
+    same file from a notebook in ``notebooks/`` as from the command line)."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else repo_root() / p

@@ -94,9 +94,17 @@ def save_tiny(lm: LoadedModel, directory: Path) -> Path:
 def tiny_benchmark():
     """A hand-built benchmark (12 atomic concepts, a few compositions) with template questions."""
     from workbench.taxonomy.benchmark import Benchmark
-    from workbench.taxonomy.compositions import CompositionParams, RelationTemplate, SlotRule, compose
+    from workbench.taxonomy.compositions import (
+        CompositionParams,
+        RelationTemplate,
+        SlotRule,
+        compose,
+    )
     from workbench.taxonomy.model import Concept, Taxonomy
-    from workbench.taxonomy.questions import TemplateQuestionGenerator, build_question_bank
+    from workbench.taxonomy.questions import (
+        TemplateQuestionGenerator,
+        build_question_bank,
+    )
 
     c = [
         Concept("places", "places"), Concept("water", "body of water", parent="places"),

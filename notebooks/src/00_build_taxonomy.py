@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Build the benchmark: taxonomy, compositions, questions
 #
@@ -6,8 +14,9 @@
 # composes pairs of concepts with relation templates, writes 50 questions per concept, and saves
 # everything with a manifest. With the defaults the result is byte-identical to `data/`.
 
-# %% [parameters]
-out_dir = "runs/taxonomy_build"
+# %% tags=["parameters"]
+run_name = "taxonomy_build"
+out_dir = "runs/taxonomy_build/data"  # where the rebuilt benchmark is written
 seed = 0
 max_depth = 6
 instances_per_leaf = 5
@@ -19,12 +28,16 @@ composition_max_depth = 4
 # %%
 import json
 
-import matplotlib.pyplot as plt
-
-from workbench.plots import save_figure
+from workbench.paths import project_path
+from workbench.plots import save_run_figure
 from workbench.plots.taxonomy import plot_taxonomy_levels
-from workbench.taxonomy import (BuildParams, CompositionParams, build_default_benchmark,
-                                load_benchmark, save_benchmark)
+from workbench.taxonomy import (
+                                BuildParams,
+                                CompositionParams,
+                                build_default_benchmark,
+                                load_benchmark,
+                                save_benchmark,
+)
 
 params = BuildParams(max_depth=max_depth, instances_per_leaf=instances_per_leaf,
                      min_path=min_path, branching=tuple(branching), seed=seed)
@@ -33,7 +46,7 @@ composition_params = CompositionParams(branching=tuple(composition_branching),
 
 # %%
 bench = build_default_benchmark(params, composition_params, question_seed=seed, progress=True)
-save_benchmark(bench, out_dir)
+save_benchmark(bench, project_path(out_dir))
 print(json.dumps(bench.stats(), indent=1))
 
 # %%
@@ -42,4 +55,4 @@ print("identical to the shipped data/:", bench.manifest["content_hash"] == shipp
 
 # %%
 fig = plot_taxonomy_levels(bench)
-save_figure(fig, "taxonomy_levels")
+save_run_figure(fig, run_name, "taxonomy_levels")

@@ -1,11 +1,19 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Quickstart: the embedded model answers
 #
 # Loads a model through `workbench.models` (the embedded SmolLM2-135M-Instruct by default, offline),
 # answers a few questions with the batched generation engine, saves the answers as a tidy table in
-# `runs/<run_name>/answers.csv` and a figure in `figures/`.
+# `runs/<run_name>/answers.csv` and a figure in `runs/<run_name>/figures/`.
 
-# %% [parameters]
+# %% tags=["parameters"]
 model = "smollm2-135m-instruct"
 questions = [
     "What is the longest river in Africa?",
@@ -19,14 +27,12 @@ seed = 0
 run_name = "quickstart"
 
 # %%
-from pathlib import Path
-
 from workbench.generation import GenerationConfig, generate, generations_frame
 from workbench.models import load_model
-from workbench.plots import plot_answer_lengths, save_figure
+from workbench.paths import run_path
+from workbench.plots import plot_answer_lengths, save_run_figure
 
-out_dir = Path("runs") / run_name
-out_dir.mkdir(parents=True, exist_ok=True)
+out_dir = run_path(run_name)
 lm = load_model(model)
 config = GenerationConfig(max_new_tokens=max_new_tokens, seed=seed, system_prompt=system_prompt)
 
@@ -38,4 +44,4 @@ answers[["prompt", "response", "n_tokens", "finish_reason"]]
 
 # %%
 fig = plot_answer_lengths(answers)
-save_figure(fig, f"{run_name}_answer_lengths")
+save_run_figure(fig, run_name, "answer_lengths")

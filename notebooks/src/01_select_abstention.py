@@ -1,16 +1,25 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # SELECT: abstention from atomic concepts
 #
 # Each technique is applied to each target concept; the model then answers held-out questions
 # about the target (abstention), its descendants (generalization) and its siblings and
 # ancestors (specificity). Results: `runs/<run_name>/results.parquet` (one row per answer) and
-# `runs/<run_name>/summary.csv`; figures in `figures/`.
+# `runs/<run_name>/summary.csv`; figures in `runs/<run_name>/figures/` (copied to `figures/`
+# with `export_figures=True`).
 #
 # `data_dir` picks the benchmark (empty: the shipped WordNet one; or a directory written by
 # `python -m workbench.taxonomy import-select`), `preset` the technique protocol (`workbench`
 # or `select`), `technique_params` overrides per technique (`{"steering": {"strength": 0.8}}`).
 
-# %% [parameters]
+# %% tags=["parameters"]
 run_name = "demo"
 models = ["smollm2-135m-instruct"]
 techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
@@ -31,25 +40,35 @@ ray_workers = 2
 detector = "refused_phrase"
 probe_knowledge = True
 n_boot = 1000
+export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "select_atomic"
 
 # %%
-from pathlib import Path
-
 from workbench.experiments import ExperimentConfig, Runner
 from workbench.experiments.report import write_summary
-from workbench.plots import save_figure
-from workbench.plots.select import (plot_by_level, plot_generalization_errors, plot_technique_metrics,
-                                    plot_universality)
-from workbench.scoring.metrics import by_level, generalization_errors, technique_table, universality
+from workbench.paths import project_path, run_path
+from workbench.plots import export_run_figures, save_run_figure
+from workbench.plots.select import (
+    plot_by_level,
+    plot_generalization_errors,
+    plot_technique_metrics,
+    plot_universality,
+)
+from workbench.scoring.metrics import (
+    by_level,
+    generalization_errors,
+    technique_table,
+    universality,
+)
 
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
                           targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
                           n_descendant=n_descendant, n_specificity=n_specificity,
                           n_constituent=n_constituent, n_composition=n_composition,
-                          max_new_tokens=max_new_tokens, data_dir=data_dir or None, preset=preset,
+                          max_new_tokens=max_new_tokens, preset=preset,
+                          data_dir=str(project_path(data_dir)) if data_dir else None,
                           technique_params=technique_params)
-run_dir = Path("runs") / run_name
+run_dir = run_path(run_name)
 
 # %%
 runner = Runner(config, executor=executor,
@@ -67,14 +86,14 @@ table.to_csv(run_dir / "techniques.csv", index=False, float_format="%.4f")
 table.round(3)
 
 # %%
-save_figure(plot_technique_metrics(table, "atomic concepts"), f"{figure_prefix}_techniques")
+save_run_figure(plot_technique_metrics(table, "atomic concepts", n_boot), run_name, "techniques")
 
 # %% [markdown]
 # ## Variation across taxonomy levels
 
 # %%
 levels = by_level(rows, detector)
-save_figure(plot_by_level(levels), f"{figure_prefix}_levels")
+save_run_figure(plot_by_level(levels), run_name, "levels")
 levels.round(3)
 
 # %% [markdown]
@@ -102,10 +121,7 @@ if probe_knowledge:
               f"(control AUROC {c.auroc:.2f}; calibrated, it calls {c.true_called_false:.0%} of "
               f"known-true controls false and {c.false_called_true:.0%} of known-false ones true)")
     errors = generalization_errors(rows, probes, detector)
-    if errors["explained_share"].notna().any():
-        save_figure(plot_generalization_errors(errors), f"{figure_prefix}_generalization_errors")
-    else:
-        print("no figure: the probe cannot tell what the model knows, so misses are not attributed")
+    save_run_figure(plot_generalization_errors(errors), run_name, "generalization_errors")
     display(errors)
 
 # %% [markdown]
@@ -113,5 +129,9 @@ if probe_knowledge:
 
 # %%
 corr = universality(rows, "abstention", detector)
-save_figure(plot_universality(corr), f"{figure_prefix}_universality")
+save_run_figure(plot_universality(corr, n_concepts=rows["target"].nunique()), run_name, "universality")
 corr.round(2)
+
+# %%
+if export_figures:
+    export_run_figures(run_name, figure_prefix)

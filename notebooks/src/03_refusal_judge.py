@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Refusal scoring with an LLM judge (seed 001's view)
 #
@@ -9,7 +17,7 @@
 # split). The embedded 135M model is a weak judge: the agreement table says how weak; any
 # Hugging Face chat model can judge (`judge_model`).
 
-# %% [parameters]
+# %% tags=["parameters"]
 run_name = "judge"
 model = "smollm2-135m-instruct"
 judge_model = "smollm2-135m-instruct"
@@ -24,17 +32,22 @@ max_new_tokens = 32
 labels_dir = "data/labels"
 labels_split = "test"
 max_labelled = 0
+export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "judge"
 
 # %%
-from pathlib import Path
-
 from workbench.experiments import ExperimentConfig, Runner
 from workbench.models import load_model
-from workbench.plots import save_figure
+from workbench.paths import project_path, run_path
+from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import plot_compliance, plot_confidence_histograms
-from workbench.scoring.agreement import (agreement_table, compliance_shares, detector_predictions,
-                                         judge_rows, prompt_confidence)
+from workbench.scoring.agreement import (
+    agreement_table,
+    compliance_shares,
+    detector_predictions,
+    judge_rows,
+    prompt_confidence,
+)
 from workbench.scoring.judge import LLMJudge
 from workbench.scoring.labels import load_agreement_set
 
@@ -42,7 +55,7 @@ config = ExperimentConfig(name=run_name, models=(model,), techniques=tuple(techn
                           targets=tuple(targets), n_target=n_target, n_descendant=n_descendant,
                           n_specificity=n_specificity, max_new_tokens=max_new_tokens,
                           num_samples=k_samples, temperature=temperature, early_stop=False)
-run_dir = Path("runs") / run_name
+run_dir = run_path(run_name)
 
 # %%
 rows = Runner(config).run()
@@ -57,15 +70,15 @@ scores = prompt_confidence(judged)
 scores.to_csv(run_dir / "confidence.csv", index=False)
 shares = compliance_shares(scores)
 shares.to_csv(run_dir / "compliance.csv", index=False)
-save_figure(plot_confidence_histograms(scores), f"{figure_prefix}_confidence")
-save_figure(plot_compliance(shares), f"{figure_prefix}_compliance")
+save_run_figure(plot_confidence_histograms(scores), run_name, "confidence")
+save_run_figure(plot_compliance(shares), run_name, "compliance")
 shares.round(1)
 
 # %% [markdown]
 # ## Detectors against the labelled set
 
 # %%
-labels = load_agreement_set(labels_dir)
+labels = load_agreement_set(project_path(labels_dir))
 if labels_split != "all":
     labels = labels[labels["split"] == labels_split]
 if max_labelled:
@@ -76,3 +89,7 @@ agreement.to_csv(run_dir / "agreement.csv", index=False, float_format="%.3f")
 agreement_table(predicted, by="style").to_csv(run_dir / "agreement_by_style.csv", index=False,
                                               float_format="%.3f")
 agreement.round(3)
+
+# %%
+if export_figures:
+    export_run_figures(run_name, figure_prefix)

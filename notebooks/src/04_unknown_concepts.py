@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Responses to the unknown (UnknownBench-style)
 #
@@ -12,7 +20,7 @@
 # `data/` folder of genglinliu/UnknownBench (13,319 items: set `per_partition=0` for all of
 # them). Work is saved in chunks, so an interrupted run resumes where it stopped.
 
-# %% [parameters]
+# %% tags=["parameters"]
 run_name = "unknown"
 model = "smollm2-135m-instruct"
 data_dir = "data/unknown"
@@ -23,22 +31,29 @@ technique_target = "wn:09411430-n"
 max_new_tokens = 40
 chunk_size = 64
 seed = 0
+export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "unknown"
 
 # %%
 import random
-from pathlib import Path
 
 from workbench.models import load_model
-from workbench.plots import save_figure
+from workbench.paths import project_path, run_path
+from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.unknown import plot_by_confidence, plot_uncertainty_histograms
-from workbench.unknown import (TASKS, by_confidence, expected_calibration_error, get_prompts,
-                               load_unknownbench, run_unknown, summarize_unknown)
+from workbench.unknown import (
+    TASKS,
+    by_confidence,
+    expected_calibration_error,
+    get_prompts,
+    load_unknownbench,
+    run_unknown,
+    summarize_unknown,
+)
 
-run_dir = Path("runs") / run_name
-run_dir.mkdir(parents=True, exist_ok=True)
+run_dir = run_path(run_name)
 get_prompts(prompts)  # an unknown preset fails here, before the model loads
-dataset = load_unknownbench(data_dir)
+dataset = load_unknownbench(project_path(data_dir))
 print(f"data: {dataset.source} (sha256 {dataset.content_hash[:16]}), {len(dataset.items)} items")
 rng = random.Random(seed)
 items = []
@@ -72,7 +87,10 @@ summary.round(3)
 
 # %%
 levels = by_confidence(rows, column="confidence_logprob")
-save_figure(plot_by_confidence(levels, "confidence from the log-probabilities of 0-10"),
-            f"{figure_prefix}_by_confidence")
-save_figure(plot_uncertainty_histograms(rows), f"{figure_prefix}_uncertainty")
+save_run_figure(plot_by_confidence(levels, "confidence from the log-probabilities of 0-10"), run_name, "by_confidence")
+save_run_figure(plot_uncertainty_histograms(rows), run_name, "uncertainty")
 levels
+
+# %%
+if export_figures:
+    export_run_figures(run_name, figure_prefix)

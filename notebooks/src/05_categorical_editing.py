@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Categorical knowledge editing (taxi-style)
 #
@@ -10,7 +18,7 @@
 # `taxi_file` may name taxi's released `datasets/edits-evaluation.json` (derekpowell/taxi): its
 # queries are then used unchanged, `edits_per_group` edits sampled per superordinate category.
 
-# %% [parameters]
+# %% tags=["parameters"]
 run_name = "editing"
 model = "smollm2-135m-instruct"
 editors = ["none", "ike", "ft", "rome"]
@@ -19,24 +27,32 @@ taxi_file = ""
 layer = 4
 normalization = "token"
 seed = 0
+export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "editing"
 
 # %%
 import random
-from pathlib import Path
 
 import pandas as pd
 
-from workbench.editing import (build_edit_queries, edit_metrics, edits_from_categories, evaluate_editor,
-                               get_editor, load_categories, load_taxi, sample_edits)
+from workbench.editing import (
+    build_edit_queries,
+    edit_metrics,
+    edits_from_categories,
+    evaluate_editor,
+    get_editor,
+    load_categories,
+    load_taxi,
+    sample_edits,
+)
 from workbench.models import load_model
-from workbench.plots import save_figure
-from workbench.plots.editing import plot_edit_metrics, plot_consistency_by_group
+from workbench.paths import project_path, run_path
+from workbench.plots import export_run_figures, save_run_figure
+from workbench.plots.editing import plot_consistency_by_group, plot_edit_metrics
 
-run_dir = Path("runs") / run_name
-run_dir.mkdir(parents=True, exist_ok=True)
+run_dir = run_path(run_name)
 if taxi_file:
-    queries = sample_edits(load_taxi(taxi_file), edits_per_group, seed)
+    queries = sample_edits(load_taxi(project_path(taxi_file)), edits_per_group, seed)
 else:
     data = load_categories()
     rng = random.Random(seed)
@@ -60,7 +76,11 @@ metrics[["editor", "metric", "subset", "value", "n"]].to_csv(run_dir / "summary.
 metrics[metrics["subset"] == "overall"].pivot(index="editor", columns="metric", values="value").round(3)
 
 # %%
-save_figure(plot_edit_metrics(metrics), f"{figure_prefix}_metrics")
-save_figure(plot_consistency_by_group(metrics), f"{figure_prefix}_consistency_by_group")
+save_run_figure(plot_edit_metrics(metrics), run_name, "metrics")
+save_run_figure(plot_consistency_by_group(metrics), run_name, "consistency_by_group")
 metrics[metrics["subset"].str.startswith("token_type")].pivot_table(
     index=["editor", "subset"], columns="metric", values="value").round(3)
+
+# %%
+if export_figures:
+    export_run_figures(run_name, figure_prefix)

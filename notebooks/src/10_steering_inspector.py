@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # Steering inspector
 #
@@ -6,7 +14,7 @@
 # try questions: does the condition fire, and what do the unsteered and steered answers say?
 # (Preparing a concept the first time takes about 15 s on 2 CPU cores; it is cached afterwards.)
 
-# %% [parameters]
+# %% tags=["parameters"]
 model = "smollm2-135m-instruct"
 concept = "wn:09411430-n"
 question = "What is the longest river in Africa?"

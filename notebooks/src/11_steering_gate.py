@@ -1,3 +1,11 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Abstention Workbench
+#     language: python
+#     name: abstention-workbench
+# ---
+
 # %% [markdown]
 # # The steering gate, measured across concepts
 #
@@ -9,27 +17,27 @@
 # measured; the others are today's defaults and their variants. The figure is the trade-off
 # curve as all thresholds move together; rings mark each setting's operating point.
 
-# %% [parameters]
+# %% tags=["parameters"]
 run_name = "steering_gate"
 model = "smollm2-135m-instruct"
 concepts_per_root = 4
 n_questions = 20
 seed = 0
+export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "steering_gate"
 
 # %%
 import random
-from pathlib import Path
 
 from workbench.models import load_model
-from workbench.plots import save_figure
+from workbench.paths import run_path
+from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.steering import plot_gate_tradeoff
 from workbench.steering.evaluation import gate_sweep
 from workbench.taxonomy import load_benchmark
 from workbench.techniques.steering import LEGACY_GATE
 
-run_dir = Path("runs") / run_name
-run_dir.mkdir(parents=True, exist_ok=True)
+run_dir = run_path(run_name)
 bench = load_benchmark()
 rng = random.Random(seed)
 targets = []
@@ -53,4 +61,8 @@ summary.to_csv(run_dir / "gate_summary.csv", float_format="%.4f")
 summary.round(2)
 
 # %%
-save_figure(plot_gate_tradeoff(curve, per_target), f"{figure_prefix}_tradeoff")
+save_run_figure(plot_gate_tradeoff(curve, per_target), run_name, "tradeoff")
+
+# %%
+if export_figures:
+    export_run_figures(run_name, figure_prefix)

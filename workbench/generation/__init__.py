@@ -2,8 +2,13 @@
 
 from workbench.generation.config import REFUSAL_SCORING, Generation, GenerationConfig
 from workbench.generation.engine import generate, render_prompts, sample_seed
+from workbench.generation.hooks import (
+    ForwardHook,
+    StepState,
+    attached,
+    layer_module_name,
+)
 from workbench.generation.tables import generations_frame
-from workbench.generation.hooks import ForwardHook, StepState, attached, layer_module_name
 
 __all__ = [
     "REFUSAL_SCORING",

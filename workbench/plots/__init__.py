@@ -1,6 +1,14 @@
 """Figures: one function per figure; every figure is saved as PDF and PNG."""
 
 from workbench.plots.generation import plot_answer_lengths
-from workbench.plots.save import FIGURES_DIR, save_figure, technique_palette
+from workbench.plots.save import (
+                                  FIGURES_DIR,
+                                  export_run_figures,
+                                  run_figures,
+                                  save_figure,
+                                  save_run_figure,
+                                  technique_palette,
+)
 
-__all__ = ["plot_answer_lengths", "FIGURES_DIR", "save_figure", "technique_palette"]
+__all__ = ["plot_answer_lengths", "FIGURES_DIR", "export_run_figures", "run_figures", "save_figure",
+           "save_run_figure", "technique_palette"]

@@ -5,18 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from workbench.plots.save import new_figure
+
 EDIT_METRICS = ("edit_success", "property_success", "consistency", "invariance")
 
 
 def plot_edit_metrics(metrics: pd.DataFrame):
     """Overall metrics per editor, with chance marked."""
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     f = metrics[metrics["subset"] == "overall"]
     editors = list(dict.fromkeys(f["editor"]))
     colours = dict(zip(editors, sns.color_palette("colorblind", len(editors))))
-    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    fig = new_figure(7.5, 3.2)
+    ax = fig.subplots()
     width = 0.8 / len(editors)
     x = np.arange(len(EDIT_METRICS))
     for i, e in enumerate(editors):
@@ -33,12 +35,12 @@ def plot_edit_metrics(metrics: pd.DataFrame):
 
 def plot_consistency_by_group(metrics: pd.DataFrame):
     """Consistency per superordinate group and editor."""
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     f = metrics[(metrics["metric"] == "consistency") & metrics["subset"].str.startswith("group=")].copy()
     f["group"] = f["subset"].str.removeprefix("group=")
-    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    fig = new_figure(7.5, 3.2)
+    ax = fig.subplots()
     sns.barplot(f, x="group", y="value", hue="editor", ax=ax, palette="colorblind")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("consistency")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from workbench.plots.save import new_figure
+
 
 def plot_answer_lengths(frame, ax=None):
     """Bar chart of generated tokens per prompt, coloured by why generation stopped."""
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.35 * len(frame) + 1.2))
+        ax = new_figure(6, 0.35 * len(frame) + 1.2).subplots()
     labels = [p if len(p) <= 48 else p[:45] + "..." for p in frame["prompt"]]
     sns.barplot(x=frame["n_tokens"], y=labels, hue=frame["finish_reason"], dodge=False, ax=ax,
                 palette="colorblind")

@@ -20,12 +20,68 @@ def technique_palette() -> dict[str, tuple]:
     return dict(zip(TECHNIQUE_ORDER, colours))
 
 
+class NoFigure:
+    """What a figure function returns for data it cannot draw meaningfully (one target, a
+    probe that failed): the reason, shown in the notebook instead of an empty plot."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def _repr_markdown_(self) -> str:
+        return f"*No figure: {self.reason}.*"
+
+    def __repr__(self) -> str:
+        return f"NoFigure({self.reason!r})"
+
+
+def new_figure(width: float, height: float):
+    """A matplotlib Figure outside pyplot's global state (safe from any thread, never shown
+    twice, never leaked into a log)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
 def save_figure(fig, name: str, directory: str | os.PathLike | None = None, dpi: int = 200) -> list[Path]:
-    """Save ``fig`` as ``<directory>/<name>.pdf`` and ``.png``; return both paths."""
+    """Save ``fig`` as ``<directory>/<name>.pdf`` and ``.png``; return both paths (none, with a
+    printed note, for a :class:`NoFigure`)."""
+    if isinstance(fig, NoFigure):
+        print(f"no figure {name!r}: {fig.reason}")
+        return []
     out = Path(directory) if directory else FIGURES_DIR
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.pdf", out / f"{name}.png"]
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     for p in paths:
         fig.savefig(p, dpi=dpi, bbox_inches="tight")
     return paths
+
+
+def run_figures(run_name: str) -> Path:
+    """``runs/<run_name>/figures/``: where a notebook run saves its figures."""
+    from workbench.paths import run_path
+
+    path = run_path(run_name) / "figures"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def save_run_figure(fig, run_name: str, name: str) -> list[Path]:
+    """Save ``fig`` into the run's own figure folder (never ``figures/``)."""
+    return save_figure(fig, name, run_figures(run_name))
+
+
+def export_run_figures(run_name: str, prefix: str, directory: str | os.PathLike | None = None) -> list[Path]:
+    """Copy a run's figures to ``figures/`` (or ``directory``) as ``<prefix>_<name>.{pdf,png}``:
+    the explicit step that updates the README's figures."""
+    import shutil
+
+    out = Path(directory) if directory else FIGURES_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for f in sorted(run_figures(run_name).glob("*.p[dn][fg]")):
+        target = out / f"{prefix}_{f.name}"
+        shutil.copyfile(f, target)
+        copied.append(target)
+    return copied

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from workbench.plots.save import new_figure
+
 
 def plot_gate_tradeoff(curve: pd.DataFrame, per_target: pd.DataFrame):
     """Mean TPR (target and descendant questions) against mean FPR on near and on far concepts'
     questions, one line per setting as every threshold is raised or lowered; the settings'
     operating points (offset 0) are marked. ``n`` targets per setting in the legend."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 3.4))
+    fig = new_figure(8, 3.4)
     axes = fig.subplots(1, 2, sharey=True)
     n = per_target.groupby("setting")["target"].nunique()
     for ax, fpr, title in ((axes[0], "fpr_near", "near concepts (siblings, parent, ancestors)"),

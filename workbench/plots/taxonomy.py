@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from workbench.plots.save import new_figure
+
 
 def plot_taxonomy_levels(bench, ax=None):
     """Concepts per taxonomy level, one bar group per root type (atomic) plus compositions."""
-    import matplotlib.pyplot as plt
     import pandas as pd
     import seaborn as sns
 
@@ -14,7 +15,7 @@ def plot_taxonomy_levels(bench, ax=None):
     rows += [{"level": bench.compositions.level(c.id), "group": "compositions"} for c in bench.compositions]
     frame = pd.DataFrame(rows).groupby(["level", "group"]).size().reset_index(name="concepts")
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.5))
+        ax = new_figure(7, 3.5).subplots()
     sns.barplot(frame, x="level", y="concepts", hue="group", ax=ax, palette="colorblind")
     ax.set_xlabel("taxonomy level (root = 0)")
     ax.set_ylabel("concepts")

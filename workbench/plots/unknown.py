@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from workbench.plots.save import new_figure
+
 
 def plot_by_confidence(levels: pd.DataFrame, xlabel: str = "verbalized confidence (0-10)"):
     """Refusal rate and accuracy at each confidence level, with the diagonal."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    fig = new_figure(9, 3.2)
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, col, title in ((axes[0], "refusal_rate", "refusal rate"), (axes[1], "accuracy", "accuracy")):
         f = levels.dropna(subset=[col])
         ax.plot([0, 10], [0, 1] if col == "accuracy" else [1, 0], ls="--", color="0.6", lw=1,
@@ -30,9 +31,8 @@ def plot_by_confidence(levels: pd.DataFrame, xlabel: str = "verbalized confidenc
 
 def plot_uncertainty_histograms(rows: pd.DataFrame):
     """Next-token entropy and prompt perplexity, answerable against unanswerable."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig = new_figure(9, 3.2)
+    axes = fig.subplots(1, 2)
     for ax, col, log in ((axes[0], "entropy", False), (axes[1], "perplexity", True)):
         vals = rows[col].replace([np.inf, -np.inf], np.nan).dropna()
         data = np.log10(vals) if log else vals

@@ -35,7 +35,11 @@ def main(argv: list[str] | None = None) -> int:
 def _agreement(args) -> int:
     import pandas as pd
 
-    from workbench.scoring.agreement import agreement_table, detector_predictions, partial_tracking
+    from workbench.scoring.agreement import (
+        agreement_table,
+        detector_predictions,
+        partial_tracking,
+    )
     from workbench.scoring.labels import load_agreement_set
 
     labels = load_agreement_set(args.labels)

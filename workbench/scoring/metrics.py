@@ -104,10 +104,16 @@ def technique_table(rows: pd.DataFrame, detector: str = "refused_phrase", n_boot
 
 
 def by_level(rows: pd.DataFrame, detector: str = "refused_phrase") -> pd.DataFrame:
-    """Metrics per technique and taxonomy level of the target (averaged over targets)."""
+    """Metrics per technique and taxonomy level of the target: the mean over that level's
+    targets, their minimum and maximum (``<metric>_min``, ``_max``) and ``n_targets``."""
     per = summarize(rows, detector, ["model", "technique", "target_kind", "target_level", "target"])
-    return per.groupby(["model", "technique", "target_kind", "target_level"], as_index=False)[
-        ["abstention", "generalization", "specificity", "overall"]].mean()
+    keys = ["model", "technique", "target_kind", "target_level"]
+    metrics = ["abstention", "generalization", "specificity", "overall"]
+    g = per.groupby(keys)
+    out = g[metrics].mean()
+    out = out.join(g[metrics].min().add_suffix("_min")).join(g[metrics].max().add_suffix("_max"))
+    out["n_targets"] = g["target"].nunique()
+    return out.reset_index()
 
 
 def universality(rows: pd.DataFrame, metric: str = "abstention", detector: str = "refused_phrase") -> pd.DataFrame:

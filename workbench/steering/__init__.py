@@ -7,10 +7,15 @@ a KV-cached batch belongs to, which conditional steering needs; the engine's ``S
 
 from workbench.steering.activations import collect_activations
 from workbench.steering.behavior import ABSTENTIONS, fit_refusal_vector
-from workbench.steering.concept import (Condition, ConceptVectors, direction_agreement,
-                                        fit_concept_vectors, pair_scatter)
-from workbench.steering.gate import LayerStats, choose_gate, choose_layers, layer_table
+from workbench.steering.concept import (
+                                        ConceptVectors,
+                                        Condition,
+                                        direction_agreement,
+                                        fit_concept_vectors,
+                                        pair_scatter,
+)
 from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
+from workbench.steering.gate import LayerStats, choose_gate, choose_layers, layer_table
 
 __all__ = [
     "ABSTENTIONS", "ConceptVectors", "Condition", "ConditionalSteerer", "LayerStats",

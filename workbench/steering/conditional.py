@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from workbench.generation import ForwardHook, Generation, GenerationConfig, generate, layer_module_name
+from workbench.generation import (
+    ForwardHook,
+    Generation,
+    GenerationConfig,
+    generate,
+    layer_module_name,
+)
 from workbench.models.chat import Prompt
 from workbench.steering.activations import collect_activations, hidden_of
 from workbench.steering.concept import Condition

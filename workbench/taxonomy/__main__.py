@@ -47,8 +47,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    from workbench.taxonomy.benchmark import (build_default_benchmark, default_data_dir,
-                                              load_benchmark, save_benchmark)
+    from workbench.taxonomy.benchmark import (
+        build_default_benchmark,
+        default_data_dir,
+        load_benchmark,
+        save_benchmark,
+    )
     from workbench.taxonomy.builder import BuildParams
     from workbench.taxonomy.compositions import CompositionParams
 

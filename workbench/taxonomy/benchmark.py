@@ -16,11 +16,23 @@ from pathlib import Path
 from workbench.errors import WorkbenchError
 from workbench.paths import repo_root
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
-from workbench.taxonomy.compositions import DEFAULT_TEMPLATES, CompositionParams, compose
+from workbench.taxonomy.compositions import (
+    DEFAULT_TEMPLATES,
+    CompositionParams,
+    compose,
+)
 from workbench.taxonomy.model import Concept, Taxonomy
-from workbench.taxonomy.questions import (DEFAULT_SPLIT_SIZES, FewShotExample, QuestionBank,
-                                          QuestionSet, ReferenceAnswer, TemplateQuestionGenerator,
-                                          build_question_bank, load_jsonl, save_jsonl)
+from workbench.taxonomy.questions import (
+    DEFAULT_SPLIT_SIZES,
+    FewShotExample,
+    QuestionBank,
+    QuestionSet,
+    ReferenceAnswer,
+    TemplateQuestionGenerator,
+    build_question_bank,
+    load_jsonl,
+    save_jsonl,
+)
 
 FILES = {
     "atomic": "taxonomy_atomic.json",

@@ -15,7 +15,7 @@ import itertools
 import random
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from workbench.errors import ConfigError

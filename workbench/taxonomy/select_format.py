@@ -36,10 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.taxonomy.compositions import RelationTemplate, SlotRule, compose, composition_id
+from workbench.taxonomy.compositions import (
+    RelationTemplate,
+    SlotRule,
+    compose,
+    composition_id,
+)
 from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError
-from workbench.taxonomy.questions import (FewShotExample, QuestionBank, QuestionSet,
-                                          ReferenceAnswer, _rng)
+from workbench.taxonomy.questions import (
+    FewShotExample,
+    QuestionBank,
+    QuestionSet,
+    ReferenceAnswer,
+    _rng,
+)
 
 #: SELECT's root ids and the root-type keys the workbench uses for them.
 ROOT_TYPES = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",

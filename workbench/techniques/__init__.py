@@ -6,7 +6,14 @@
 """
 
 from workbench.techniques.artifacts import ArtifactMismatchError, ArtifactStore
-from workbench.techniques.base import TECHNIQUES, Abstainer, Params, Technique, get_technique, register
+from workbench.techniques.base import (
+    TECHNIQUES,
+    Abstainer,
+    Params,
+    Technique,
+    get_technique,
+    register,
+)
 from workbench.techniques.base_model import Base, BaseAbstainer
 from workbench.techniques.data import LabelledQuestion, TargetData, target_data
 from workbench.techniques.finetune import SFT, SFTDPO, FineTunedAbstainer, SFTParams

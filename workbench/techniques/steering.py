@@ -32,13 +32,27 @@ from pathlib import Path
 import torch
 
 from workbench.generation import GenerationConfig
-from workbench.steering import (Condition, ConditionalSteerer, SteeringPlan, choose_gate,
-                                collect_activations, direction_agreement, fit_concept_vectors,
-                                fit_refusal_vector, layer_table)
+from workbench.steering import (
+    Condition,
+    ConditionalSteerer,
+    SteeringPlan,
+    choose_gate,
+    collect_activations,
+    direction_agreement,
+    fit_concept_vectors,
+    fit_refusal_vector,
+    layer_table,
+)
 from workbench.steering.concept import ConceptVectors
 from workbench.steering.gate import LayerStats
 from workbench.techniques.artifacts import ArtifactStore
-from workbench.techniques.base import ARTIFACT_VERSION, Abstainer, Params, Technique, register
+from workbench.techniques.base import (
+    ARTIFACT_VERSION,
+    Abstainer,
+    Params,
+    Technique,
+    register,
+)
 from workbench.techniques.data import TargetData, _rng, target_data
 
 

@@ -1,12 +1,29 @@
 """Responses to the unknown (UnknownBench-style): datasets, measures, calibration."""
 
-from workbench.unknown.datasets import (TASKS, UnknownDataset, UnknownItem, build_unknown_dataset,
-                                        load_unknownbench, save_unknown_dataset)
-from workbench.unknown.measures import (PROMPTS, NumberConfidence, UnknownPrompts, by_confidence,
-                                        evaluate_unknown, expected_calibration_error, get_prompts,
-                                        lexical_match, next_token_entropy, number_confidence,
-                                        parse_confidence, prompt_perplexity, run_unknown,
-                                        summarize_unknown)
+from workbench.unknown.datasets import (
+                                        TASKS,
+                                        UnknownDataset,
+                                        UnknownItem,
+                                        build_unknown_dataset,
+                                        load_unknownbench,
+                                        save_unknown_dataset,
+)
+from workbench.unknown.measures import (
+                                        PROMPTS,
+                                        NumberConfidence,
+                                        UnknownPrompts,
+                                        by_confidence,
+                                        evaluate_unknown,
+                                        expected_calibration_error,
+                                        get_prompts,
+                                        lexical_match,
+                                        next_token_entropy,
+                                        number_confidence,
+                                        parse_confidence,
+                                        prompt_perplexity,
+                                        run_unknown,
+                                        summarize_unknown,
+)
 
 __all__ = [
     "NumberConfidence", "PROMPTS", "UnknownPrompts", "get_prompts", "number_confidence", "run_unknown",

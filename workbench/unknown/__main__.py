@@ -19,7 +19,10 @@ def main(argv=None) -> int:
     b.add_argument("--wordnet-dir", default=None)
     args = ap.parse_args(argv)
     try:
-        from workbench.unknown.datasets import build_unknown_dataset, save_unknown_dataset
+        from workbench.unknown.datasets import (
+            build_unknown_dataset,
+            save_unknown_dataset,
+        )
 
         ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
         save_unknown_dataset(ds, args.out)

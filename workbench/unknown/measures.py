@@ -23,7 +23,11 @@ from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import last_token_logits
 from workbench.generation.options import option_probabilities
-from workbench.scoring.keywords import keyword_refusal, unknownbench_correct, unknownbench_refusal
+from workbench.scoring.keywords import (
+    keyword_refusal,
+    unknownbench_correct,
+    unknownbench_refusal,
+)
 from workbench.scoring.phrases import detect_refusal
 
 CONFIDENCE_PROMPT = (
