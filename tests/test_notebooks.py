@@ -46,10 +46,10 @@ def test_parse_parameter():
 @pytest.mark.notebook
 @pytest.mark.integration
 def test_quickstart_runs_headless(tmp_path):
+    import shutil
+
     from workbench.notebooks import run_notebook
     from workbench.paths import repo_root
-
-    import shutil
 
     run_name = f"test-quickstart-{tmp_path.name}"
     figures_before = sorted((repo_root() / "figures").iterdir())

@@ -38,9 +38,24 @@ def test_select_abstention_notebook(tmp_path, names):
         assert col in summary.columns
     assert len(summary) == 9 and set(summary["technique"]) == {"base", "zero_shot", "steering"}
     assert (summary["n_target"] == 3).all()
-    for fig in ("techniques", "levels", "universality"):
+    figures = ROOT / "runs" / names["run"] / "figures"
+    for fig in ("techniques", "levels"):
         for ext in ("pdf", "png"):
-            assert (ROOT / "runs" / names["run"] / "figures" / f"{fig}.{ext}").is_file(), fig
+            assert (figures / f"{fig}.{ext}").is_file(), fig
+    # universality is drawn only when at least two techniques vary across the targets;
+    # otherwise the executed notebook says why instead of showing an empty heatmap
+    from workbench.plots import NoFigure
+    from workbench.plots.select import plot_universality
+    from workbench.scoring.metrics import universality
+
+    rows = pd.read_parquet(ROOT / "runs" / names["run"] / "results.parquet")
+    expected = plot_universality(universality(rows, "abstention", "refused_phrase"), n_concepts=3)
+    executed = (tmp_path / "01_select_abstention.ipynb").read_text()
+    if isinstance(expected, NoFigure):
+        assert not (figures / "universality.png").is_file()
+        assert "no figure 'universality'" in executed
+    else:
+        assert (figures / "universality.pdf").is_file() and (figures / "universality.png").is_file()
     import json
 
     cal = json.loads((ROOT / "runs" / names["run"] / "isa_probe_calibration.json").read_text())

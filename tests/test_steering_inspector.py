@@ -6,7 +6,12 @@ import torch
 from workbench.techniques import ArtifactStore
 from workbench.testing import tiny_benchmark, tiny_lm
 from workbench.widgets import SteeringInspector
-from workbench.widgets.steering_inspector import LayerVote, gap_figure, slider_range, votes_html
+from workbench.widgets.steering_inspector import (
+    LayerVote,
+    gap_figure,
+    slider_range,
+    votes_html,
+)
 
 PNG = b"\x89PNG"
 

@@ -2,13 +2,15 @@
 
 from workbench.plots.generation import plot_answer_lengths
 from workbench.plots.save import (
-                                  FIGURES_DIR,
-                                  export_run_figures,
-                                  run_figures,
-                                  save_figure,
-                                  save_run_figure,
-                                  technique_palette,
+    FIGURES_DIR,
+    NoFigure,
+    export_run_figures,
+    new_figure,
+    run_figures,
+    save_figure,
+    save_run_figure,
+    technique_palette,
 )
 
-__all__ = ["plot_answer_lengths", "FIGURES_DIR", "export_run_figures", "run_figures", "save_figure",
-           "save_run_figure", "technique_palette"]
+__all__ = ["plot_answer_lengths", "FIGURES_DIR", "NoFigure", "export_run_figures", "new_figure",
+           "run_figures", "save_figure", "save_run_figure", "technique_palette"]

@@ -25,7 +25,12 @@ import torch
 
 from workbench.generation import GenerationConfig, generate
 from workbench.plots.save import new_figure
-from workbench.steering import Condition, ConditionalSteerer, SteeringPlan, collect_activations
+from workbench.steering import (
+    Condition,
+    ConditionalSteerer,
+    SteeringPlan,
+    collect_activations,
+)
 from workbench.steering.gate import LayerStats
 
 #: Image size in pixels; figures are drawn at exactly this size (no stretching).
