@@ -221,6 +221,30 @@ def test_decisions_match_a_separate_pass_and_do_not_depend_on_the_batch(tiny, mo
         assert [g.token_ids for g in upfront] == [g.token_ids for g in mixed]
 
 
+def test_separate_steering_with_a_shared_prefix_cache_equals_encoding_every_prompt_whole(tiny, monkeypatch):
+    """The default decision reuses the cache of a shared system prompt: the vote reads only the
+    last token, the fired prompts' second pass is encoded whole, so nothing changes."""
+    import workbench.generation.engine as engine
+
+    encoded = []
+    real = engine._encode_prefix
+    monkeypatch.setattr(engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids))
+    steerer = _conditional(tiny)
+    system = "You are a careful assistant. Answer in one short sentence, and never invent facts. " * 2
+    cfg = GenerationConfig(max_new_tokens=6, batch_size=3, system_prompt=system, return_logprobs=True)
+    cached = steerer.generate(tiny, PROMPTS, cfg, progress=False)
+    fired = steerer.last_decisions.clone()
+    assert encoded and encoded[0] > 40  # the system prompt was encoded once, without the hooks
+    whole = steerer.generate(tiny, PROMPTS, GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
+                             progress=False)
+    assert len(encoded) == 1
+    assert steerer.last_decisions.tolist() == fired.tolist()
+    assert 0 < int(fired.sum()) < len(PROMPTS)
+    assert [g.token_ids for g in cached] == [g.token_ids for g in whole]
+    assert all(a == pytest.approx(b, abs=1e-4) for g, h in zip(cached, whole)
+               for a, b in zip(g.logprobs, h.logprobs))
+
+
 def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
     """Reference without KV cache: prompt positions are steered only at behaviour layers deeper
     than the deepest condition layer; generated positions at every behaviour layer."""

@@ -29,8 +29,8 @@ class GenerationConfig:
             templates that reject system turns).
         prefix_cache: encode the token prefix that all prompts of a call share (a system prompt,
             few-shot examples) once and reuse its KV cache for every batch; used only when it
-            is at least ``min_prefix_tokens`` long and no hooks are attached (hooks may act on
-            prompt positions). Outputs are the same as without it.
+            is at least ``min_prefix_tokens`` long and every hook attached is ``prefix_safe``
+            (others may act on prompt positions). Outputs are the same as without it.
     """
 
     max_new_tokens: int = 64

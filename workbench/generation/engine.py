@@ -140,11 +140,13 @@ def generate(
     eos = eos_token_ids(model, tokenizer)
     bar = tqdm(total=len(texts) * k, desc=desc, disable=not progress, leave=False)
     try:
-        with torch.inference_mode(), attached(model, hooks, state):
-            prefix = None
+        with torch.inference_mode():
+            prefix = None  # encoded before the hooks attach: they never see the prefix pass
             n_shared = shared_prefix_length(encoded)
-            if config.prefix_cache and not hooks and n_shared >= config.min_prefix_tokens:
+            if (config.prefix_cache and all(h.prefix_safe for h in hooks)
+                    and n_shared >= config.min_prefix_tokens):
                 prefix = _encode_prefix(model, encoded[0][:n_shared])
+        with torch.inference_mode(), attached(model, hooks, state):
             for start in range(0, len(order), prompts_per_batch):
                 chunk = order[start:start + prompts_per_batch]
                 for gen in _generate_batch(model, tokenizer, chunk, encoded, texts, config,
@@ -228,9 +230,14 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
         state.rows, state.repass = torch.tensor([chunk[j] for j in again], dtype=torch.long), True
         state.samples = torch.zeros(len(again), dtype=torch.long)
         state.attention_mask = mask[idx]
+        ids2, pos2, cache2 = input_ids[idx], positions[idx], DynamicCache()
+        if prefix is not None:  # encoded whole (the hooks see every position), in the same layout
+            n = len(prefix.ids)
+            ids2 = torch.cat([torch.tensor([prefix.ids], device=device).expand(len(again), n), ids2], -1)
+            pos2 = torch.cat([torch.arange(n, device=device).expand(len(again), n), pos2], -1)
         try:
-            out2 = model(input_ids=input_ids[idx], attention_mask=mask[idx], position_ids=positions[idx],
-                         past_key_values=fresh_cache(len(again)), use_cache=True, **extra)
+            out2 = model(input_ids=ids2, attention_mask=mask[idx], position_ids=pos2,
+                         past_key_values=cache2, use_cache=True, **extra)
         finally:
             state.repass = False
         logits[idx] = out2.logits[:, -1, :]

@@ -44,10 +44,17 @@ HookFn = Callable[[torch.nn.Module, tuple, Any, StepState], Any]
 
 @dataclass(frozen=True)
 class ForwardHook:
-    """A forward hook on the module at ``module`` (a dotted name from ``named_modules()``)."""
+    """A forward hook on the module at ``module`` (a dotted name from ``named_modules()``).
+
+    ``prefix_safe``: the hook neither reads nor changes the positions of a first prompt pass
+    other than the last one (it may act on a repass and on generated tokens). Only then may the
+    engine encode a prefix shared by all prompts once, without the hook; a repass is always
+    encoded whole, so it sees every position.
+    """
 
     module: str
     fn: HookFn
+    prefix_safe: bool = False
 
 
 def layer_module_name(model: torch.nn.Module, layer: int) -> str:

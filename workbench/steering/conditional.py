@@ -125,7 +125,7 @@ class ConditionalSteerer:
                     fired[rows] = cond.combine(votes[rows])
                 return output
 
-            hooks.append(ForwardHook(layer_module_name(model, layer), vote))
+            hooks.append(ForwardHook(layer_module_name(model, layer), vote, prefix_safe=True))
         return hooks, fired, votes
 
     def _decide_then_steer(self, lm, prompts, config, progress, **kwargs):
@@ -143,7 +143,7 @@ class ConditionalSteerer:
                 h.add_(weight[:, None, None] * _delta.to(device=h.device, dtype=h.dtype))
                 return output
 
-            hooks.append(ForwardHook(layer_module_name(lm.model, layer), add))
+            hooks.append(ForwardHook(layer_module_name(lm.model, layer), add, prefix_safe=True))
         out = generate(lm, prompts, config, hooks=hooks, progress=progress,
                        repass=lambda rows: fired[rows].tolist(), **kwargs)
         return out, fired
