@@ -26,13 +26,16 @@ def _order(techniques) -> list[str]:
     return [t for t in TECHNIQUE_ORDER if t in present] + [t for t in present if t not in TECHNIQUE_ORDER]
 
 
-def _bar_labels(ax, bars, values) -> None:
-    """The value above each bar; a zero gets a tick on the axis so it reads as measured."""
-    for bar, v in zip(bars, values):
+def _bar_labels(ax, bars, values, tops=None) -> None:
+    """The value above each bar (above its error bar when ``tops`` gives the upper ends); a zero
+    gets a tick on the axis so it reads as measured."""
+    tops = tops if tops is not None else values
+    for bar, v, top in zip(bars, values, tops):
         if v is None or np.isnan(v):
             continue
         x = bar.get_x() + bar.get_width() / 2
-        ax.annotate(f"{v:.2f}", (x, v), xytext=(0, 2), textcoords="offset points", ha="center",
+        y = v if top is None or np.isnan(top) else max(v, top)
+        ax.annotate(f"{v:.2f}", (x, y), xytext=(0, 2), textcoords="offset points", ha="center",
                     va="bottom", fontsize=5.5, rotation=90)
         if v == 0:
             ax.plot([bar.get_x(), bar.get_x() + bar.get_width()], [0.004, 0.004], lw=2,
@@ -57,9 +60,9 @@ def plot_technique_metrics(table: pd.DataFrame, title: str | None = None, n_boot
         hi = [max(0.0, row.get(f"{m}_hi", row[m]) - row[m]) for m in metrics]
         bars = ax.bar(x + (i - (len(techniques) - 1) / 2) * width, vals, width, yerr=[lo, hi],
                       capsize=2, label=tech, color=pal.get(tech), error_kw={"lw": 0.8})
-        _bar_labels(ax, bars, vals)
+        _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
     ax.set_xticks(x, [m.replace("_", " ") for m in metrics])
-    ax.set_ylim(0, 1.15)
+    ax.set_ylim(0, 1.2)
     ax.set_ylabel("rate")
     targets = int(table["targets"].max()) if "targets" in table else None
     caption = (f"mean over {targets} target concept{'s' if targets != 1 else ''}; " if targets else "")
