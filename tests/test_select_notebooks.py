@@ -146,3 +146,18 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["technique"]) == {"base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"}
     assert (summary["n_target"] == 3).all() and (summary["n_specificity"] == 2).all()
+
+
+def test_steering_gate_notebook(tmp_path, names):
+    """Notebook 11 sweeps gate settings over concepts from every root and draws the trade-off."""
+    run_notebook("11_steering_gate", {"run_name": names["run"], "concepts_per_root": 1, "n_questions": 4},
+                 run_dir=tmp_path, progress=False)
+    run = ROOT / "runs" / names["run"]
+    summary = pd.read_csv(run / "gate_summary.csv")
+    assert list(summary["setting"]) == ["legacy", "pc1", "default (mean_diff)", "mean_diff, majority"]
+    assert (summary["concepts"] == 5).all()  # one concept from each of the five roots
+    rates = summary[["auroc_near", "auroc_far", "tpr_target", "fpr_near", "fpr_far"]]
+    assert ((rates >= 0) & (rates <= 1)).all().all()
+    per_target = pd.read_csv(run / "gate_per_target.csv")
+    assert len(per_target) == 4 * 5 and per_target["layers"].notna().all()
+    assert (run / "figures" / "tradeoff.pdf").is_file() and (run / "figures" / "tradeoff.png").is_file()
