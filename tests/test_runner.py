@@ -132,3 +132,13 @@ def test_changed_config_never_reuses_stale_rows(tmp_path, bench, no_hub_models):
     second = Runner(config(max_new_tokens=2), root=tmp_path, bench=bench, progress=False, store=store).run()
     assert set(first["config_hash"]).isdisjoint(set(second["config_hash"]))
     assert (second["n_tokens"] <= 2).all() and len(second) == len(first)
+
+
+def test_runner_and_notebooks_write_under_the_same_runs_root(tmp_path, monkeypatch, bench):
+    """$WORKBENCH_RUNS moves every output of a run: the runner's cells and the notebook's tables."""
+    from workbench.paths import run_path
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "elsewhere"))
+    runner = Runner(ExperimentConfig(name="moved", models=("tiny",), targets=("river",)), bench=bench,
+                    progress=False)
+    assert runner.run_dir == run_path("moved") == tmp_path / "elsewhere" / "moved"

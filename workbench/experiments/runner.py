@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict
 from workbench.generation import GenerationConfig
-from workbench.paths import repo_root
+from workbench.paths import runs_root
 from workbench.scoring.detectors import detector_decisions
 from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
@@ -102,7 +102,7 @@ class Runner:
         from workbench.experiments.executors import make_executor
 
         self.config = config
-        self.root = Path(root) if root else repo_root() / "runs"
+        self.root = Path(root) if root else runs_root()
         self.run_dir = self.root / config.name
         self.bench = bench
         self.progress = progress
