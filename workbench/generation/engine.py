@@ -119,6 +119,7 @@ def generate(
             prompts it returns True for get their prompt pass run once more (hooks see
             ``state.repass``) and continue from that second pass: a caller can decide from the
             first pass, through hooks, which prompts to treat differently from their first token.
+            A second pass is always encoded whole, shared prefix included.
 
     Returns:
         One :class:`Generation` per (prompt, sample), ordered by prompt then sample.

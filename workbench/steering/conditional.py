@@ -5,8 +5,11 @@ steered: the prompts are encoded once with each condition layer voting on the la
 activation; prompts that did not fire continue generating from that very pass, unsteered;
 prompts that fired get their prompt pass again with the refusal vector added from their first
 token (``generate(repass=...)``), and all continue in one batch. The extra cost is one prompt
-pass for the prompts that fired. With ``mode="in_pass"`` (CAST)
-the decision is made during the prompt's own forward pass and fixed for the whole generation. Rows whose condition fired get
+pass for the prompts that fired. Both kinds of hook are ``prefix_safe`` (the vote reads only the
+last token; the second pass is encoded whole), so a prefix shared by all prompts stays cached.
+
+With ``mode="in_pass"`` (CAST) the decision is made during the prompt's own forward pass and
+fixed for the whole generation. Rows whose condition fired get
 ``strength * vector[l]`` added to the residual stream at behaviour layer ``l``: in the prompt
 pass at behaviour layers deeper than the deepest condition layer (earlier ones have already run
 when the decision is made), and at every behaviour layer for every generated token (KV-cached
