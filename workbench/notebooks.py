@@ -141,9 +141,10 @@ def parameter_choices(name: str) -> tuple | None:
     return _choices().get(name)
 
 
-def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> None:
+def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> dict[str, NotebookParameter]:
     """Fail fast, naming the parameter, on unknown names, wrongly typed values and values
-    outside a parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...)."""
+    outside a parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...).
+    Returns the notebook's parameters."""
     known = notebook_parameters(path)
     name = Path(path).stem
     for key, value in parameters.items():
@@ -165,6 +166,7 @@ def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> 
             if bad:
                 raise ConfigError(f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
                                   f"choose from: {', '.join(map(str, choices))}")
+    return known
 
 
 def parse_parameter(text: str) -> tuple[str, Any]:
@@ -209,8 +211,7 @@ def run_notebook(
 
     nb = find_notebook(name)
     parameters = dict(parameters or {})
-    validate_parameters(nb, parameters)
-    known = notebook_parameters(nb)
+    known = validate_parameters(nb, parameters)
     if run_dir:
         out_dir = Path(run_dir)
     elif "run_name" in known:
