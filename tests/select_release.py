@@ -69,6 +69,17 @@ COMPOSITIONS = {
 }
 
 
+#: With ``overlap=True``: evaluation questions that are also a training question elsewhere, as
+#: (concept whose eval split holds it, concept that trains on it, the question): within atoms
+#: (a child evaluates its parent's question), within compositions, and across the partitions.
+OVERLAP = [
+    ("yago:Documentary", "schema:Movie", "Could you explain Movies from angle 3?"),
+    ("dumping-in/yago:Fertilizer#yago:River", "dumping-in/yago:Chemical_substance#yago:River",
+     "Any thoughts on Dumping Chemical Substance in Rivers, take 2?"),
+    ("about/yago:Documentary#yago:Nile", "yago:Nile", "Could you explain Nile from angle 5?"),
+]
+
+
 def _walk(tree, parent_path=()):
     for cid, (name, children) in tree.items():
         yield cid, name, list(parent_path)
@@ -93,8 +104,22 @@ def _md5(q: str) -> str:
     return hashlib.md5(q.encode()).hexdigest()
 
 
-def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bool = True) -> Path:
-    """Write the release under ``root/data/SELECT`` (as in a clone) and return ``root``."""
+def _overlapping(relation: str | None, sel_id: str) -> str | None:
+    """The question (from :data:`OVERLAP`) to put first in this concept's eval split, if any."""
+    from workbench.taxonomy.compositions import relation_slug
+
+    ours = f"{relation_slug(relation)}/{sel_id}" if relation else sel_id
+    return next((q for evaluated, _, q in OVERLAP if evaluated == ours), None)
+
+
+def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bool = True,
+                  drop: tuple[str, ...] = (), overlap: bool = False,
+                  no_training_for: tuple[str, ...] = (), all_responses: bool = False) -> Path:
+    """Write the release under ``root/data/SELECT`` (as in a clone) and return ``root``.
+
+    ``drop``: release-relative files to leave out ("atoms/data.train.json"); ``overlap``: put
+    the :data:`OVERLAP` questions into evaluation splits; ``no_training_for``: atom ids written
+    with neither ``extra_queries`` nor an entry in ``data.train.json``."""
     base = root / "data" / "SELECT"
     atoms, comps = base / "atoms", base / "compositions"
     atoms.mkdir(parents=True)
@@ -108,16 +133,20 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
                  "context": {"names": [names[p] for p in path], "ids": path},
                  "queries": [f"What would you tell me about {name}, point {i}?" for i in range(30)]}
         extra = [f"Could you explain {name} from angle {i}?" for i in range(20)]
-        if extra_queries:
+        if overlap and _overlapping(None, cid):
+            entry["queries"][0] = _overlapping(None, cid)
+        if extra_queries and cid not in no_training_for:
             entry["extra_queries"] = extra
         data[cid] = entry
+        if cid in no_training_for:
+            continue
         train[cid] = {**{k: v for k, v in entry.items() if k != "extra_queries"}, "queries": extra,
                       "responses": {_md5(q): {"safe": "Abstained", "unsafe": f"Here is a fact about {name}."}
-                                    for q in extra[:4]}}
+                                    for q in (extra if all_responses else extra[:4])}}
     (atoms / "data.json").write_text(json.dumps(data, indent=1))
     if with_train_file:
         (atoms / "data.train.json").write_text(json.dumps(train))
-    cache = {cid: [{"query": train[cid]["queries"][0], "response": "Abstained", "concept": name,
+    cache = {cid: [{"query": f"Could you explain {name} from angle 0?", "response": "Abstained", "concept": name,
                     "context": [names[p] for p in path]},
                    {"query": "How do volcanoes form?", "response": "Magma rises through the crust.",
                     "concept": "Volcanoes", "context": ["Places"]}]
@@ -140,6 +169,8 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
                      "context": {"names": None, "ids": None},
                      "queries": [f"Tell me about {cname}, aspect {i}." for i in range(20)],
                      "extra_queries": [f"Any thoughts on {cname}, take {i}?" for i in range(10)]}
+            if overlap and _overlapping(relation, sel_id):
+                entry["queries"][0] = _overlapping(relation, sel_id)
             cdata[relation][sel_id] = entry
             ctrain[relation][sel_id] = {**{k: v for k, v in entry.items() if k != "extra_queries"},
                                         "queries": entry["extra_queries"],
@@ -153,4 +184,6 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
         (comps / "data.train.json").write_text(json.dumps(ctrain))
     (comps / "example_cache.json").write_text(json.dumps(ccache))
     (comps / "hints.json").write_text(json.dumps(HINTS, indent=1))
+    for rel in drop:
+        (base / rel).unlink()
     return root

@@ -76,3 +76,30 @@ def test_no_double_plural_in_shipped_questions_names_or_prompts():
     for c in bench.atomic:
         if c.kind == "class":
             assert pluralize(c.phrase) == c.phrase, c.id
+
+
+@pytest.mark.parametrize("plural, singular", [
+    ("Zombies", "Zombie"), ("Horror Movies", "Horror Movie"), ("cookies", "cookie"),
+    ("Franchises", "Franchise"), ("business premises", "business premise"), ("irises", "iris"),
+    ("Laptop OSes", "Laptop OS"), ("Laptop OSs", "Laptop OS"), ("Gaming PCs", "Gaming PC"),
+    ("Workers in Mines", "Worker in Mines"), ("People in Politics", "Person in Politics"),
+    ("Plugins or Extensions", "Plugin or Extension"), ("Bed and Breakfasts", "Bed and Breakfast"),
+    ("Hypotheses", "Hypothesis"), ("Small Cities", "Small City"),
+])
+def test_singularize_irregular_plural_names(plural, singular):
+    assert looks_plural(plural)
+    assert singularize(plural) == singular
+
+
+@pytest.mark.parametrize("name", ["Vocational School", "Drinking Water", "Street Food", "Mobile OS",
+                                  "GPS", "Tennis", "Glass", "Chemical Substance"])
+def test_singular_names_stay_singular(name):
+    assert not looks_plural(name) and singularize(name) == name
+
+
+def test_a_plural_class_name_gives_its_singular():
+    from workbench.taxonomy.model import Concept
+
+    assert Concept("m", "Silent Movies").singular == "Silent Movie"
+    assert Concept("m", "Silent Movies", kind="instance").singular == "Silent Movies"
+    assert pluralize("Mobile OS") == "Mobile OSes" and pluralize("Laptop OSs") == "Laptop OSs"

@@ -87,8 +87,9 @@ def test_relation_probes_cover_ancestors_with_negatives():
     probes = relation_probes(t, "nile", negatives=1)
     positives = [p for p in probes if p.expected]
     assert [p.other_id for p in positives] == ["river", "water"]  # the root is skipped
-    assert positives[0].statement == "Nile is a river."
+    assert positives[0].statement == "Nile can be classified as a member, a subtype or a subcategory of rivers."
     negatives = [p for p in probes if not p.expected]
     assert negatives and all(n.other_id not in t.ancestors("nile") for n in negatives)
     assert "True or False" in probes[0].prompt
-    assert relation_probes(t, "river")[0].statement == "Every river is a kind of body of water."
+    assert relation_probes(t, "river")[0].statement == ("Rivers can be classified as a member, a "
+                                                         "subtype or a subcategory of bodies of water.")

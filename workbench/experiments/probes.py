@@ -1,6 +1,8 @@
 """Does the model know that a descendant IS-A its target? True/False probes by log-probability.
 
-Each statement ("Every river is a kind of body of water.") is asked as a True/False question;
+Each statement ("Rivers can be classified as a member, a subtype or a subcategory of bodies of
+water.", :func:`~workbench.taxonomy.questions.isa_statement`: one wording for instances, classes
+and compositions, grammatical with SELECT's plural names) is asked as a True/False question;
 the model's score is log P(True) - log P(False) for its reply, read from its log-probabilities
 (:func:`workbench.generation.options.option_probabilities`), never parsed from text. Because a
 small model may lean to one word whatever the statement, the scores are calibrated on control

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("--validation", type=float, default=0.25,
                     help="share of each concept's training questions held out for validation")
     im.add_argument("--seed", type=int, default=0, help="seed of the train/validation split")
+    im.add_argument("--allow-missing-training", action="store_true",
+                    help="import concepts that have no training questions (a warning, not an "
+                         "error): the benchmark then serves evaluation and prompting only")
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -57,9 +60,16 @@ def _run(args) -> int:
     from workbench.taxonomy.compositions import CompositionParams
 
     if args.cmd == "import-select":
+        import warnings
+
         from workbench.taxonomy.select_format import import_select
 
-        bench = import_select(args.release, validation=args.validation, seed=args.seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bench = import_select(args.release, validation=args.validation, seed=args.seed,
+                                  allow_missing_training=args.allow_missing_training)
+        for w in caught:
+            print(f"warning: {w.message}", file=sys.stderr)
         out = save_benchmark(bench, args.out)
         print(f"wrote {out}: " + json.dumps(bench.manifest["counts"]))
         return 0
@@ -77,7 +87,12 @@ def _run(args) -> int:
             print(json.dumps(stats, indent=2))
         else:
             for k, v in stats.items():
-                print(f"{k:28s} {v}")
+                print(f"{k:34s} {v}")
+            for line in bench.manifest.get("fallbacks") or ():  # what the import fell back on
+                print(f"fallback: {line}")
+            for p in (bench.manifest.get("overlap") or {}).get("pairs", ()):
+                print(f"excluded from evaluation (also trains {', '.join(p['train_of'])}): "
+                      f"{p['question']!r} of {p['eval_of']}")
     elif args.cmd == "show":
         from workbench.widgets.concept_picker import concept_summary
 

@@ -12,9 +12,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.paths import repo_root
+from workbench.select.protocol import load_protocol, write_protocol
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
 from workbench.taxonomy.compositions import (
     DEFAULT_TEMPLATES,
@@ -24,11 +26,13 @@ from workbench.taxonomy.compositions import (
 from workbench.taxonomy.model import Concept, Taxonomy
 from workbench.taxonomy.questions import (
     DEFAULT_SPLIT_SIZES,
+    SPLITS,
     FewShotExample,
     QuestionBank,
     QuestionSet,
     ReferenceAnswer,
     TemplateQuestionGenerator,
+    _normalize,
     build_question_bank,
     load_jsonl,
     save_jsonl,
@@ -57,6 +61,8 @@ class Benchmark:
 
     ``examples`` (few-shot examples by target concept) and ``answers`` (reference replies by
     training question) are present when the benchmark ships them (SELECT's release does).
+    ``select_protocol`` is SELECT's protocol text (a ``workbench.select.protocol.SelectProtocol``)
+    when the benchmark was imported from a clone of SELECT's repository, else None.
     """
 
     atomic: Taxonomy
@@ -65,6 +71,7 @@ class Benchmark:
     manifest: dict = field(default_factory=dict)
     examples: dict[str, list[FewShotExample]] = field(default_factory=dict)
     answers: dict[str, ReferenceAnswer] = field(default_factory=dict)
+    select_protocol: Any = None
 
     def taxonomy_of(self, concept_id: str) -> Taxonomy:
         """The taxonomy (atomic or compositions) that holds ``concept_id``."""
@@ -77,6 +84,14 @@ class Benchmark:
 
     def concept(self, concept_id: str) -> Concept:
         return self.taxonomy_of(concept_id)[concept_id]
+
+    @property
+    def excluded_eval(self) -> frozenset[str]:
+        """Evaluation questions that evaluation never asks: each is also a training or
+        validation question of some concept (``manifest["overlap"]``, found at import by
+        :func:`eval_overlap`), so asking it would score a question a technique may have seen.
+        The question sets themselves keep them (as released)."""
+        return frozenset((self.manifest.get("overlap") or {}).get("questions", ()))
 
     def near_concepts(self, concept_id: str) -> dict[str, str]:
         """SELECT's specificity set of a concept: ``{id: relation}`` with relation ``parent``,
@@ -121,12 +136,23 @@ class Benchmark:
                      {k: [e.to_dict() for e in v] for k, v in sorted(self.examples.items())},
                      [a.to_dict() for _, a in sorted(self.answers.items())]):
             h.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
+        if self.excluded_eval:  # they change what evaluation asks
+            h.update(json.dumps(sorted(self.excluded_eval), ensure_ascii=False).encode())
+        if self.select_protocol is not None:  # SELECT's prompts and refusal rule
+            h.update(json.dumps(self.select_protocol.files, sort_keys=True).encode())
         return h.hexdigest()
 
     def stats(self) -> dict:
         """Counts of the kind SELECT reports, plus data-quality checks."""
         ids = [c.id for c in self.atomic] + [c.id for c in self.compositions]
         per_concept = [len(self.questions[c]) if c in self.questions else 0 for c in ids]
+        per_split = {split: [len(self.questions[c].split(split)) if c in self.questions else 0
+                             for c in ids] for split in SPLITS}
+        by_split = {}
+        for split, counts in per_split.items():
+            by_split[f"{split}_questions"] = sum(counts)
+            by_split[f"min_{split}_per_concept"] = min(counts, default=0)
+            by_split[f"max_{split}_per_concept"] = max(counts, default=0)
         return {
             "atomic_concepts": len(self.atomic),
             "atomic_classes": sum(c.kind == "class" for c in self.atomic),
@@ -140,8 +166,30 @@ class Benchmark:
             "min_questions_per_concept": min(per_concept, default=0),
             "max_questions_per_concept": max(per_concept, default=0),
             "concepts_without_questions": sum(n == 0 for n in per_concept),
+            **by_split,
+            "concepts_without_train_questions": sum(n == 0 for n in per_split["train"]),
             "duplicate_questions": self.questions.duplicates(),
+            "eval_questions_excluded_as_seen": len(self.excluded_eval),
         }
+
+
+def eval_overlap(questions: QuestionBank) -> dict:
+    """Evaluation questions that are also a training or validation question of any concept
+    (the same one, another of its partition or of the other partition; compared after
+    normalising case and punctuation).
+
+    Returns ``{"count", "questions", "pairs"}``: the number of such evaluation questions, their
+    text as in the evaluation split, and for each the concept it evaluates and those that train
+    on it. :attr:`Benchmark.excluded_eval` reads ``questions`` from the manifest's ``overlap``.
+    """
+    trained: dict[str, set[str]] = {}
+    for s in questions:
+        for q in s.train + s.validation:
+            trained.setdefault(_normalize(q), set()).add(s.concept_id)
+    pairs = [{"question": q, "eval_of": s.concept_id, "train_of": sorted(trained[_normalize(q)])}
+             for s in questions for q in s.eval if _normalize(q) in trained]
+    found = sorted({p["question"] for p in pairs})
+    return {"count": len(found), "questions": found, "pairs": pairs}
 
 
 def _sha256(path: Path) -> str:
@@ -164,11 +212,17 @@ def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
     if bench.answers:
         save_jsonl((a.to_dict() for a in bench.answers.values()), d / OPTIONAL_FILES["answers"])
         written["answers"] = OPTIONAL_FILES["answers"]
-    manifest = {k: v for k, v in bench.manifest.items() if k != "content_hash"}
+    manifest = {k: v for k, v in bench.manifest.items()
+                if k not in ("content_hash", "select_protocol_files")}
     manifest["counts"] = bench.stats()
     manifest["files"] = {k: {"path": v, "sha256": _sha256(d / v)} for k, v in written.items()}
-    manifest["content_hash"] = hashlib.sha256(
-        "".join(manifest["files"][k]["sha256"] for k in sorted(manifest["files"])).encode()).hexdigest()
+    hashed = "".join(manifest["files"][k]["sha256"] for k in sorted(manifest["files"]))
+    if bench.excluded_eval:  # they change what evaluation asks (absent: hashes as before)
+        hashed += json.dumps(sorted(bench.excluded_eval), ensure_ascii=False)
+    if bench.select_protocol is not None:  # select_protocol/: SELECT's text (absent: as before)
+        manifest["select_protocol_files"] = write_protocol(bench.select_protocol, d)
+        hashed += "".join(h for _, h in sorted(manifest["select_protocol_files"].items()))
+    manifest["content_hash"] = hashlib.sha256(hashed.encode()).hexdigest()
     tmp = d / (FILES["manifest"] + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     os.replace(tmp, d / FILES["manifest"])
@@ -195,7 +249,12 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
                 raise WorkbenchError(f"benchmark file missing: {p}")
             if _sha256(p) != info["sha256"]:
                 raise WorkbenchError(f"{p} does not match the manifest's hash (edited or "
-                                     "truncated?); rebuild with: python -m workbench.taxonomy build")
+                                     f"truncated?); {_rebuild_hint(manifest, d)}")
+        for rel, sha in (manifest.get("select_protocol_files") or {}).items():
+            p = d / rel
+            if not p.is_file() or _sha256(p) != sha:
+                raise WorkbenchError(f"{p} is missing or does not match the manifest's hash; "
+                                     f"{_rebuild_hint(manifest, d)}")
     files = manifest.get("files", {})
     examples: dict[str, list[FewShotExample]] = {}
     if "examples" in files:
@@ -208,7 +267,17 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
     return Benchmark(atomic=Taxonomy.load(d / FILES["atomic"]),
                      compositions=Taxonomy.load(d / FILES["compositions"]),
                      questions=QuestionBank.load(d / FILES["questions"]), manifest=manifest,
-                     examples=examples, answers=answers)
+                     examples=examples, answers=answers,
+                     select_protocol=load_protocol(d) if manifest.get("select_protocol_files") else None)
+
+
+def _rebuild_hint(manifest: dict, directory: Path) -> str:
+    """How to rewrite the benchmark in ``directory``, by the manifest's builder."""
+    if manifest.get("builder") == "workbench.taxonomy.import_select":
+        release = manifest.get("release_dir") or "<clone of kinshuk-h/SELECT>"
+        return ("re-import it with: python -m workbench.taxonomy import-select "
+                f"{release} --out {directory}")
+    return "rebuild with: python -m workbench.taxonomy build"
 
 
 def build_default_benchmark(

@@ -518,10 +518,17 @@ class RelationProbe:
 
 
 def isa_statement(concept: Concept, other: Concept) -> str:
-    subject = concept.name if concept.kind == "instance" else f"Every {concept.name}"
-    if concept.kind == "instance":
-        return f"{subject} is {article(other.name)}."
-    return f"{subject} is a kind of {other.name}."
+    """The IS-A statement "``concept`` belongs under ``other``", naming both as prompts do (a class
+    by its plural phrase, "Rivers"; an instance or a composition by its name).
+
+    As in SELECT's concept-association probe, one relation covers an instance, a subtype and a
+    subcategory, so the same sentence serves instances, classes and compositions; its modal verb
+    agrees with singular and plural subjects alike ("Rivers can be classified as ..."), so the
+    plural names of SELECT's release stay grammatical.
+    """
+    text = (f"{concept.phrase} can be classified as a member, a subtype or a subcategory of "
+            f"{other.phrase}.")
+    return text[0].upper() + text[1:]
 
 
 def relation_probes(taxonomy: Taxonomy, concept_id: str, negatives: int = 1, seed: int = 0) -> list[RelationProbe]:

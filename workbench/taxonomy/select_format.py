@@ -25,6 +25,13 @@ training questions (``extra_queries`` / ``data.train.json``) are split into trai
 by a seeded shuffle per concept (a quarter, rounded half up, to validation: 15/5 for atoms, 7/3
 for compositions); the evaluation questions are ``queries``. The example cache becomes the
 benchmark's few-shot examples, the reference replies its answers.
+
+The import is loud: a missing optional file is a :class:`SelectImportWarning` naming the file and
+what falls back, recorded in the manifest's ``fallbacks``; a concept with no training questions
+is an error (every concept of the release has them) unless ``allow_missing_training``; a Git
+LFS pointer in place of a file is an error saying to run ``git lfs pull``. Evaluation questions
+that are also some concept's training question are recorded in the manifest's ``overlap`` and
+never asked in evaluation (:attr:`~workbench.taxonomy.benchmark.Benchmark.excluded_eval`).
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.select.protocol import find_protocol_root, read_protocol
 from workbench.taxonomy.compositions import (
     RelationTemplate,
     SlotRule,
@@ -55,6 +64,11 @@ from workbench.taxonomy.questions import (
 ROOT_TYPES = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",
               "schema:Organization": "organizations", "schema:CreativeWork": "creative works"}
 GENERATOR = "select-gpt-4o"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+class SelectImportWarning(UserWarning):
+    """Part of the release is missing and something falls back (the message says what)."""
 
 
 @dataclass
@@ -67,6 +81,12 @@ class SelectPartition:
     answers: dict[str, ReferenceAnswer] = field(default_factory=dict)
     templates: list[RelationTemplate] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    fallbacks: list[str] = field(default_factory=list)  # what is missing and what falls back
+
+
+def _fallback(part_fallbacks: list[str], message: str) -> None:
+    part_fallbacks.append(message)
+    warnings.warn(message, SelectImportWarning, stacklevel=3)
 
 
 def find_release(directory: str | os.PathLike) -> Path:
@@ -86,6 +106,9 @@ def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = N
     raw = path.read_bytes()
     if not raw.strip():
         raise TaxonomyError(f"{path}: empty file (a Git LFS or partial download?)")
+    if raw.startswith(LFS_POINTER):
+        raise TaxonomyError(f"{path} is a Git LFS pointer, not the data: run `git lfs pull` in "
+                            "the clone of kinshuk-h/SELECT (or download the file itself)")
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -150,14 +173,52 @@ def _questions(cid: str, entry: dict, train_entry: dict | None, where: str, vali
     return QuestionSet(cid, train=train, validation=val, eval=evalq, generator=GENERATOR), answers
 
 
+def _check_training(sets: list[QuestionSet], train_file: Path, has_train: dict, where: str,
+                    allow_missing: bool, fallbacks: list[str], base: Path) -> None:
+    """Every concept has training questions (else an error, or with ``allow_missing`` a
+    fallback); concepts that ``data.train.json`` lacks take ``extra_queries`` (a fallback)."""
+    rel = str(train_file.relative_to(base))
+    data_rel = str(Path(where).relative_to(base))
+    empty = [s.concept_id for s in sets if not s.train and not s.validation]
+    if train_file.is_file():
+        absent = [s.concept_id for s in sets
+                  if not has_train.get(s.concept_id) and s.concept_id not in empty]
+        if absent:
+            _fallback(fallbacks, f"{rel} lacks {len(absent)} of {len(sets)} concepts (first: "
+                      f"{', '.join(absent[:3])}): their training questions come from {data_rel}'s "
+                      "'extra_queries', with no reference answers")
+    if not empty:
+        return
+    source = f"no 'extra_queries' in {data_rel}" + (f" and none in {rel}" if train_file.is_file()
+                                                     else f" and no {rel}")
+    names = ", ".join(repr(c) for c in empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+    if not allow_missing:
+        raise TaxonomyError(f"{len(empty)} of {len(sets)} concepts have no training questions "
+                            f"({source}): {names}; the release gives every concept some, so the "
+                            "file is incomplete (download it again), or import it for evaluation "
+                            "only with allow_missing_training=True (--allow-missing-training)")
+    _fallback(fallbacks, f"{len(empty)} of {len(sets)} concepts have no training questions "
+              f"({source}): {names}; steering, sft, sft_dpo and generated few-shot examples "
+              "cannot target them")
+
+
 def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
-                      seed: int = 0) -> SelectPartition:
+                      seed: int = 0, allow_missing_training: bool = False) -> SelectPartition:
     """The atomic partition: taxonomy, questions (train/validation from the training questions),
-    cached few-shot examples and reference replies."""
+    cached few-shot examples and reference replies.
+
+    A missing optional file warns (:class:`SelectImportWarning`) and is listed in the
+    partition's ``fallbacks``; a concept without training questions is an error unless
+    ``allow_missing_training`` (then a warning with the count)."""
     base = find_release(directory)
     d = base / "atoms"
     files: dict[str, str] = {}
+    fallbacks: list[str] = []
     tpath = d / "taxonomy_plus.json" if (d / "taxonomy_plus.json").is_file() else d / "taxonomy.json"
+    if tpath.name == "taxonomy.json" and tpath.is_file():
+        _fallback(fallbacks, "atoms/taxonomy_plus.json is missing: the taxonomy is read from "
+                  "atoms/taxonomy.json, which has no instances (questions about them will not "
+                  "import)")
     tree = _read(tpath, files, base)
     if not isinstance(tree, dict):
         raise TaxonomyError(f"{tpath}: expected an object of root concepts")
@@ -181,6 +242,11 @@ def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
     where = str(d / "data.json")
     data = _read(d / "data.json", files, base)
     train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else None
+    if train_data is None:
+        _fallback(fallbacks, "atoms/data.train.json is missing: atoms' training questions come "
+                  "from atoms/data.json's 'extra_queries' and atoms have no reference answers "
+                  "(sft/sft_dpo with comply_answers='reference' use the model's own answers for "
+                  "atomic questions)")
     sets, answers = [], {}
     for cid, entry in data.items():
         if cid not in taxonomy:
@@ -192,12 +258,19 @@ def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
         qs, ans = _questions(cid, entry, (train_data or {}).get(cid), where, validation, seed)
         sets.append(qs)
         answers.update((a.question, a) for a in ans)
+    _check_training(sets, d / "data.train.json", {c: c in (train_data or {}) for c in data}, where,
+                    allow_missing_training, fallbacks, base)
     examples = {}
     if (d / "example_cache.json").is_file():
         cache = _read(d / "example_cache.json", files, base)
         examples = {cid: _examples(cid, rows, str(d / "example_cache.json"))
                     for cid, rows in cache.items() if cid in taxonomy}
-    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, files=files)
+    else:
+        _fallback(fallbacks, "atoms/example_cache.json is missing: atoms have no cached few-shot "
+                  "examples (few_shot_cot writes its own from training questions with "
+                  "examples='auto'; examples='benchmark' fails)")
+    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, files=files,
+                           fallbacks=fallbacks)
 
 
 def read_hints(path: str | os.PathLike, files: dict[str, str] | None = None,
@@ -219,15 +292,18 @@ def read_hints(path: str | os.PathLike, files: dict[str, str] | None = None,
 
 
 def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | None = None,
-                             validation: float = 0.25, seed: int = 0) -> SelectPartition:
+                             validation: float = 0.25, seed: int = 0,
+                             allow_missing_training: bool = False) -> SelectPartition:
     """The composition partition: taxonomy (relation-qualified ids), questions, examples,
     reference replies and the relation templates of ``hints.json``.
 
-    With ``atomic``, every constituent must be one of its concepts.
+    With ``atomic``, every constituent must be one of its concepts. Missing files and training
+    questions are handled as in :func:`load_select_atoms`.
     """
     base = find_release(directory)
     d = base / "compositions"
     files: dict[str, str] = {}
+    fallbacks: list[str] = []
     tpath = d / "taxonomy_plus.json"
     forest = _read(tpath, files, base)
     if not isinstance(forest, dict):
@@ -262,7 +338,12 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
     where = str(d / "data.json")
     data = _read(d / "data.json", files, base)
     train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else {}
-    sets, answers = [], {}
+    if not (d / "data.train.json").is_file():
+        _fallback(fallbacks, "compositions/data.train.json is missing: compositions' training "
+                  "questions come from compositions/data.json's 'extra_queries' and compositions "
+                  "have no reference answers (sft/sft_dpo with comply_answers='reference' use the "
+                  "model's own answers for composition questions)")
+    sets, answers, in_train = [], {}, {}
     for relation, per_relation in data.items():
         for sel_id, entry in per_relation.items():
             cid = qualified.get((relation, sel_id))
@@ -273,7 +354,14 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
                                  validation, seed)
             sets.append(qs)
             answers.update((a.question, a) for a in ans)
+            in_train[cid] = sel_id in (train_data.get(relation) or {})
+    _check_training(sets, d / "data.train.json", in_train, where, allow_missing_training,
+                    fallbacks, base)
     examples: dict[str, list[FewShotExample]] = {}
+    if not (d / "example_cache.json").is_file():
+        _fallback(fallbacks, "compositions/example_cache.json is missing: compositions have no "
+                  "cached few-shot examples (few_shot_cot writes its own from training questions "
+                  "with examples='auto'; examples='benchmark' fails)")
     if (d / "example_cache.json").is_file():
         cache = _read(d / "example_cache.json", files, base)
         for relation, per_relation in cache.items():
@@ -282,7 +370,12 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
                     cid = qualified[(relation, sel_id)]
                     examples[cid] = _examples(cid, rows, str(d / "example_cache.json"))
     templates = read_hints(d / "hints.json", files, base) if (d / "hints.json").is_file() else []
-    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, templates, files)
+    if not (d / "hints.json").is_file():
+        _fallback(fallbacks, "compositions/hints.json is missing: no relation templates, so the "
+                  "compositions are not checked against them (compositions_regenerate_from_hints "
+                  "is null)")
+    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, templates, files,
+                           fallbacks)
 
 
 def regenerate_compositions(atomic: Taxonomy, part: SelectPartition) -> Taxonomy:
@@ -305,16 +398,28 @@ def same_structure(a: Taxonomy, b: Taxonomy) -> list[str]:
     return out
 
 
-def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: int = 0):
+def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: int = 0,
+                  allow_missing_training: bool = False):
     """The whole release as a :class:`~workbench.taxonomy.benchmark.Benchmark` with a manifest
-    (source files and their hashes, split parameters, whether the compositions regenerate)."""
-    from workbench.taxonomy.benchmark import Benchmark
+    (source files and their hashes, split parameters, whether the compositions regenerate, what
+    fell back for missing files (``fallbacks``), and the evaluation questions that are also
+    training questions (``overlap``), which evaluation never asks).
+
+    Warns (:class:`SelectImportWarning`) for each fallback and for an overlap; raises
+    :class:`TaxonomyError` for a concept without training questions unless
+    ``allow_missing_training``.
+
+    Given a clone of the repository (or its ``data/`` inside one), the benchmark also gets
+    SELECT's protocol text (``select_protocol``: prompt templates, refusal keywords, ...); given
+    the data folder alone, it is None and the manifest says why (``"select_protocol"``)."""
+    from workbench.taxonomy.benchmark import Benchmark, eval_overlap
 
     if not 0 <= validation < 1:
         raise TaxonomyError(f"validation must be a fraction in [0, 1), got {validation!r}")
     base = find_release(directory)
-    atoms = load_select_atoms(base, validation, seed)
-    comps = load_select_compositions(base, atoms.taxonomy, validation, seed)
+    atoms = load_select_atoms(base, validation, seed, allow_missing_training)
+    comps = load_select_compositions(base, atoms.taxonomy, validation, seed,
+                                     allow_missing_training)
     regenerated = None
     if comps.templates:
         try:
@@ -323,6 +428,13 @@ def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: 
         except Exception:  # a release whose hints do not produce it: recorded, not fatal
             regenerated = False
     questions = atoms.questions.merge(comps.questions)
+    overlap = eval_overlap(questions)
+    if overlap["count"]:
+        shown = "; ".join(f"{p['question']!r} (evaluates {p['eval_of']}, trains "
+                          f"{', '.join(p['train_of'])})" for p in overlap["pairs"][:3])
+        warnings.warn(f"{overlap['count']} evaluation question(s) are also training questions "
+                      f"and are excluded from evaluation: {shown}", SelectImportWarning,
+                      stacklevel=2)
     manifest = {
         "name": "SELECT (released benchmark)",
         "source": "SELECT release (github.com/kinshuk-h/SELECT, data/SELECT), YAGO 4.5 concepts, "
@@ -332,7 +444,16 @@ def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: 
         "builder": "workbench.taxonomy.import_select",
         "parameters": {"validation_fraction": validation, "split_seed": seed},
         "compositions_regenerate_from_hints": regenerated,
+        "fallbacks": atoms.fallbacks + comps.fallbacks,
+        "overlap": overlap,
     }
+    clone = find_protocol_root(directory) or find_protocol_root(base)
+    if clone is None:
+        manifest["select_protocol"] = (
+            f"absent: no templates/prompts.yaml in or above {base} (a data folder without the "
+            "rest of the repository); import a clone of github.com/kinshuk-h/SELECT for SELECT's "
+            "prompts and refusal rule")
     return Benchmark(atoms.taxonomy, comps.taxonomy, questions, manifest,
                      examples={**atoms.examples, **comps.examples},
-                     answers={**atoms.answers, **comps.answers})
+                     answers={**atoms.answers, **comps.answers},
+                     select_protocol=read_protocol(clone) if clone else None)

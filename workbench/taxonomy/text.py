@@ -38,19 +38,49 @@ _SINGULAR_S = {"lens", "news", "summons", "mumps", "measles", "diabetes", "herpe
 #: Singular nouns ending in ``-men`` (not plurals of ``-man``).
 _SINGULAR_MEN = {"specimen", "abdomen", "regimen", "stamen", "omen", "amen", "semen", "hymen",
                  "acumen", "lumen", "albumen", "bitumen", "cyclamen", "dolmen", "rumen"}
+#: Singular nouns ending in ``-ie``, whose plural ``-ies`` is not the plural of a ``-y`` word
+#: ("movies", not "movys").
+_SINGULAR_IE = {"movie", "cookie", "zombie", "calorie", "brownie", "pixie", "rookie", "hoodie",
+                "smoothie", "selfie", "pie", "tie", "lie", "die", "genie", "prairie", "lingerie",
+                "sortie", "birdie", "auntie", "bookie", "goalie", "newbie", "hippie", "yuppie",
+                "junkie", "groupie", "magpie", "necktie", "bowtie", "collie", "coterie",
+                "menagerie", "reverie", "rotisserie", "brasserie", "patisserie", "quickie",
+                "roadie", "techie", "foodie", "beanie", "cutie", "sweetie", "oldie",
+                "goodie", "freebie", "wheelie", "nightie", "budgie", "talkie", "eyrie", "faerie",
+                "boogie", "veggie", "specie", "camaraderie", "gaucherie", "lassie", "kiddie"}
+#: Singular nouns ending in ``-is`` whose plural is ``-ises`` ("irises"); every other ``-ises``
+#: word is the plural of an ``-ise`` word ("enterprises", "premises", "exercises").
+_SINGULAR_IS = {"iris", "trellis", "pelvis", "mantis", "penis", "clitoris", "epidermis",
+                "marquis", "chrysalis", "glottis", "epiglottis", "proboscis", "syphilis"}
+#: Plural endings of Greek ``-sis`` nouns ("hypotheses" -> "hypothesis").
+_GREEK_SES = ("lyses", "gnoses", "choses", "potheses", "ntheses", "stheses")
+#: An acronym with a plural ending ("OSes", "OSs", "PCs", "TVs"): the acronym and the ending.
+_ACRONYM_PLURAL = re.compile(r"([A-Z][A-Z0-9]*[A-Z0-9])(e?s)")
+#: Prepositions that end a noun phrase's head ("works of art", "people in arts").
+_PREPOSITIONS = (" of ", " in ", " for ", " from ", " with ", " on ", " at ", " by ", " about ")
 #: Plural forms of the irregular table, for recognising and undoing them.
 _IRREGULAR_PLURALS = {v: k for k, v in _IRREGULAR.items() if v != k}
 
 
-def _head(name: str) -> tuple[str, str, str]:
-    """Split a noun phrase into (before, head word, after): the head is the last word, or the
-    last word before " of " ("works of art" -> "works")."""
+def _split_prepositional(name: str) -> tuple[str, str]:
+    """(the noun phrase before its head's preposition, the rest): "works of art" -> ("works",
+    " of art"); "people in arts" -> ("people", " in arts"). Other prepositions than "of" end the
+    head only after a plural word (so "first in first out" keeps its last word as head)."""
     if " of " in name:
         head, _, tail = name.partition(" of ")
-        before, word, _ = _head(head)
-        return before, word, f" of {tail}"
-    words = name.split(" ")
-    return " ".join(words[:-1]) + (" " if len(words) > 1 else ""), words[-1], ""
+        return head, f" of {tail}"
+    cuts = sorted(i for i in (name.find(p) for p in _PREPOSITIONS[1:]) if i > 0)
+    if cuts and _word_plural(name[:cuts[0]].split(" ")[-1]):
+        return name[:cuts[0]], name[cuts[0]:]
+    return name, ""
+
+
+def _head(name: str) -> tuple[str, str, str]:
+    """Split a noun phrase into (before, head word, after): the head is the last word, or the
+    last word before a preposition ("works of art" -> "works", "people in arts" -> "people")."""
+    core, tail = _split_prepositional(name)
+    words = core.split(" ")
+    return " ".join(words[:-1]) + (" " if len(words) > 1 else ""), words[-1], tail
 
 
 def looks_plural(name: str) -> bool:
@@ -60,7 +90,16 @@ def looks_plural(name: str) -> bool:
     that do ("lens", "canvas", "chaos") are listed, and ``-ss``/``-us``/``-is`` words ("glass",
     "bus", "iris") count as singular. Irregular plurals ("people") are known.
     """
-    word = _head(name)[1].lower()
+    return _word_plural(_head(name)[1])
+
+
+def _word_plural(original: str) -> bool:
+    """Whether one word is a plural noun (see :func:`looks_plural`)."""
+    if _ACRONYM_PLURAL.fullmatch(original):
+        return True
+    if len(original) > 1 and original.isupper():  # an acronym: "OS", "GPS"
+        return False
+    word = original.lower()
     if word in _IRREGULAR_PLURALS:
         return True
     if word.endswith("men") and word not in _SINGULAR_MEN and word not in _IRREGULAR:
@@ -97,24 +136,43 @@ def pluralize(name: str) -> str:
 
 def singularize(name: str) -> str:
     """The singular of a phrase whose head looks plural ('Rivers' -> 'River', 'works of art' ->
-    'work of art', 'people' -> 'person'); other phrases are returned unchanged."""
+    'work of art', 'people in arts' -> 'person in arts', 'Mobile OSes' -> 'Mobile OS',
+    'Commands or Utilities' -> 'Command or Utility'); other phrases are returned unchanged."""
     if not looks_plural(name):
         return name
-    before, last, after = _head(name)
+    core, tail = _split_prepositional(name)
+    parts = re.split(r"( or )", core)
+    if len(parts) > 1 and all(looks_plural(p) for p in parts[0::2]):  # every conjunct plural
+        parts[0::2] = [_singular_head(p) for p in parts[0::2]]
+        return "".join(parts) + tail
+    return _singular_head(core) + tail
+
+
+def _singular_head(phrase: str) -> str:
+    """``phrase`` (no preposition in it) with its last word made singular."""
+    before, last, _ = _head(phrase)
     lower = last.lower()
-    if lower in _IRREGULAR_PLURALS:
+    acronym = _ACRONYM_PLURAL.fullmatch(last)
+    if acronym:
+        single = acronym.group(1)
+    elif lower in _IRREGULAR_PLURALS:
         single = _IRREGULAR_PLURALS[lower]
         single = single[0].upper() + single[1:] if last[0].isupper() else single
     elif lower.endswith("men") and lower not in _SINGULAR_MEN:
         single = last[:-3] + "man"
+    elif lower.endswith("ies") and lower.split("-")[-1][:-1] in _SINGULAR_IE:
+        single = last[:-1]
     elif re.search(r"[^aeiou]ies$", lower):
         single = last[:-3] + "y"
-    elif re.search(r"(ss|x|z|ch|sh)es$", lower) or lower[:-2] in _SINGULAR_S \
-            or re.search(r"[^s]ises$", lower):
+    elif lower.endswith(_GREEK_SES):
+        single = last[:-2] + "is"
+    elif lower.endswith("ises"):
+        single = last[:-2] if lower[:-2] in _SINGULAR_IS or lower.endswith("polises") else last[:-1]
+    elif re.search(r"(ss|x|z|ch|sh)es$", lower) or lower[:-2] in _SINGULAR_S:
         single = last[:-2]
     else:
         single = last[:-1]
-    return before + single + after
+    return before + single
 
 
 def article(name: str) -> str:
