@@ -4,6 +4,11 @@
 workbench's keyword baseline, ``unknownbench`` UnknownBench's exact keyword rule. Result rows
 hold ``refused_<name>``; metrics and notebooks take that column name as ``detector`` (a judge's
 verdicts, where a notebook adds them, are ``refused_judge``).
+
+``select_phrase``, ``select_keyword``, ``select_phr_kw`` and ``select_heuristic`` are SELECT's own
+four decisions (``workbench.select.refusal``); they need SELECT's keywords, so only a benchmark
+imported from a SELECT release clone (one with a ``select_protocol``) has them:
+:func:`detectors_for` adds them for such a benchmark.
 """
 
 from __future__ import annotations
@@ -19,19 +24,63 @@ DETECTORS: dict[str, Callable[[str, str | None], bool]] = {
     "keyword": lambda text, question=None: keyword_refusal(text),
     "unknownbench": lambda text, question=None: unknownbench_refusal(text),
 }
-#: The columns results hold, for ``detector=`` parameters.
-DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in DETECTORS)
+#: SELECT's decisions: detector name -> the key of ``SelectRefusalRule.decide``.
+SELECT_DETECTORS = {"select_phrase": "phrase", "select_keyword": "keyword",
+                    "select_phr_kw": "phr+kw", "select_heuristic": "heuristic"}
+#: The columns results may hold, for ``detector=`` parameters (``refused_select_*`` only where
+#: the benchmark has SELECT's protocol).
+DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in [*DETECTORS, *SELECT_DETECTORS])
+_RULES: dict[int, tuple] = {}  # id(protocol) -> (protocol, its SelectRefusalRule)
 
 
-def detector_decisions(text: str, question: str | None = None) -> dict[str, bool]:
+def _select_rule(protocol):
+    cached = _RULES.get(id(protocol))
+    if cached is None or cached[0] is not protocol:
+        from workbench.select.refusal import SelectRefusalRule
+
+        if len(_RULES) > 8:
+            _RULES.clear()
+        cached = _RULES[id(protocol)] = (protocol, SelectRefusalRule(protocol))
+    return cached[1]
+
+
+def detectors_for(bench=None) -> dict[str, Callable[[str, str | None], bool]]:
+    """The built-in detectors, plus SELECT's four when ``bench`` has a ``select_protocol``."""
+    protocol = getattr(bench, "select_protocol", None)
+    if protocol is None:
+        return dict(DETECTORS)
+    rule, last = _select_rule(protocol), {}
+
+    def decide(text: str) -> dict[str, bool]:  # the four share one keyword scan per text
+        if last.get("text") != text:
+            last.update(text=text, flags=rule.decide(text))
+        return last["flags"]
+
+    out = dict(DETECTORS)
+    for name, method in SELECT_DETECTORS.items():
+        out[name] = lambda text, question=None, _m=method: decide(text)[_m]
+    return out
+
+
+def detector_decisions(text: str, question: str | None = None,
+                       detectors: dict[str, Callable] | None = None) -> dict[str, bool]:
     """Every detector's decision on one response (to ``question``, when known), as
-    ``{"refused_<name>": bool}``."""
-    return {f"refused_{name}": bool(fn(text, question)) for name, fn in DETECTORS.items()}
+    ``{"refused_<name>": bool}``; ``detectors`` as :func:`detectors_for` gives them (default:
+    the built-ins)."""
+    detectors = DETECTORS if detectors is None else detectors
+    return {f"refused_{name}": bool(fn(text, question)) for name, fn in detectors.items()}
 
 
-def check_detector(column: str, extra: tuple[str, ...] = ()) -> str:
-    """``column`` if results hold it, else a one-line error listing the ones they do."""
+def check_detector(column: str, extra: tuple[str, ...] = (), bench=None) -> str:
+    """``column`` if results hold it, else a one-line error listing the ones they do. With
+    ``bench``, a ``refused_select_*`` column needs the benchmark to have SELECT's protocol."""
     known = DETECTOR_COLUMNS + tuple(extra)
     if column not in known:
         raise ConfigError(f"unknown detector {column!r}; known: {', '.join(known)}")
+    name = column.removeprefix("refused_")
+    if bench is not None and name in SELECT_DETECTORS and column not in extra \
+            and getattr(bench, "select_protocol", None) is None:
+        raise ConfigError(f"detector {column!r} needs SELECT's refusal keywords: import the release "
+                          "with `python -m workbench.taxonomy import-select <clone>` (a clone of "
+                          "github.com/kinshuk-h/SELECT with its templates/ and src/, not only data/)")
     return column
