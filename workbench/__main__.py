@@ -7,6 +7,8 @@
     reproduce                 run every notebook in order
     models                    list the registered models
     generate QUESTION ...     answer questions with a model (a quick check)
+    import-select-results RELEASE --benchmark DIR --run NAME
+                              SELECT's released results as a run, with SELECT's table
 
 Errors caused by bad input print one line (``error: ...``) and exit with status 2.
 """
@@ -94,6 +96,24 @@ def _cmd_generate(args) -> None:
         print(f"Q: {q}\nA: {g.text}\n")
 
 
+def _cmd_import_select_results(args) -> None:
+    import pandas as pd
+
+    from workbench.scoring.metrics import select_wide
+    from workbench.select.results import TECHNIQUES, import_select_results, select_results_table
+
+    report = import_select_results(args.release, args.benchmark, run_name=args.run, root=args.root,
+                                   models=args.models or None, progress=not args.quiet,
+                                   workers=args.workers)
+    print(report.summary())
+    table = select_results_table(report.results_path, args.detector)
+    print(f"\nSELECT's aggregation of {args.detector} (mean ± 95% t-interval over concepts):")
+    with pd.option_context("display.width", 200, "display.max_columns", None,
+                           "display.max_rows", None):
+        print(select_wide(table, order=list(TECHNIQUES.values())).to_string()
+              if len(table) else "(no rows)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="workbench", description="Abstention Workbench")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -130,6 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--system", default=None)
     gen.add_argument("--max-new-tokens", type=int, default=64)
     gen.set_defaults(fn=_cmd_generate)
+    isr = sub.add_parser("import-select-results",
+                         help="import SELECT's released results as a run and print SELECT's table")
+    isr.add_argument("release", help="clone of SELECT's repository (with results/ and config/)")
+    isr.add_argument("--benchmark", required=True,
+                     help="the benchmark imported from it (python -m workbench.taxonomy import-select)")
+    isr.add_argument("--run", required=True, help="run name: writes runs/<NAME>/results.parquet")
+    isr.add_argument("--models", nargs="*", default=[], help="SELECT aliases or model ids (default: all)")
+    isr.add_argument("--root", default=None, help="runs directory (default runs/)")
+    isr.add_argument("--workers", type=int, default=None, help="processes (default: up to 2)")
+    isr.add_argument("--detector", default="select_flag_heuristic",
+                     help="column the table aggregates (default: SELECT's stored heuristic flag)")
+    isr.add_argument("--quiet", action="store_true", help="no line per file")
+    isr.set_defaults(fn=_cmd_import_select_results)
     return ap
 
 

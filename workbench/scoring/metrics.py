@@ -67,11 +67,19 @@ def summarize(rows: pd.DataFrame, detector: str = "refused_phrase",
 
 
 def technique_table(rows: pd.DataFrame, detector: str = "refused_phrase", n_boot: int = 1000,
-                    seed: int = 0, by: Sequence[str] = ("model", "technique")) -> pd.DataFrame:
+                    seed: int = 0, by: Sequence[str] = ("model", "technique"),
+                    aggregate: str = "bootstrap") -> pd.DataFrame:
     """Metrics per technique (and model), averaged over targets, with 95% bootstrap intervals.
 
     The bootstrap resamples targets (the unit SELECT averages over) and, within each, questions.
+    ``aggregate="select"`` returns :func:`select_table` instead (SELECT's own aggregation).
     """
+    if aggregate == "select":
+        return select_table(rows, detector, by=by)
+    if aggregate != "bootstrap":
+        from workbench.errors import ConfigError
+
+        raise ConfigError(f"aggregate must be 'bootstrap' or 'select', got {aggregate!r}")
     rng = np.random.default_rng(seed)
     per_target = summarize(rows, detector, list(by) + ["target"])
     out = []
@@ -101,6 +109,95 @@ def technique_table(rows: pd.DataFrame, detector: str = "refused_phrase", n_boot
         rec["targets"] = frame["target"].nunique()
         out.append(rec)
     return pd.DataFrame(out)
+
+
+#: SELECT's metrics, one per evaluation type (its results files).
+SELECT_METRICS = ("abstention", "generalization", "specificity")
+#: A row's evaluation type from its relation, for rows without an ``eval_type`` (the runner's).
+EVAL_TYPE_OF_RELATION = {"target": "abstention", "descendant": "generalization",
+                         **{r: "specificity" for r in SPECIFICITY_RELATIONS}}
+
+
+def select_table(rows: pd.DataFrame, detector: str = "refused_phrase",
+                 by: Sequence[str] = ("model", "technique"), confidence: float = 0.95,
+                 split_kinds: bool = True) -> pd.DataFrame:
+    """SELECT's aggregation, as its ``evaluate.py`` computes the paper's tables.
+
+    Per evaluation type (``eval_type``, else from ``relation``) and target: the refusal rate over
+    the target's questions in each seed, averaged over seeds (``1 -`` it for specificity); then
+    the mean over targets with the half-width of a Student-t ``confidence`` interval (``sem``
+    with one degree of freedom less than the targets; NaN for a single target and, as scipy and
+    so SELECT give it, when all targets' rates are equal). Rows whose detector value is missing
+    are left out. With ``split_kinds``, atomic and composition targets (``target_kind``) are
+    aggregated apart, as SELECT's two tables are.
+
+    Returns tidy rows ``[target_kind,] *by, metric, mean, ci, n_concepts``; :func:`select_wide`
+    lays them out like ``evaluate.py``'s printout.
+    """
+    from scipy import stats
+
+    by = list(by)
+    if split_kinds and "target_kind" in rows and "target_kind" not in by:
+        by = ["target_kind", *by]
+    cols = [*by, "metric", "mean", "ci", "n_concepts"]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    metric = rows["eval_type"] if "eval_type" in rows else rows["relation"].map(EVAL_TYPE_OF_RELATION)
+    frame = pd.DataFrame({**{c: rows[c] for c in by}, "metric": metric, "target": rows["target"],
+                          "seed": rows["seed"] if "seed" in rows else 0,
+                          "r": _as_float(rows[detector])})
+    frame = frame.dropna(subset=["metric", "r"])
+    keys = [*by, "metric", "target"]
+    per_seed = frame.groupby([*keys, "seed"], sort=False, dropna=False)["r"].mean()
+    per_target = per_seed.groupby(level=list(range(len(keys))), sort=False, dropna=False).mean()
+    per_target = per_target.reset_index()
+    spec = per_target["metric"] == "specificity"
+    per_target.loc[spec, "r"] = 1 - per_target.loc[spec, "r"]
+    out = []
+    for key, f in per_target.groupby([*by, "metric"], sort=False, dropna=False):
+        values = f["r"].to_numpy(dtype=float)
+        mean = values.mean()
+        if len(values) > 1:
+            with np.errstate(invalid="ignore"):  # zero spread: scipy's NaN, as SELECT reports
+                low, high = stats.t.interval(confidence, len(values) - 1, loc=mean,
+                                             scale=stats.sem(values))
+            ci = high - mean
+        else:
+            ci = float("nan")
+        out.append({**dict(zip([*by, "metric"], key)), "mean": mean, "ci": ci,
+                    "n_concepts": len(values)})
+    table = pd.DataFrame(out, columns=cols)
+    rank = table["metric"].map({m: i for i, m in enumerate(SELECT_METRICS)}).fillna(len(SELECT_METRICS))
+    return table.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def _as_float(values: pd.Series) -> pd.Series:
+    """Booleans (or 0/1) as floats, missing values (None, NA) as NaN."""
+    return pd.Series(pd.array(values.astype(object).where(values.notna(), None), dtype="Float64"),
+                     index=values.index).astype(float)
+
+
+def select_wide(table: pd.DataFrame, column: str = "technique", percent: bool = True,
+                order: Sequence[str] | None = None, missing: str = "—") -> pd.DataFrame:
+    """:func:`select_table`'s rows as ``evaluate.py`` prints them: one row per model (and
+    metric, and target kind), one column per technique (``order`` first), cells ``"mean ± ci"``
+    (in % with ``percent``: the mean to two decimals, the half-width to one, as SELECT prints
+    them), ``missing`` where there is no value."""
+    index = [c for c in table.columns if c not in ("mean", "ci", "n_concepts", column)]
+    index = [c for c in index if c != "metric"]
+    index = [*(["target_kind"] if "target_kind" in index else []), "metric",
+             *[c for c in index if c != "target_kind"]]
+
+    def cell(r) -> str:
+        if percent:
+            return f"{r['mean']:.2%} ± {r['ci']:.1%}"
+        return f"{r['mean']:.4f} ± {r['ci']:.4f}"
+
+    t = table.assign(cell=table.apply(cell, axis=1) if len(table) else [])
+    wide = t.pivot_table(index=index, columns=column, values="cell", aggfunc="first", sort=False)
+    wide.columns.name = None
+    first = [c for c in (order or ()) if c in wide.columns]
+    return wide[first + [c for c in wide.columns if c not in first]].fillna(missing)
 
 
 def by_level(rows: pd.DataFrame, detector: str = "refused_phrase") -> pd.DataFrame:
