@@ -2,7 +2,8 @@
 
 SELECT's setting: rank-32 adapters on every linear layer except the embeddings, the output head
 and the attention key projection. Conversations use the model's chat template; SFT's loss is on
-the response only (trl's prompt/completion format).
+the response only (trl's prompt/completion format), or on the whole conversation
+(``loss="full"``, SELECT's: trl 0.13's SFTTrainer on ``messages`` with its default collator).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ EXCLUDED_MODULES = ("k_proj", "lm_head", "embed_tokens", "wte", "c_attn_k")
 
 @dataclass(frozen=True)
 class FinetuneParams:
-    """LoRA and optimisation settings (defaults finish in minutes on 2 CPU cores for 135M)."""
+    """LoRA and optimisation settings (defaults finish in minutes on 2 CPU cores for 135M).
+
+    Later additions (left out of ``to_dict`` at their defaults, so artifact hashes stay):
+    ``grad_accumulation``; ``scheduler`` and ``warmup_steps``; ``weight_decay``; ``optimizer``
+    (a Trainer ``optim`` name, "" for its default; ``paged_*`` optimizers fall back to
+    ``adamw_torch``, the same update, without CUDA or bitsandbytes); ``bf16`` (mixed precision,
+    on a CUDA device that supports it only); ``gradient_checkpointing``; ``loss``
+    (``completion`` or ``full``); ``dpo_batch_size`` and ``dpo_max_length`` (0: as SFT's).
+    """
 
     rank: int = 32
     alpha: int = 64
@@ -36,9 +45,38 @@ class FinetuneParams:
     dpo_beta: float = 0.1
     dpo_learning_rate: float = 5e-4
     dpo_epochs: int = 1
+    grad_accumulation: int = 1
+    scheduler: str = "linear"
+    warmup_steps: int = 2
+    weight_decay: float = 0.0
+    optimizer: str = ""
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    loss: str = "completion"
+    dpo_batch_size: int = 0
+    dpo_max_length: int = 0
+
+    def __post_init__(self) -> None:
+        if self.loss not in ("completion", "full"):
+            from workbench.errors import ConfigError
+
+            raise ConfigError(f"loss must be completion or full, got {self.loss!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return omit_added_defaults(asdict(self))
+
+
+#: FinetuneParams fields added after artifacts were first saved, with their defaults.
+ADDED_DEFAULTS = {"grad_accumulation": 1, "scheduler": "linear", "warmup_steps": 2,
+                  "weight_decay": 0.0, "optimizer": "", "bf16": False,
+                  "gradient_checkpointing": False, "loss": "completion", "dpo_batch_size": 0,
+                  "dpo_max_length": 0}
+
+
+def omit_added_defaults(d: dict, added: dict | None = None) -> dict:
+    """``d`` without the later-added fields that are at their defaults."""
+    added = ADDED_DEFAULTS if added is None else added
+    return {k: v for k, v in d.items() if k not in added or v != added[k]}
 
 
 def lora_target_modules(model: torch.nn.Module) -> list[str]:
@@ -79,13 +117,32 @@ def _quiet_training(progress: bool):
             lg.setLevel(lvl)
 
 
-def _common_args(params: FinetuneParams, seed: int, progress: bool, lr: float, epochs: int) -> dict:
-    return dict(output_dir=tempfile.mkdtemp(prefix="wb-train-"), num_train_epochs=epochs,
-                per_device_train_batch_size=params.batch_size, learning_rate=lr,
-                lr_scheduler_type="linear", warmup_steps=2, logging_steps=10, save_strategy="no",
+def _optimizer(name: str) -> str:
+    """``name``, or ``adamw_torch`` for a bitsandbytes (paged) optimizer that cannot run here."""
+    if name.startswith("paged_") or "bnb" in name or "8bit" in name:
+        import importlib.util
+
+        if not torch.cuda.is_available() or importlib.util.find_spec("bitsandbytes") is None:
+            return "adamw_torch"
+    return name
+
+
+def _common_args(params: FinetuneParams, seed: int, progress: bool, lr: float, epochs: int,
+                 batch_size: int | None = None, max_length: int | None = None) -> dict:
+    cuda = torch.cuda.is_available()
+    args = dict(output_dir=tempfile.mkdtemp(prefix="wb-train-"), num_train_epochs=epochs,
+                per_device_train_batch_size=batch_size or params.batch_size, learning_rate=lr,
+                lr_scheduler_type=params.scheduler, warmup_steps=params.warmup_steps,
+                logging_steps=10, save_strategy="no",
                 report_to=[], seed=seed, data_seed=seed, disable_tqdm=not progress,
-                use_cpu=not torch.cuda.is_available(), bf16=False, fp16=False,
-                dataloader_num_workers=0, max_length=params.max_length)
+                use_cpu=not cuda, bf16=bool(params.bf16 and cuda and torch.cuda.is_bf16_supported()),
+                fp16=False, dataloader_num_workers=0, max_length=max_length or params.max_length,
+                gradient_accumulation_steps=params.grad_accumulation,
+                weight_decay=params.weight_decay,
+                gradient_checkpointing=params.gradient_checkpointing)
+    if params.optimizer:
+        args["optim"] = _optimizer(params.optimizer)
+    return args
 
 
 def train_sft(model, tokenizer, pairs: Sequence[tuple[str, str]], params: FinetuneParams,
@@ -99,7 +156,7 @@ def train_sft(model, tokenizer, pairs: Sequence[tuple[str, str]], params: Finetu
     torch.manual_seed(seed)
     with _quiet_training(progress):
         args = SFTConfig(**_common_args(params, seed, progress, params.learning_rate, params.epochs),
-                         completion_only_loss=True, packing=False)
+                         completion_only_loss=params.loss == "completion", packing=False)
         trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                              peft_config=lora_config(model, params))
         trainer.train()
@@ -112,7 +169,9 @@ def train_sft(model, tokenizer, pairs: Sequence[tuple[str, str]], params: Finetu
 def train_dpo(model, tokenizer, triples: Sequence[tuple[str, str, str]], params: FinetuneParams,
               seed: int = 0, progress: bool = False):
     """LoRA-DPO ``model`` on (question, chosen, rejected); the reference is ``model`` itself
-    (the adapter disabled). Returns the trained PeftModel."""
+    (the adapter disabled). A ``PeftModel`` with a trainable adapter is trained further, with a
+    frozen copy of that adapter as the reference (trl's "ref" adapter: SELECT's continuation of
+    its SFT adapter). Returns the trained PeftModel."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
@@ -121,15 +180,25 @@ def train_dpo(model, tokenizer, triples: Sequence[tuple[str, str, str]], params:
                                "rejected": [{"role": "assistant", "content": r}]} for q, c, r in triples])
     torch.manual_seed(seed)
     with _quiet_training(progress):
-        args = DPOConfig(**_common_args(params, seed, progress, params.dpo_learning_rate, params.dpo_epochs),
+        args = DPOConfig(**_common_args(params, seed, progress, params.dpo_learning_rate, params.dpo_epochs,
+                                        params.dpo_batch_size, params.dpo_max_length),
                          beta=params.dpo_beta)
+        peft_config = None if _is_peft(model) else lora_config(model, params)
         trainer = DPOTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                             peft_config=lora_config(model, params))
+                             peft_config=peft_config)
         trainer.train()
     trained = trainer.model
     trained.eval()
     _cleanup(args.output_dir)
     return trained
+
+
+def _is_peft(model) -> bool:
+    try:
+        from peft import PeftModel
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(model, PeftModel)
 
 
 def _cleanup(path: str) -> None:

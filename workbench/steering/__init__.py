@@ -12,14 +12,21 @@ from workbench.steering.concept import (
                                         Condition,
                                         direction_agreement,
                                         fit_concept_vectors,
+                                        fit_repe_vectors,
                                         pair_scatter,
 )
 from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
-from workbench.steering.gate import LayerStats, choose_gate, choose_layers, layer_table
+from workbench.steering.gate import (
+    LayerStats,
+    choose_gate,
+    choose_layers,
+    layer_table,
+    select_layers,
+)
 
 __all__ = [
     "ABSTENTIONS", "ConceptVectors", "Condition", "ConditionalSteerer", "LayerStats",
     "SteeringPlan", "choose_gate", "choose_layers", "collect_activations", "direction_agreement",
-    "fit_concept_vectors",
-    "fit_refusal_vector", "layer_table", "pair_scatter",
+    "fit_concept_vectors", "fit_repe_vectors",
+    "fit_refusal_vector", "layer_table", "pair_scatter", "select_layers",
 ]

@@ -5,6 +5,8 @@ the same site steering adds to. Pooling is mask-aware: with left padding the las
 last real token; ``"mean"`` averages only real tokens (optionally only the last ``tail`` tokens of
 each prompt, e.g. a response prefix). The forward pass stops after the deepest requested layer.
 Memory is linear in the number of prompts: the result is prompts x layers x hidden.
+``final_norm=True`` reads the last block after the model's final norm, as Hugging Face's
+``hidden_states[-1]`` (what SELECT's layer -1 is).
 """
 
 from __future__ import annotations
@@ -27,6 +29,19 @@ class _Stop(Exception):
     """Raised by the hook on the deepest layer to skip the rest of the forward pass."""
 
 
+def final_norm_name(model) -> str:
+    """Dotted name of the norm after the last decoder block (Llama/Mistral/Gemma/Qwen, GPT-2,
+    GPT-NeoX, OPT layouts)."""
+    for name in ("model.norm", "transformer.ln_f", "gpt_neox.final_layer_norm",
+                 "model.decoder.final_layer_norm"):
+        try:
+            model.get_submodule(name)
+            return name
+        except AttributeError:
+            continue
+    raise ValueError(f"cannot find the final norm of {type(model).__name__}")
+
+
 def hidden_of(output) -> torch.Tensor:
     """The hidden states in a decoder block's output (a tensor, or a tuple led by one)."""
     return output[0] if isinstance(output, tuple) else output
@@ -43,6 +58,7 @@ def collect_activations(
     system: str | None = None,
     batch_size: int = 32,
     progress: bool = False,
+    final_norm: bool = False,
 ) -> torch.Tensor:
     """Pooled activations, shape ``(len(prompts), len(layers), hidden)``, float32 on the CPU.
 
@@ -52,6 +68,7 @@ def collect_activations(
         layers: decoder block indices to read.
         pooling: ``"last"`` token or ``"mean"`` over real tokens.
         tail: with ``"mean"``, pool only each prompt's last ``tail[i]`` tokens.
+        final_norm: read the model's last block after its final norm.
     """
     if not prompts:
         return torch.empty(0, len(layers), lm.model.config.hidden_size)
@@ -62,7 +79,12 @@ def collect_activations(
     device = next(model.parameters()).device
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     names = [layer_module_name(model, l) for l in layers]
-    deepest = max(range(len(layers)), key=lambda j: int(names[j].rsplit(".", 1)[1]))
+    depth = [int(n.rsplit(".", 1)[1]) for n in names]
+    if final_norm:
+        last = layer_module_name(model, -1)
+        names = [final_norm_name(model) if n == last else n for n in names]
+        depth = [d + (1 if n == final_norm_name(model) else 0) for d, n in zip(depth, names)]
+    deepest = max(range(len(layers)), key=lambda j: depth[j])
     out = torch.empty(len(texts), len(layers), model.config.hidden_size)
     current: dict = {}
 

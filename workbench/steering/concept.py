@@ -122,6 +122,39 @@ def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: 
     return ConceptVectors(list(layers), vectors, means)
 
 
+def fit_repe_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
+                     flips: list[str], centered: bool = False) -> ConceptVectors:
+    """SELECT's concept vectors (steering/utils.py learn_concept_vectors with RepE's PCA reader).
+
+    For each entry of ``flips`` (one vector each): the related x unrelated pairs in product
+    order, each differenced first-minus-second after flipping the pairs marked ``1``; the
+    differences mean-centred (RepE's ``recenter``); their first principal component, signed
+    +1 when the related question projects higher in at least as many pairs as it projects lower
+    (RepE's ``get_signs``, ties +1). The signed components are averaged (then normalised:
+    cosine similarity ignores the norm). ``means`` are zero unless ``centered`` (SELECT compares
+    raw activations).
+    """
+    if related.shape[0] == 0 or unrelated.shape[0] == 0:
+        raise ValueError("concept vectors need at least one related and one unrelated question")
+    r, u = related.double(), unrelated.double()
+    n_r, n_u = r.shape[0], u.shape[0]
+    if not flips or any(len(f) != n_r * n_u for f in flips):
+        raise ValueError(f"flips must be strings of {n_r * n_u} pair flags")
+    total = torch.zeros(r.shape[1], r.shape[2], dtype=torch.float64)
+    for flag in flips:
+        s = 1.0 - 2.0 * torch.tensor([c == "1" for c in flag], dtype=torch.float64).view(n_r, n_u, 1)
+        for l in range(r.shape[1]):
+            d = ((r[:, None, l] - u[None, :, l]) * s).reshape(n_r * n_u, -1)
+            d = d - d.mean(0, keepdim=True)
+            v = torch.linalg.svd(d, full_matrices=False).Vh[0]
+            gap = (r[:, l] @ v)[:, None] - (u[:, l] @ v)[None, :]
+            total[l] += v if (gap > 0).sum() >= (gap < 0).sum() else -v
+    vectors = torch.nn.functional.normalize(total / len(flips), dim=-1).float()
+    means = (0.5 * (related.float().mean(0) + unrelated.float().mean(0)) if centered
+             else torch.zeros_like(vectors))
+    return ConceptVectors(list(layers), vectors, means)
+
+
 def direction_agreement(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor:
     """cos(PC1, mean difference) per layer: near 1 where the first principal component *is* the
     concept; low where it follows other variance (question phrasing)."""
@@ -136,6 +169,8 @@ class Condition:
     vectors: ConceptVectors
     thresholds: list[float]
     aggregate: Aggregate = "majority"
+    #: a layer votes at ``similarity >= threshold`` (SELECT's predict_concept) instead of ``>``
+    inclusive: bool = False
 
     @property
     def layers(self) -> list[int]:
@@ -143,7 +178,8 @@ class Condition:
 
     def votes(self, acts: torch.Tensor) -> torch.Tensor:
         """``(n, layers)`` booleans: similarity above the layer's threshold."""
-        return self.vectors.similarities(acts) > torch.tensor(self.thresholds)[None]
+        sims, thr = self.vectors.similarities(acts), torch.tensor(self.thresholds)[None]
+        return sims >= thr if self.inclusive else sims > thr
 
     def decide(self, acts: torch.Tensor) -> torch.Tensor:
         return self.combine(self.votes(acts))

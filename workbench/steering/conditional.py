@@ -123,7 +123,8 @@ class ConditionalSteerer:
                     return output
                 rows = state.rows
                 sims = cond.vectors.similarity_at(_j, hidden_of(output)[:, -1, :])
-                votes[rows, _j] = (sims > cond.thresholds[_j]).cpu()
+                thr = cond.thresholds[_j]
+                votes[rows, _j] = ((sims >= thr) if cond.inclusive else (sims > thr)).cpu()
                 if _layer == deepest:
                     fired[rows] = cond.combine(votes[rows])
                 return output

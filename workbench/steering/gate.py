@@ -5,10 +5,12 @@ Per layer (:func:`layer_table`): the validation AUROC of the concept similarity 
 unrelated; also against near and far negatives separately), a threshold, and a flag for layers
 that separate no better than chance. Thresholds follow ``rule``: ``youden`` maximises TPR - FPR
 on validation (the default); ``min_related`` is the earlier rule (the lowest related similarity
-moved ``adjust`` of the way to the midpoint of the two means). Layers are ranked by AUROC (or by
-the mean gap, the earlier rule); :func:`choose_gate` then tries the best 1..k layers and keeps
-the count whose combined vote (``all`` by default, as SELECT's code combines them) is most
-balanced-accurate on validation.
+moved ``adjust`` of the way to the midpoint of the two means); ``select`` is SELECT's (the
+lowest related similarity rounded to 2 decimals, minus 0.04; a layer votes at ``>=``). Layers are
+ranked by AUROC (or by the mean gap, the earlier rule); :func:`choose_gate` then tries the best
+1..k layers and keeps the count whose combined vote (``all`` by default, as SELECT's code
+combines them) is most balanced-accurate on validation. :func:`select_layers` is SELECT's choice
+instead: the top k by the smallest related-minus-unrelated gap over all validation pairs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import torch
 
 #: A layer whose validation AUROC is at most this does not separate the concept from the rest.
 CHANCE_AUROC = 0.55
+#: SELECT's threshold: round(lowest related similarity, 2) minus this (steering/utils.py:230).
+SELECT_MARGIN = 0.04
+RULES = ("youden", "min_related", "select")
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,8 @@ def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: 
 
     ``near`` marks which unrelated rows are near negatives (siblings, parent, ancestors).
     """
-    if rule not in ("youden", "min_related"):
-        raise ValueError(f"threshold rule must be youden or min_related, got {rule!r}")
+    if rule not in RULES:
+        raise ValueError(f"threshold rule must be one of {', '.join(RULES)}, got {rule!r}")
     rows = []
     for j, layer in enumerate(layers):
         rel, unrel = sim_related[:, j], sim_unrelated[:, j]
@@ -81,10 +86,13 @@ def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: 
         min_r = rel.min().item()
         if rule == "min_related":
             thr = min_r + adjust * (0.5 * (mean_r + mean_u) - min_r)
+        elif rule == "select":
+            thr = round(min_r, 2) - SELECT_MARGIN
         else:
             thr = youden_threshold(rel, unrel)
-        tpr, fpr = (rel > thr).float().mean().item(), (unrel > thr).float().mean().item()
-        acc = ((rel > thr).float().sum() + (unrel <= thr).float().sum()).item() / (len(rel) + len(unrel))
+        fire_r, fire_u = (rel >= thr, unrel >= thr) if rule == "select" else (rel > thr, unrel > thr)
+        tpr, fpr = fire_r.float().mean().item(), fire_u.float().mean().item()
+        acc = (fire_r.float().sum() + (~fire_u).float().sum()).item() / (len(rel) + len(unrel))
         a = auroc(rel, unrel)
         near_a = far_a = float("nan")
         if near is not None:
@@ -113,6 +121,20 @@ def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1,
                       stacklevel=2)
         good = ranked[:1]
     return sorted(r.layer for r in good)
+
+
+def select_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1) -> list[int]:
+    """SELECT's condition layers (steering/utils.py estimate_cls_params): layers ranked by the
+    smallest gap over all related x unrelated validation pairs (``min_related -
+    max_unrelated``), ties to the earlier layer; the top ``k``, except that when the last layer
+    ranks between ``k+1`` and ``2k`` only the top ``k-1`` are kept (SELECT appends the last
+    layer to the ranking instead of the choice, so it is dropped). Returned in rank order."""
+    rows = [r for r in table if r.layer >= exclude_first] or list(table)
+    order = [r.layer for r in sorted(rows, key=lambda r: (-(r.min_related - r.max_unrelated), r.layer))]
+    last = max(r.layer for r in table)
+    if last not in order[:k] and last in order[:2 * k]:
+        return order[:k - 1] or order[:1]
+    return order[:k]
 
 
 def combine(votes: torch.Tensor, aggregate: str) -> torch.Tensor:

@@ -7,6 +7,14 @@ of the weights, which is also DPO's reference) with preference pairs: abstain ov
 related questions, the reverse for the others.
 
 The base model is never modified: each abstainer holds its own copy with the adapters merged.
+
+SELECT's own recipe (tuning/base.py, aft.py, apo.py; the ``select`` preset): ``mixture="select"``
+(``workbench.techniques.data.select_tuning_data``: all of the target's training questions plus 20
+descendant ones, each with 5 of SELECT's refusal templates; hard and far negatives with the
+benchmark's reference answers; DPO re-samples with 2 / 3 templates per question),
+``prompt_template="select"`` (the question inside SELECT's plain template, in training and at
+generation, plus its system prompt at generation) and ``dpo_init="continue"`` (DPO trains the
+SFT adapter further, a frozen copy of it as the reference).
 """
 
 from __future__ import annotations
@@ -14,14 +22,23 @@ from __future__ import annotations
 import copy
 import gc
 import json
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from workbench.errors import ConfigError
 from workbench.finetuning import FinetuneParams, train_dpo, train_sft
+from workbench.finetuning.lora import omit_added_defaults
 from workbench.generation import GenerationConfig, generate
+from workbench.select import prompts as select_prompts
 from workbench.steering.behavior import ABSTENTIONS
 from workbench.techniques.base import Abstainer, Params, Technique, register
-from workbench.techniques.data import TargetData
+from workbench.techniques.data import (
+    TargetData,
+    select_answer_gaps,
+    select_tuning_data,
+    target_data,
+)
 
 
 @dataclass(frozen=True)
@@ -32,23 +49,42 @@ class SFTParams(Params, FinetuneParams):
         answer_tokens: length of the model's own answers used as targets.
         comply_answers: ``own`` (the model's own greedy answers, so it keeps its behaviour on
             unrelated questions) or ``reference`` (the benchmark's reference answers where it has
-            them, SELECT's ``responses``; the model's own elsewhere).
+            them, SELECT's ``responses``; the model's own elsewhere, with a
+            :class:`ReferenceFallbackWarning` saying for how many; a benchmark with no reference
+            answers at all is a ConfigError before any model loads).
+        mixture: ``workbench`` (``target_data``, ``ABSTENTIONS``) or ``select`` (SELECT's
+            mixture, refusal templates and reference answers, every one required).
+        prompt_template: ``select``: questions inside SELECT's plain template (training and
+            generation) and its system prompt at generation (when the config sets none).
+        dpo_init: ``merged`` (DPO trains a new adapter on the SFT-merged weights) or
+            ``continue`` (SELECT: the SFT adapter itself, a frozen copy as the reference).
     """
 
     answer_tokens: int = 32
     comply_answers: str = "own"
+    mixture: str = "workbench"
+    prompt_template: str = ""
+    dpo_init: str = "merged"
 
     def __post_init__(self) -> None:
-        from workbench.errors import ConfigError
-
-        if self.comply_answers not in ("own", "reference"):
-            raise ConfigError(f"comply_answers must be own or reference, got {self.comply_answers!r}")
+        FinetuneParams.__post_init__(self)
+        choices = {"comply_answers": ("own", "reference"), "mixture": ("workbench", "select"),
+                   "prompt_template": ("", "select"), "dpo_init": ("merged", "continue")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, "
+                                  f"got {getattr(self, name)!r}")
 
     def finetune(self) -> FinetuneParams:
         return FinetuneParams(**{f.name: getattr(self, f.name) for f in fields(FinetuneParams)})
 
     def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return omit_added_defaults(omit_added_defaults({f.name: getattr(self, f.name) for f in fields(self)}),
+                                   _ADDED)
+
+
+#: SFTParams fields added after artifacts were first saved, with their defaults.
+_ADDED = {"mixture": "workbench", "prompt_template": "", "dpo_init": "merged"}
 
 
 class _AdaptedModel:
@@ -60,19 +96,85 @@ class _AdaptedModel:
 
 
 class FineTunedAbstainer(Abstainer):
-    def __init__(self, lm, technique: str, target: str, model):
+    """The adapted copy; ``template`` (with ``{question}``) wraps each question and ``system``
+    is the system prompt when the config sets none (SELECT's plain prompt)."""
+
+    def __init__(self, lm, technique: str, target: str, model, template: str | None = None,
+                 system: str | None = None):
         self.technique, self.target = technique, target
         self.adapted = _AdaptedModel(lm, model)
+        self.template, self.system = template, system
 
     def generate(self, questions, config=None, progress=True, **kwargs):
         if self.adapted is None:
             raise RuntimeError(f"{self.technique} abstainer for {self.target!r} was closed")
-        return generate(self.adapted, list(questions), config or GenerationConfig(),
-                        progress=progress, desc=self.technique, **kwargs)
+        config = config or GenerationConfig()
+        if self.system is not None and config.system_prompt is None:
+            config = replace(config, system_prompt=self.system)
+        prompts = [_wrap(self.template, q) for q in questions]
+        return generate(self.adapted, prompts, config, progress=progress, desc=self.technique,
+                        **kwargs)
 
     def close(self) -> None:
         self.adapted = None
         gc.collect()
+
+
+def _wrap(template: str | None, question: str) -> str:
+    return question if template is None else template.replace(select_prompts.QUESTION, question)
+
+
+def _protocol(technique: Technique, bench):
+    """SELECT's protocol when the technique's parameters need its text (else None)."""
+    p = technique.params
+    if p.mixture != "select" and not p.prompt_template:
+        return None
+    what = f"{technique.name} with " + " and ".join(
+        x for x in (("mixture='select'" if p.mixture == "select" else ""),
+                    ("prompt_template='select'" if p.prompt_template else "")) if x)
+    protocol = select_prompts.require_protocol(bench, what)
+    if p.mixture == "select" and len(protocol.refusal_templates) < 3:  # DPO draws 3 per question
+        raise ConfigError(f"{what}: SELECT's refusal templates number "
+                          f"{len(protocol.refusal_templates)}, fewer than SELECT draws")
+    if p.prompt_template and "no_instruction" not in protocol.prompts:
+        raise ConfigError(f"{what}: SELECT's prompts lack the no_instruction template")
+    return protocol
+
+
+def _template(technique: Technique, bench) -> str | None:
+    protocol = _protocol(technique, bench)
+    return select_prompts.plain_prompt(protocol) if technique.params.prompt_template else None
+
+
+def _select_data(technique: Technique, bench, target: str, seed: int, dpo: bool) -> TargetData:
+    """SELECT's mixture, with the protocol text it used recorded for the artifact's hash."""
+    protocol = _protocol(technique, bench)
+    data = select_tuning_data(bench, target, seed, protocol.refusal_templates,
+                              select_prompts.concept_description(bench, target), dpo=dpo)
+    if technique.params.prompt_template:
+        data = replace(data, select={**data.select, "prompt": select_prompts.plain_prompt(protocol)})
+    return data
+
+
+def _check_select(technique: Technique, bench, target: str, dpo: bool) -> None:
+    """The protocol, and a reference answer for every question SELECT's mixture may use."""
+    _protocol(technique, bench)
+    if technique.params.mixture != "select":
+        return
+    missing, total, example = select_answer_gaps(bench, target, dpo=dpo)
+    if missing:
+        raise ConfigError(
+            f"technique {technique.name!r} with mixture='select' pairs questions with the "
+            f"benchmark's reference answers (SELECT's data.train.json 'responses'), but {missing} "
+            f"of the {total} training questions it may sample for {target!r} have none "
+            f"(e.g. {example!r}); import a release with them, or use mixture='workbench'")
+
+
+def _answer(data: TargetData, question: str) -> str:
+    if question not in data.answers:
+        raise ConfigError(f"no reference answer for the training question {question!r} "
+                          "(mixture='select' needs one for every negative)")
+    return data.answers[question].comply
 
 
 def _own_answers(lm, questions: list[str], tokens: int) -> list[str]:
@@ -80,18 +182,36 @@ def _own_answers(lm, questions: list[str], tokens: int) -> list[str]:
     return [g.text for g in gens]
 
 
-def comply_answers(lm, data: TargetData, questions: list[str], params: SFTParams) -> list[str]:
+class ReferenceFallbackWarning(UserWarning):
+    """``comply_answers="reference"``, but some questions have no reference answer."""
+
+
+def comply_answers(lm, data: TargetData, questions: list[str], params: SFTParams,
+                   technique: str = "fine-tuning") -> list[str]:
     """Compliant answers to ``questions``: the benchmark's reference answers (``reference``,
-    where it has them) or the model's own."""
+    where it has them; a :class:`ReferenceFallbackWarning` counts the others) or the model's
+    own."""
     ref = data.answers if params.comply_answers == "reference" else {}
     missing = [q for q in questions if q not in ref]
+    if params.comply_answers == "reference" and missing:
+        warnings.warn(f"{technique} for {data.target!r}: {len(missing)} of {len(questions)} "
+                      "questions have no reference answer in the benchmark and are paired with the "
+                      "model's own answers instead (comply_answers='reference')",
+                      ReferenceFallbackWarning, stacklevel=2)
     own = dict(zip(missing, _own_answers(lm, missing, params.answer_tokens))) if missing else {}
     return [ref[q].comply if q in ref else own[q] for q in questions]
 
 
-def _apply_adapter(model, directory: Path):
-    import warnings
+def _check_reference(technique: Technique, bench) -> None:
+    """``comply_answers="reference"`` on a benchmark without reference answers: an error."""
+    if technique.params.comply_answers == "reference" and not bench.answers:
+        raise ConfigError(
+            f"technique {technique.name!r} has comply_answers='reference', but the benchmark has "
+            "no reference answers (SELECT's data.train.json 'responses'); import a release that "
+            "has them, or set comply_answers='own'")
 
+
+def _apply_adapter(model, directory: Path):
     from peft import PeftModel
 
     with warnings.catch_warnings():
@@ -113,16 +233,36 @@ class SFT(Technique):
     Params = SFTParams
     needs = ("train",)
 
+    def check_data(self, bench, target: str) -> None:
+        super().check_data(bench, target)
+        if self.params.mixture != "select":
+            _check_reference(self, bench)
+        _check_select(self, bench, target, dpo=False)
+
+    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+        if self.params.mixture == "select":
+            return _select_data(self, bench, target, seed, dpo=False)
+        return _with_prompt(self, bench, target_data(bench, target, seed=seed))
+
     def pairs(self, lm, data: TargetData) -> list[tuple[str, str]]:
+        """(question, reply) training pairs, questions unwrapped; SELECT's mixture: each
+        positive with each of its refusal templates, then each negative with its reference
+        answer, in the shuffled order."""
+        if self.params.mixture == "select":
+            entries = [(q.question, t) for q, ts in zip(data.related, data.select["templates"])
+                       for t in ts]
+            entries += [(q.question, _answer(data, q.question)) for q in data.unrelated]
+            return [entries[i] for i in data.select["order"]]
         related = [(q.question, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, q in enumerate(data.related)]
         keep_q = [q.question for q in data.unrelated]
-        keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params)))
+        keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params, self.name)))
         return related + keep
 
     def build(self, lm, bench, data, directory: Path, *, seed, progress):
         pairs = self.pairs(lm, data)
-        model = train_sft(_fresh_copy(lm), lm.tokenizer, pairs, self.params.finetune(), seed=seed,
-                          progress=progress)
+        template = _template(self, bench)
+        model = train_sft(_fresh_copy(lm), lm.tokenizer, [(_wrap(template, q), a) for q, a in pairs],
+                          self.params.finetune(), seed=seed, progress=progress)
         model.save_pretrained(str(directory / "adapter"))
         (directory / "pairs.json").write_text(json.dumps(pairs, indent=1))
         del model
@@ -130,7 +270,7 @@ class SFT(Technique):
 
     def load(self, lm, bench, data, directory: Path) -> Abstainer:
         model = _apply_adapter(_fresh_copy(lm), directory / "adapter").eval()
-        return FineTunedAbstainer(lm, self.name, data.target, model)
+        return _abstainer(self, lm, bench, data, model)
 
 
 @register
@@ -143,6 +283,17 @@ class SFTDPO(Technique):
     Params = SFTParams
     needs = ("train",)
 
+    def check_data(self, bench, target: str) -> None:
+        super().check_data(bench, target)
+        if self.params.mixture != "select":
+            _check_reference(self, bench)
+        _check_select(self, bench, target, dpo=True)  # covers the SFT mixture's questions too
+
+    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+        if self.params.mixture == "select":
+            return _select_data(self, bench, target, seed, dpo=True)
+        return _with_prompt(self, bench, target_data(bench, target, seed=seed))
+
     def _sft(self):
         sft = SFT(self.params)
         sft.store = self.store
@@ -151,26 +302,64 @@ class SFTDPO(Technique):
     def _sft_dir(self, lm, bench, data, seed) -> Path:
         sft = self._sft()
         sft.prepare(lm, bench, data.target, seed=seed, store=self.store).close()
-        return sft.store.path_for(sft.meta(lm, data, seed))
+        return sft.store.path_for(sft.meta(lm, sft.data(bench, data.target, seed=seed), seed))
+
+    def triples(self, lm, data: TargetData, sft_pairs: list) -> list[tuple[str, str, str]]:
+        """(question, chosen, rejected), questions unwrapped. SELECT's mixture: each positive
+        with 2 templates (chosen: the refusal, rejected: its reference answer), each negative
+        with 3 (the reverse), in the shuffled order; else from the SFT pairs."""
+        if self.params.mixture == "select":
+            sel = data.select
+            rows = [(q.question, t, _answer(data, q.question))
+                    for q, ts in zip(data.related, sel["templates"]) for t in ts]
+            rows += [(q.question, _answer(data, q.question), t)
+                     for q, ts in zip(data.unrelated, sel["negative_templates"]) for t in ts]
+            return [rows[i] for i in sel["order"]]
+        n_related = len(data.related)
+        related_q = [q for q, _ in sft_pairs[:n_related]]
+        comply = comply_answers(lm, data, related_q, self.params, self.name)
+        triples = [(q, a, c) for (q, a), c in zip(sft_pairs[:n_related], comply)]
+        triples += [(q, a, ABSTENTIONS[i % len(ABSTENTIONS)])
+                    for i, (q, a) in enumerate(sft_pairs[n_related:])]
+        return triples
 
     def build(self, lm, bench, data, directory: Path, *, seed, progress):
         sft_dir = self._sft_dir(lm, bench, data, seed)
-        pairs = json.loads((sft_dir / "pairs.json").read_text())
-        n_related = len(data.related)
-        related_q = [q for q, _ in pairs[:n_related]]
-        comply = comply_answers(lm, data, related_q, self.params)
-        triples = [(q, a, c) for (q, a), c in zip(pairs[:n_related], comply)]
-        triples += [(q, a, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, (q, a) in enumerate(pairs[n_related:])]
-        base = _apply_adapter(_fresh_copy(lm), sft_dir / "adapter")
-        model = train_dpo(base, lm.tokenizer, triples, self.params.finetune(), seed=seed, progress=progress)
-        model.save_pretrained(str(directory / "adapter"))
+        triples = self.triples(lm, data, json.loads((sft_dir / "pairs.json").read_text()))
+        template = _template(self, bench)
+        if self.params.dpo_init == "continue":
+            from peft import PeftModel
+
+            base = PeftModel.from_pretrained(_fresh_copy(lm), str(sft_dir / "adapter"), is_trainable=True)
+        else:
+            base = _apply_adapter(_fresh_copy(lm), sft_dir / "adapter")
+        model = train_dpo(base, lm.tokenizer, [(_wrap(template, q), c, r) for q, c, r in triples],
+                          self.params.finetune(), seed=seed, progress=progress)
+        model.save_pretrained(str(directory / "adapter"), selected_adapters=["default"])
         (directory / "triples.json").write_text(json.dumps(triples, indent=1))
-        (directory / "sft.json").write_text(json.dumps({"sft_artifact": sft_dir.name}))
+        (directory / "sft.json").write_text(json.dumps({"sft_artifact": sft_dir.name,
+                                                        "dpo_init": self.params.dpo_init}))
         del model, base
         gc.collect()
 
     def load(self, lm, bench, data, directory: Path) -> Abstainer:
-        sft_name = json.loads((directory / "sft.json").read_text())["sft_artifact"]
-        sft_dir = self.store.root / "sft" / sft_name
-        model = _apply_adapter(_apply_adapter(_fresh_copy(lm), sft_dir / "adapter"), directory / "adapter")
-        return FineTunedAbstainer(lm, self.name, data.target, model.eval())
+        info = json.loads((directory / "sft.json").read_text())
+        if info.get("dpo_init", "merged") == "continue":  # the DPO adapter is the continued SFT one
+            model = _apply_adapter(_fresh_copy(lm), directory / "adapter")
+        else:
+            sft_dir = self.store.root / "sft" / info["sft_artifact"]
+            model = _apply_adapter(_apply_adapter(_fresh_copy(lm), sft_dir / "adapter"),
+                                   directory / "adapter")
+        return _abstainer(self, lm, bench, data, model.eval())
+
+
+def _with_prompt(technique: Technique, bench, data: TargetData) -> TargetData:
+    """``data`` recording SELECT's plain template when questions are trained inside it."""
+    template = _template(technique, bench)
+    return data if template is None else replace(data, select={"prompt": template})
+
+
+def _abstainer(technique: Technique, lm, bench, data: TargetData, model) -> FineTunedAbstainer:
+    template = _template(technique, bench)
+    system = _protocol(technique, bench).system_prompt if template is not None else None
+    return FineTunedAbstainer(lm, technique.name, data.target, model, template, system)

@@ -17,6 +17,16 @@ as SELECT does); the generation then adds the refusal vector to those prompts on
 first token (``decision="in_pass"`` decides inside the prompt's own pass instead). The gate's
 decision for each question is kept (``gate_decisions``) and lands in the result rows.
 
+SELECT's own recipe (steering/repe.py, utils.py; the ``select`` preset) is: its contrast sampling
+(``mixture="select"``), the reading template with the concept description, RepE's PCA of
+randomly flipped pair differences averaged over 3 vectors (``method="repe_pca"``), raw cosine
+similarity (``centered=False``), layer -1 read after the final norm, the top 3 layers by the
+smallest validation gap (``rank_by="min_gap"``) with thresholds at the lowest related
+similarity minus 0.04 (``threshold_rule="select"``), and the question wrapped in SELECT's plain
+template with its system prompt at generation (``prompt_template="select"``). The refusal
+vector stays the workbench's (SELECT's is fitted on a harmful/harmless dataset the release
+lacks).
+
 Defaults for ``behavior_layers`` and ``strength`` were derived on the embedded SmolLM2-135M by a
 sweep over single layers 6-18 and pairs (strengths 0.5-1.5) on 16 held-out questions: layers at
 47% and 53% of the depth (14 and 16 of 30) at strength 0.6 made it abstain on all 16 with
@@ -25,13 +35,17 @@ readable text; earlier layers garbled the output, later ones did not induce refu
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import torch
 
+from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig
+from workbench.select import prompts as select_prompts
 from workbench.steering import (
     Condition,
     ConditionalSteerer,
@@ -41,7 +55,9 @@ from workbench.steering import (
     direction_agreement,
     fit_concept_vectors,
     fit_refusal_vector,
+    fit_repe_vectors,
     layer_table,
+    select_layers,
 )
 from workbench.steering.concept import ConceptVectors
 from workbench.steering.gate import LayerStats
@@ -53,7 +69,7 @@ from workbench.techniques.base import (
     Technique,
     register,
 )
-from workbench.techniques.data import TargetData, _rng, target_data
+from workbench.techniques.data import TargetData, _rng, select_contrast_data, target_data
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,18 @@ class SteeringParams(Params):
         strength: multiple of the refusal vector added.
         refusal_questions: questions (from across the taxonomy) the refusal vector is fitted on.
         pooling: how a question's activations are pooled (``last`` token, as SELECT, or ``mean``).
+        mixture: ``workbench`` (``target_data``) or ``select`` (SELECT's contrast sampling and
+            5 + 5 hard validation questions, ``select_contrast_data``).
+        n_vectors: with ``method="repe_pca"`` (SELECT's: RepE PCA of randomly flipped pair
+            differences), how many vectors are averaged.
+        centered: compare activations minus the training mean (True) or raw (SELECT).
+        reading_template: read the concept from SELECT's reading template holding the concept
+            description and the question (training and deciding), not the bare question.
+        prompt_template: ``select``: generate from SELECT's plain template ("answer the
+            following question") with its system prompt (when the config sets none).
+        read_final_norm: read the last layer after the final norm (SELECT's layer -1).
+    Fields added after the first release are left out of ``to_dict`` at their defaults, so
+    earlier artifacts keep their hashes.
     """
 
     n_layers: int = 3
@@ -95,13 +123,19 @@ class SteeringParams(Params):
     strength: float = 0.6
     refusal_questions: int = 48
     pooling: str = "last"
+    mixture: str = "workbench"
+    n_vectors: int = 3
+    centered: bool = True
+    reading_template: bool = False
+    prompt_template: str = ""
+    read_final_norm: bool = False
 
     def __post_init__(self) -> None:
-        from workbench.errors import ConfigError
-
-        choices = {"aggregate": ("all", "any", "majority"), "method": ("pc1", "mean_diff"),
-                   "threshold_rule": ("youden", "min_related"), "rank_by": ("auroc", "gap"),
-                   "decision": ("separate", "in_pass"), "pooling": ("last", "mean")}
+        choices = {"aggregate": ("all", "any", "majority"), "method": ("pc1", "mean_diff", "repe_pca"),
+                   "threshold_rule": ("youden", "min_related", "select"),
+                   "rank_by": ("auroc", "gap", "min_gap"), "decision": ("separate", "in_pass"),
+                   "pooling": ("last", "mean"), "mixture": ("workbench", "select"),
+                   "prompt_template": ("", "select")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
@@ -109,6 +143,25 @@ class SteeringParams(Params):
             raise ConfigError(f"n_layers must be >= 1, got {self.n_layers}")
         if self.n_validation < 2:
             raise ConfigError(f"n_validation must be >= 2, got {self.n_validation}")
+        if self.n_vectors < 1:
+            raise ConfigError(f"n_vectors must be >= 1, got {self.n_vectors}")
+        if self.decision == "in_pass" and self.separate_read:
+            raise ConfigError("reading_template, prompt_template and read_final_norm need "
+                              "decision='separate' (the decision reads its own prompt)")
+
+    @property
+    def separate_read(self) -> bool:
+        """Whether the decision needs a pass of its own (another prompt or read site)."""
+        return self.reading_template or bool(self.prompt_template) or self.read_final_norm
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return {k: v for k, v in d.items() if k not in _ADDED or v != _ADDED[k]}
+
+
+#: Fields added after artifacts were first saved, with their defaults (omitted from hashes there).
+_ADDED = {"mixture": "workbench", "n_vectors": 3, "centered": True, "reading_template": False,
+          "prompt_template": "", "read_final_norm": False}
 
 
 #: The gate as it was before measuring it (in-pass decision below the behaviour layers, layers
@@ -149,6 +202,62 @@ class SteeringAbstainer(Abstainer):
         return self.steerer.decide(self.lm, list(questions))
 
 
+class SelectSteeringAbstainer(SteeringAbstainer):
+    """Decides in a pass of its own (SELECT's predict_concept), then steers the prompts that
+    fired from their first token: the decision may read the reading template (``reading``:
+    question -> prompt) and the final norm; the generation prompt may be SELECT's plain template
+    (``wrap``, with ``{question}``) and system prompt."""
+
+    def __init__(self, *args, reading=None, wrap: str | None = None,
+                 system: str | None = None, final_norm: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reading, self.wrap, self.system, self.final_norm = reading, wrap, system, final_norm
+
+    def prompts(self, questions) -> list[str]:
+        if self.wrap is None:
+            return list(questions)
+        return [self.wrap.replace(select_prompts.QUESTION, q) for q in questions]
+
+    def decide(self, questions, system: str | None = None) -> torch.Tensor:
+        questions = list(questions)
+        cond = self.steerer.condition
+        if self.reading is not None:  # SELECT: the reading prompt, no system turn
+            prompts, system = [self.reading(q) for q in questions], None
+        else:
+            prompts = self.prompts(questions)
+        acts = collect_activations(self.lm, prompts, cond.layers, system=system,
+                                   final_norm=self.final_norm)
+        return cond.decide(acts)
+
+    def generate(self, questions, config=None, progress=True, **kwargs):
+        config = config or GenerationConfig()
+        if self.system is not None and config.system_prompt is None:
+            config = replace(config, system_prompt=self.system)
+        decisions = self.decide(questions, system=config.system_prompt)
+        out = self.steerer.generate(self.lm, self.prompts(questions), config, decisions=decisions,
+                                    progress=progress, desc=self.technique, **kwargs)
+        self.gate_decisions = self.steerer.last_decisions
+        return out
+
+
+def _reading_prompt(template: str, description: str, question: str) -> str:
+    return template.format(concept=description, stimulus=question)
+
+
+def _protocol(bench, params: SteeringParams):
+    """SELECT's protocol when the parameters need its text (else None)."""
+    if not (params.reading_template or params.prompt_template):
+        return None
+    protocol = select_prompts.require_protocol(
+        bench, "steering with reading_template/prompt_template='select'")
+    if params.reading_template and not all(f in protocol.reading_template
+                                           for f in ("{concept}", "{stimulus}")):
+        raise ConfigError("SELECT's reading template lacks {concept} or {stimulus}")
+    if params.prompt_template and "no_instruction" not in protocol.prompts:
+        raise ConfigError("SELECT's prompts lack the no_instruction template")
+    return protocol
+
+
 def refusal_vector(lm, bench, n_questions: int, seed: int = 0, store: ArtifactStore | None = None,
                    progress: bool = False) -> torch.Tensor:
     """The model's refusal vector at every layer, fitted once per model and cached."""
@@ -178,17 +287,50 @@ class Steering(Technique):
     Params = SteeringParams
     needs = ("train", "validation")
 
+    def check_data(self, bench, target: str) -> None:
+        super().check_data(bench, target)
+        _protocol(bench, self.params)
+
     def data(self, bench, target: str, seed: int = 0) -> TargetData:
-        return target_data(bench, target, seed=seed, n_val=self.params.n_validation)
+        p = self.params
+        if p.mixture == "select":
+            data = select_contrast_data(bench, target, seed, n_vectors=p.n_vectors)
+        else:
+            data = target_data(bench, target, seed=seed, n_val=p.n_validation)
+        protocol = _protocol(bench, p)
+        if protocol is not None and p.reading_template:  # the text the vectors are read from
+            text = [protocol.reading_template, select_prompts.concept_description(bench, target)]
+            digest = hashlib.sha256(json.dumps(text).encode()).hexdigest()[:16]
+            data = replace(data, select={**(data.select or {}), "reading": digest})
+        return data
+
+    def _reading(self, bench, target: str):
+        """question -> SELECT's reading prompt about ``target`` (None without the option)."""
+        protocol = _protocol(bench, self.params)
+        if protocol is None or not self.params.reading_template:
+            return None
+        desc = select_prompts.concept_description(bench, target)
+        return partial(_reading_prompt, protocol.reading_template, desc)
 
     def build(self, lm, bench, data: TargetData, directory: Path, *, seed, progress):
         p = self.params
         layers = list(range(lm.num_layers))
         groups = [data.related, data.unrelated, data.val_related, data.val_unrelated]
         questions = [q.question for g in groups for q in g]
-        acts = collect_activations(lm, questions, layers, pooling=p.pooling, progress=progress)
+        reading = self._reading(bench, data.target)
+        if reading is not None:
+            questions = [reading(q) for q in questions]
+        acts = collect_activations(lm, questions, layers, pooling=p.pooling, progress=progress,
+                                   final_norm=p.read_final_norm)
         r, u, vr, vu = torch.split(acts, [len(g) for g in groups])
-        vectors = fit_concept_vectors(r, u, layers, method=p.method)
+        if p.method == "repe_pca":
+            flips = (data.select or {}).get("flips") or _flips(seed, data.target, len(r) * len(u),
+                                                               p.n_vectors)
+            vectors = fit_repe_vectors(r, u, layers, flips, centered=p.centered)
+        else:
+            vectors = fit_concept_vectors(r, u, layers, method=p.method)
+            if not p.centered:
+                vectors.means = torch.zeros_like(vectors.means)
         sim_vr, sim_vu = vectors.similarities(vr), vectors.similarities(vu)
         near = torch.tensor([q.relation != "unrelated" for q in data.val_unrelated], dtype=torch.bool)
         table = layer_table(sim_vr, sim_vu, layers, adjust=p.threshold_adjust, rule=p.threshold_rule,
@@ -196,8 +338,11 @@ class Steering(Technique):
         behavior = list(p.behavior_layers) if p.behavior_layers else default_behavior_layers(lm.num_layers)
         restrict = p.decision == "in_pass" and p.condition_before_behavior
         cols = [i for i, row in enumerate(table) if not restrict or row.layer < min(behavior)]
-        chosen = choose_gate([table[i] for i in cols], sim_vr[:, cols], sim_vu[:, cols], k=p.n_layers,
-                             aggregate=p.aggregate, rank_by=p.rank_by)
+        if p.rank_by == "min_gap":  # SELECT: top k by the smallest validation gap
+            chosen = sorted(select_layers([table[i] for i in cols], k=p.n_layers))
+        else:
+            chosen = choose_gate([table[i] for i in cols], sim_vr[:, cols], sim_vu[:, cols],
+                                 k=p.n_layers, aggregate=p.aggregate, rank_by=p.rank_by)
         refusal = refusal_vector(lm, bench, p.refusal_questions, seed=0, store=self.store,
                                  progress=progress)
         torch.save({"vectors": vectors.vectors, "means": vectors.means, "sim_val_related": sim_vr,
@@ -213,10 +358,27 @@ class Steering(Technique):
         layers = list(range(len(saved["vectors"])))
         all_vectors = ConceptVectors(layers, saved["vectors"], saved["means"])
         chosen = cond["layers"]
-        condition = Condition(all_vectors.select(chosen), cond["thresholds"], self.params.aggregate)
-        plan = SteeringPlan(cond["behavior_layers"], saved["refusal"], self.params.strength)
+        p = self.params
+        condition = Condition(all_vectors.select(chosen), cond["thresholds"], p.aggregate,
+                              inclusive=p.threshold_rule == "select")
+        plan = SteeringPlan(cond["behavior_layers"], saved["refusal"], p.strength)
         table = [LayerStats(**row) for row in cond["table"]]
         validation = {"related": saved["sim_val_related"], "unrelated": saved["sim_val_unrelated"]}
-        return SteeringAbstainer(lm, data.target, ConditionalSteerer(condition, plan, meta=cond),
-                                 table, validation, all_vectors,
-                                 separate=self.params.decision == "separate")
+        args = (lm, data.target, ConditionalSteerer(condition, plan, meta=cond), table, validation,
+                all_vectors)
+        if not p.separate_read:
+            return SteeringAbstainer(*args, separate=p.decision == "separate")
+        protocol = _protocol(bench, p)
+        wrap = select_prompts.plain_prompt(protocol) if p.prompt_template else None
+        return SelectSteeringAbstainer(*args, reading=self._reading(bench, data.target), wrap=wrap,
+                                       system=protocol.system_prompt if wrap else None,
+                                       final_norm=p.read_final_norm)
+
+
+def _flips(seed: int, target: str, n_pairs: int, n_vectors: int) -> list[str]:
+    """Cumulative random pair flips (as SELECT's shuffle_data) when the data carries none."""
+    rng, state, out = _rng(seed, "repe-flips:" + target), [False] * n_pairs, []
+    for _ in range(n_vectors):
+        state = [s != (rng.random() >= 0.5) for s in state]
+        out.append("".join("1" if s else "0" for s in state))
+    return out
