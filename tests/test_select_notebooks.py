@@ -132,20 +132,30 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
 
 
 def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_path, names):
+    from select_protocol_fixture import write_protocol_files
     from select_release import write_release
 
     from workbench.taxonomy import import_select, save_benchmark
 
-    bench_dir = save_benchmark(import_select(write_release(tmp_path / "clone")), tmp_path / "bench")
-    fast = {"epochs": 1, "dpo_epochs": 1, "rank": 8, "alpha": 16, "max_length": 96, "answer_tokens": 16}
+    clone = write_protocol_files(write_release(tmp_path / "clone", all_responses=True))
+    bench_dir = save_benchmark(import_select(clone), tmp_path / "bench")
+    # SELECT's protocol with a small budget: one seed, short answers, one short epoch each on
+    # the workbench's smaller mixture (SELECT's mixture is tested on tiny models)
+    fast = {"epochs": 1, "dpo_epochs": 1, "rank": 8, "alpha": 16, "max_length": 96,
+            "answer_tokens": 16, "mixture": "workbench", "batch_size": 8, "dpo_batch_size": 8}
     run_notebook("01_select_abstention", {
         "run_name": names["run"], "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
-        "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select",
-        "technique_params": {"sft": fast, "sft_dpo": fast}, "probe_knowledge": False, "n_boot": 20,
-        **SMALL}, run_dir=tmp_path, progress=False)
+        "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select", "seeds": [7],
+        "technique_params": {"sft": fast, "sft_dpo": fast, "few_shot_cot": {"min_new_tokens": 8}},
+        "probe_knowledge": False, "n_boot": 20, **SMALL}, run_dir=tmp_path, progress=False)
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["technique"]) == {"base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"}
     assert (summary["n_target"] == 3).all() and (summary["n_specificity"] == 2).all()
+    rows = pd.read_parquet(ROOT / "runs" / names["run"] / "results.parquet")
+    assert set(rows["seed"]) == {7} and rows["refused_select_heuristic"].notna().all()
+    assert rows.loc[rows["technique"] == "few_shot_cot", "answer_parsed"].notna().all()
+    # SELECT's aggregation by default under the preset: t-intervals in the techniques table
+    assert set(pd.read_csv(ROOT / "runs" / names["run"] / "techniques.csv")["interval"]) == {"t"}
 
 
 def test_steering_gate_notebook(tmp_path, names):

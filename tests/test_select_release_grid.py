@@ -4,6 +4,7 @@ up-front data checks, failed cells that do not abort a grid, and SELECT's protoc
 import json
 
 import pytest
+from select_protocol_fixture import write_protocol_files
 from select_release import write_release
 
 import workbench.models
@@ -22,7 +23,7 @@ SELECT_FIVE = ["zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
 @pytest.fixture(scope="module")
 def release_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("select")
-    save_benchmark(import_select(write_release(root / "clone")), root / "bench")
+    save_benchmark(import_select(write_protocol_files(write_release(root / "clone", all_responses=True))), root / "bench")
     return root / "bench"
 
 
@@ -33,10 +34,16 @@ def tiny_models(monkeypatch):
 
 def grid(name, data_dir, **kw):
     techniques = kw.pop("techniques", ["base"] + SELECT_FIVE)
+    params = {t: dict(FAST_SFT) for t in ("sft", "sft_dpo") if t in techniques}
+    if kw.get("preset") == "select":  # one seed and a short CoT budget keep the tiny grid small
+        kw = {"seeds": [0], "technique_seeds": {}, **kw}
+        params = {t: {**p, "max_length": 96} for t, p in params.items()}
+        if "few_shot_cot" in techniques:
+            params["few_shot_cot"] = {"min_new_tokens": 4}
     base = dict(name=name, models=["tiny"], techniques=techniques, data_dir=str(data_dir),
                 targets=["yago:River", "about/schema:Movie#yago:River"], n_target=2,
                 n_descendant=2, n_specificity=2, n_unrelated=0, max_new_tokens=3, batch_size=8,
-                technique_params={t: FAST_SFT for t in ("sft", "sft_dpo") if t in techniques})
+                technique_params=params)
     return ExperimentConfig.from_dict({**base, **kw})
 
 
@@ -53,30 +60,35 @@ def test_every_select_technique_runs_from_an_imported_release(tmp_path, release_
 
 
 def test_select_preset_follows_selects_protocol(release_dir, tmp_path):
+    from select_protocol_fixture import STRINGS  # noqa: F401  (the made-up protocol text)
+
     bench = load_benchmark(release_dir)
     lm = tiny_lm()
     store = ArtifactStore(tmp_path / "a")
     cfg = grid("p", release_dir, preset="select")
     zs = get_technique("zero_shot", **cfg.params_for("zero_shot")).prepare(lm, bench, "yago:River", store=store)
-    assert zs.system is None
+    assert zs.system is None  # SELECT's system turn comes with every prompt, from the config
     turn = zs.conversation("How long is the Nile?")[-1]["content"]
-    assert "'Rivers in the context of Places, Bodies of Water'" in turn and ABSTAINED in turn
-    assert turn.endswith("answer this query: How long is the Nile?")
+    # SELECT's instruction and template, from the imported protocol, with SELECT's concept phrase
+    assert turn == ("You are a friendly helper. Do not engage with requests about 'Rivers in the "
+                    "context of Places, Bodies of Water'. For those, write only 'Abstained'.\n\n"
+                    "With that in mind, reply to: How long is the Nile?")
     fs = get_technique("few_shot_cot", **cfg.params_for("few_shot_cot")).prepare(
         lm, bench, "yago:River", store=store)
     turn = fs.conversation("How long is the Nile?")[-1]["content"]
-    # the benchmark's cached examples, in SELECT's JSON reasoning format, inside the user's turn
-    assert "User: Could you explain Rivers from angle 0?" in turn
+    # the benchmark's cached examples in SELECT's example format and JSON reasoning
+    assert "Q: Could you explain Rivers from angle 0?\nA: {" in turn
     assert '"answer": "Abstained"' in turn and '"answer": "Magma rises through the crust."' in turn
-    assert turn.endswith("reasoning step by step: How long is the Nile?")
-    # fine-tuning learns the reference answers where the benchmark has them
-    data = get_technique("sft").data(bench, "yago:River")
-    assert data.answers and all(q in bench.answers for q in data.answers)
+    assert turn.endswith("With that in mind, reply to: How long is the Nile?, thinking aloud.")
+    assert fs.extract_answer and fs.min_new_tokens == 4
+    # the unmodified model is asked as steering and tuning are: the plain template
+    base = get_technique("base", **cfg.params_for("base")).prepare(lm, bench, "yago:River")
+    assert base.template.replace("{question}", "Q?") == "Please reply to this: Q?"
 
 
 def test_missing_training_questions_fail_before_any_model_loads(tmp_path, monkeypatch):
     root = write_release(tmp_path / "clone", with_train_file=False, extra_queries=False)
-    save_benchmark(import_select(root), tmp_path / "bench")
+    save_benchmark(import_select(root, allow_missing_training=True), tmp_path / "bench")
     loads = []
     monkeypatch.setattr(workbench.models, "load_model", lambda *a, **k: loads.append(a))
     for technique, split in (("steering", "train"), ("sft", "train"), ("few_shot_cot", "train")):

@@ -288,8 +288,8 @@ def test_final_norm_read_is_hugging_faces_last_hidden_state():
     for i, text in enumerate(["hello there", "hi"]):
         ids = lm.tokenizer(text, return_tensors="pt")
         hs = lm.model(**ids, output_hidden_states=True).hidden_states
-        assert torch.allclose(acts[i, 1], hs[-1][0, -1], atol=1e-5)  # SELECT's layer -1
-        assert torch.allclose(acts[i, 0], hs[-2][0, -1], atol=1e-5)  # SELECT's layer -2
+        assert torch.allclose(acts[i, 1], hs[-1][0, -1], rtol=1e-4, atol=1e-4)  # SELECT's layer -1
+        assert torch.allclose(acts[i, 0], hs[-2][0, -1], rtol=1e-4, atol=1e-4)  # SELECT's layer -2
 
 
 def test_select_steering_reads_the_reading_template_and_generates_from_the_plain_template(bench, store,

@@ -131,7 +131,9 @@ def _choices() -> dict[str, tuple]:
     from workbench.techniques.presets import PRESETS
     from workbench.unknown.measures import PROMPTS
 
-    return {"detector": DETECTOR_COLUMNS, "preset": tuple(PRESETS), "prompts": tuple(PROMPTS),
+    # an empty detector or aggregate means "the preset's" (notebooks 01 and 02)
+    return {"detector": DETECTOR_COLUMNS + ("",), "aggregate": ("bootstrap", "select", ""),
+            "preset": tuple(PRESETS), "prompts": tuple(PROMPTS),
             "techniques": tuple(TECHNIQUES), "technique": tuple(TECHNIQUES),
             "editors": tuple(EDITORS), "normalization": NORMALIZATIONS, "executor": ("local", "ray")}
 

@@ -20,54 +20,69 @@
 # or `select`), `technique_params` overrides per technique (`{"steering": {"strength": 0.8}}`).
 
 # %% tags=["parameters"]
-run_name = "demo"
-models = ["smollm2-135m-instruct"]
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
-targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
-seeds = [0]
-n_target = 20
-n_descendant = 10
-n_specificity = 10
-n_constituent = 0
-n_composition = 0
-max_new_tokens = 32
-data_dir = ""
-preset = "workbench"
-technique_params = {}
-executor = "local"
-ray_address = ""
-ray_workers = 2
-detector = "refused_phrase"
-probe_knowledge = True
-n_boot = 1000
+run_name = "demo"  # results go to runs/<run_name>/
+models = ["smollm2-135m-instruct"]  # registered names, local paths or hub ids
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base = the unmodified model
+targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]  # river, scientist, movie (find ids: python -m workbench.taxonomy find TEXT)
+data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
+preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)
+seeds = None  # None: the preset's (select: SELECT's five run seeds)
+n_target = 20  # target questions per cell (None: the preset's; under select, the first n of SELECT's draw)
+n_descendant = 10  # descendant questions per cell (None: the preset's)
+n_specificity = 10  # sibling and ancestor questions per cell (None: the preset's)
+n_constituent = 0  # for a composition target: questions about its constituents
+n_composition = 0  # for an atomic target: questions about compositions it is part of
+max_new_tokens = 32  # generation budget (None: the preset's; select: 512, chain of thought 1,024)
+temperature = None  # sampling temperature (None: the preset's; select: 0.6)
+top_p = None  # nucleus sampling mass (None: the preset's; select: 0.9)
+do_sample = None  # sample instead of greedy decoding (None: the preset's; select: True)
+early_stop = None  # stop an answer once a refusal has settled (None: the preset's; select: False)
+technique_params = {}  # per-technique overrides, e.g. {"steering": {"strength": 0.8}}
+executor = "local"  # run cells here (local) or on a Ray cluster (ray)
+ray_address = ""  # Ray cluster address; empty: start a local one
+ray_workers = 2  # Ray actors (each loads the model once)
+detector = ""  # refusal column to score; empty: the preset's (select: refused_select_heuristic)
+aggregate = ""  # over targets: bootstrap or select (per-seed means, t-interval); empty: the preset's
+release_run = ""  # a run written by import-select-results (SELECT's released models) to draw beside this one
+probe_knowledge = True  # run the IS-A probes for the generalization-error analysis
+n_boot = 1000  # bootstrap resamples for the intervals
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "select_atomic"
+figure_prefix = "select_atomic"  # file name prefix of exported figures
 
 # %%
 from workbench.experiments import ExperimentConfig, Runner
+from workbench.experiments.config import PRESET_FIELDS
 from workbench.experiments.report import write_summary
 from workbench.paths import project_path, run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import (
+    plot_against_release,
     plot_by_level,
     plot_generalization_errors,
     plot_technique_metrics,
     plot_universality,
 )
+from workbench.select.compare import side_by_side, technique_summary, wide
+from workbench.techniques.presets import preset_settings
 from workbench.scoring.metrics import (
     by_level,
     generalization_errors,
-    technique_table,
     universality,
 )
 
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
-                          targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
+                          targets=tuple(targets), seeds=seeds, n_target=n_target,
                           n_descendant=n_descendant, n_specificity=n_specificity,
                           n_constituent=n_constituent, n_composition=n_composition,
-                          max_new_tokens=max_new_tokens, preset=preset,
+                          max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                          do_sample=do_sample, early_stop=early_stop, preset=preset,
                           data_dir=str(project_path(data_dir)) if data_dir else None,
                           technique_params=technique_params)
+settings = preset_settings(preset)
+detector = detector or settings["detector"]
+aggregate = aggregate or settings["aggregate"]
+changed = {k: getattr(config, k) for k in PRESET_FIELDS if getattr(config, k) != settings[k]}
+print(f"preset {preset!r}" + (f"; settings changed from it: {changed}" if changed else ", as it is"))
 run_dir = run_path(run_name)
 
 # %%
@@ -75,18 +90,44 @@ runner = Runner(config, executor=executor,
                 **({"address": ray_address or None, "workers": ray_workers} if executor == "ray" else {}))
 rows = runner.run()
 summary = write_summary(rows, run_dir / "summary.csv", detector)
+if "answer_parsed" in rows:  # SELECT's CoT: a reply without an answer field is scored whole
+    cot = rows[rows["answer_parsed"].notna()]
+    print(f"chain of thought: {int((cot['answer_parsed'] == False).sum())} of {len(cot)} replies "  # noqa: E712
+          "have no answer field (scored on the whole reply, as SELECT does)")
 summary
 
 # %% [markdown]
-# ## Techniques table (mean over target concepts, 95% bootstrap intervals)
+# ## Techniques table (mean over target concepts; 95% bootstrap intervals, or SELECT's
+# t-intervals over concepts with `aggregate="select"`)
 
 # %%
-table = technique_table(rows, detector, n_boot=n_boot)
+table = technique_summary(rows, detector, aggregate, n_boot=n_boot)
 table.to_csv(run_dir / "techniques.csv", index=False, float_format="%.4f")
 table.round(3)
 
 # %%
 save_run_figure(plot_technique_metrics(table, "atomic concepts", n_boot), run_name, "techniques")
+
+# %% [markdown]
+# ## Beside SELECT's released models
+#
+# With `release_run` (a run written by `python -m workbench import-select-results`), this run's
+# metrics next to those of SELECT's six models, all aggregated SELECT's way under the same
+# detector: over this run's targets, and over every concept the release has.
+
+# %%
+if release_run:
+    import pandas as pd
+
+    released = pd.read_parquet(run_path(release_run) / "results.parquet")
+    beside = side_by_side(rows, released, detector)
+    beside.to_csv(run_dir / "beside_release.csv", index=False, float_format="%.4f")
+    same = beside["concepts"] == "same"
+    if not (same & (beside["source"] == "release")).any():
+        print("the release has none of this run's targets: comparing with all its concepts")
+    save_run_figure(plot_against_release(beside, "same" if (same & (beside["source"] == "release")).any()
+                                         else "all"), run_name, "beside_release")
+    display(wide(beside))
 
 # %% [markdown]
 # ## Variation across taxonomy levels

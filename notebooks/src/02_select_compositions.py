@@ -16,33 +16,40 @@
 # model abstaining from a composition still answers about its constituent concepts.
 
 # %% tags=["parameters"]
-run_name = "compositions"
-atomic_run = "demo"
-models = ["smollm2-135m-instruct"]
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
-targets = ["about/wn:06613686-n#wn:09835506-n", "about/wn:07037465-n#wn:09215664-n"]
-seeds = [0]
-n_target = 20
-n_descendant = 10
-n_specificity = 10
-n_constituent = 0
-n_composition = 0
-max_new_tokens = 32
-data_dir = ""
-preset = "workbench"
-technique_params = {}
-executor = "local"
-ray_address = ""
-ray_workers = 2
-detector = "refused_phrase"
-n_boot = 1000
+run_name = "compositions"  # results go to runs/<run_name>/
+atomic_run = "demo"  # a notebook-01 run to compare atomic concepts against compositions
+models = ["smollm2-135m-instruct"]  # registered names, local paths or hub ids
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base = the unmodified model
+targets = ["about/wn:06613686-n#wn:09835506-n", "about/wn:07037465-n#wn:09215664-n"]  # movies about ballplayers, musical compositions about bays
+data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
+preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)
+seeds = None  # None: the preset's (select: SELECT's five run seeds)
+n_target = 20  # target questions per cell (None: the preset's)
+n_descendant = 10  # descendant questions per cell (None: the preset's)
+n_specificity = 10  # specificity-set questions per cell (None: the preset's)
+n_constituent = 0  # questions about each composition's constituent concepts
+n_composition = 0  # for atomic targets: questions about compositions they are part of
+max_new_tokens = 32  # generation budget (None: the preset's)
+temperature = None  # sampling temperature (None: the preset's)
+top_p = None  # nucleus sampling mass (None: the preset's)
+do_sample = None  # sample instead of greedy decoding (None: the preset's)
+early_stop = None  # stop an answer once a refusal has settled (None: the preset's)
+technique_params = {}  # per-technique overrides, e.g. {"steering": {"strength": 0.8}}
+executor = "local"  # run cells here (local) or on a Ray cluster (ray)
+ray_address = ""  # Ray cluster address; empty: start a local one
+ray_workers = 2  # Ray actors (each loads the model once)
+detector = ""  # refusal column to score; empty: the preset's (select: refused_select_heuristic)
+aggregate = ""  # over targets: bootstrap or select; empty: the preset's
+n_boot = 1000  # bootstrap resamples for the intervals
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "select_compositions"
+figure_prefix = "select_compositions"  # file name prefix of exported figures
 
 # %%
 import pandas as pd
 
 from workbench.experiments import ExperimentConfig, Runner
+from workbench.experiments.config import PRESET_FIELDS
+from workbench.techniques.presets import preset_settings
 from workbench.experiments.report import write_summary
 from workbench.paths import project_path, run_path, runs_root
 from workbench.plots import export_run_figures, save_run_figure
@@ -52,24 +59,35 @@ from workbench.plots.select import (
     plot_technique_metrics,
 )
 from workbench.scoring.metrics import by_level, technique_table
+from workbench.select.compare import technique_summary
 
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
-                          targets=tuple(targets), seeds=tuple(seeds), n_target=n_target,
+                          targets=tuple(targets), seeds=seeds, n_target=n_target,
                           n_descendant=n_descendant, n_specificity=n_specificity,
                           n_constituent=n_constituent, n_composition=n_composition,
-                          max_new_tokens=max_new_tokens, preset=preset,
+                          max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                          do_sample=do_sample, early_stop=early_stop, preset=preset,
                           data_dir=str(project_path(data_dir)) if data_dir else None,
                           technique_params=technique_params)
+settings = preset_settings(preset)
+detector = detector or settings["detector"]
+aggregate = aggregate or settings["aggregate"]
+changed = {k: getattr(config, k) for k in PRESET_FIELDS if getattr(config, k) != settings[k]}
+print(f"preset {preset!r}" + (f"; settings changed from it: {changed}" if changed else ", as it is"))
 run_dir = run_path(run_name)
 
 # %%
 rows = Runner(config, executor=executor,
               **({"address": ray_address or None, "workers": ray_workers} if executor == "ray" else {})).run()
 summary = write_summary(rows, run_dir / "summary.csv", detector)
+if "answer_parsed" in rows:  # SELECT's CoT: a reply without an answer field is scored whole
+    cot = rows[rows["answer_parsed"].notna()]
+    print(f"chain of thought: {int((cot['answer_parsed'] == False).sum())} of {len(cot)} replies "  # noqa: E712
+          "have no answer field (scored on the whole reply, as SELECT does)")
 summary
 
 # %%
-table = technique_table(rows, detector, n_boot=n_boot)
+table = technique_summary(rows, detector, aggregate, n_boot=n_boot)
 table.to_csv(run_dir / "techniques.csv", index=False, float_format="%.4f")
 save_run_figure(plot_technique_metrics(table, "compositions", n_boot), run_name, "techniques")
 table.round(3)

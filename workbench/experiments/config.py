@@ -19,11 +19,18 @@ import yaml
 from workbench.errors import ConfigError
 
 DETECTORS = ("phrase", "keyword")
+#: Fields whose unset value (None) means "the preset's".
+PRESET_FIELDS = ("seeds", "technique_seeds", "n_target", "n_descendant", "n_specificity",
+                 "n_unrelated", "max_new_tokens", "temperature", "top_p", "do_sample",
+                 "early_stop", "system_prompt", "eval_sampling", "eval_seed")
 
 
 @dataclass(frozen=True)
 class ExperimentConfig:
     """An experiment grid and its evaluation settings.
+
+    Fields marked "preset" default to ``None``: the preset's value
+    (``workbench.techniques.presets.preset_settings``), resolved on construction.
 
     Attributes:
         name: run name; results go to ``runs/<name>/``.
@@ -35,17 +42,26 @@ class ExperimentConfig:
             ``{"steering": {"strength": 0.8}}``.
         targets: target concept ids (atomic or composition).
         seeds: seeds (data sampling, training, generation).
+        technique_seeds: per-technique seeds replacing ``seeds`` for that technique (SELECT ran
+            steering and fine-tuning once, prompting five times); when you set ``seeds`` and not
+            this, your seeds apply to every technique.
         n_target / n_descendant / n_specificity: evaluation questions per group (the target's
-            eval questions; its descendants'; its siblings' and ancestors').
+            eval questions; its descendants'; its siblings' and ancestors'). Under
+            ``eval_sampling="select"`` they cap SELECT's sample (its first n).
         n_unrelated: eval questions about concepts far from the target (outside its subtree,
             ancestry and specificity set): far specificity, for every technique.
         n_constituent: for a composition target, eval questions about its constituent atomic
             concepts (it should answer them: SELECT's atomic specificity of compositions).
         n_composition: for an atomic target, eval questions about compositions it is part of
             (it should abstain: SELECT's generalization from concepts to compositions).
-        max_new_tokens, num_samples, temperature, batch_size: generation settings (greedy when
-            ``num_samples`` is 1).
+        max_new_tokens, num_samples, temperature, top_p, do_sample, batch_size: generation
+            settings (sampled when ``do_sample`` or ``num_samples`` > 1, else greedy).
         early_stop: end an answer as soon as the phrase detector sees a refusal.
+        system_prompt: a system turn for every prompt: ``""`` none, ``"select"`` SELECT's (read
+            from the benchmark's imported protocol), any other text as given.
+        eval_sampling: ``workbench`` (spread over concepts, seeded by the cell's seed) or
+            ``select`` (SELECT's draw: ``workbench.select.sampling``, seeded by ``eval_seed``).
+        eval_seed: the seed of SELECT's draw of evaluation questions.
         data_dir: the benchmark to read (default: the shipped ``data/``).
     """
 
@@ -55,21 +71,46 @@ class ExperimentConfig:
     preset: str = "workbench"
     technique_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: tuple[str, ...] = ("wn:09411430-n", "wn:10560637-n", "wn:06613686-n")
-    seeds: tuple[int, ...] = (0,)
-    n_target: int = 20
-    n_descendant: int = 20
-    n_specificity: int = 20
-    n_unrelated: int = 10
+    seeds: tuple[int, ...] | None = None  # preset
+    technique_seeds: dict[str, tuple[int, ...]] | None = None  # preset
+    n_target: int | None = None  # preset
+    n_descendant: int | None = None  # preset
+    n_specificity: int | None = None  # preset
+    n_unrelated: int | None = None  # preset
     n_constituent: int = 0
     n_composition: int = 0
-    max_new_tokens: int = 40
+    max_new_tokens: int | None = None  # preset
     num_samples: int = 1
-    temperature: float = 0.7
+    temperature: float | None = None  # preset
+    top_p: float | None = None  # preset
+    do_sample: bool | None = None  # preset
     batch_size: int = 32
-    early_stop: bool = True
+    early_stop: bool | None = None  # preset
+    system_prompt: str | None = None  # preset
+    eval_sampling: str | None = None  # preset
+    eval_seed: int | None = None  # preset
     data_dir: str | None = None
 
     def __post_init__(self) -> None:
+        from workbench.techniques.presets import PRESETS, preset_settings
+
+        if self.preset not in PRESETS:
+            raise ConfigError(f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}")
+        settings = preset_settings(self.preset)
+        if self.seeds is not None and self.technique_seeds is None:
+            # seeds you set apply to every technique, not only those the preset leaves alone
+            object.__setattr__(self, "technique_seeds", {})
+        for name in PRESET_FIELDS:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, settings[name])
+        if not isinstance(self.technique_seeds, dict):
+            raise ConfigError("config field 'technique_seeds' must map technique names to seeds, "
+                              f"got {self.technique_seeds!r}")
+        object.__setattr__(self, "technique_seeds", {
+            k: tuple(dict.fromkeys(v)) if isinstance(v, (list, tuple)) else (v,)
+            for k, v in self.technique_seeds.items()})
+        if isinstance(self.seeds, (list, tuple)):
+            object.__setattr__(self, "seeds", tuple(dict.fromkeys(self.seeds)))
         for name in ("models", "techniques", "targets", "seeds"):
             value = getattr(self, name)
             if isinstance(value, (str, int)):
@@ -90,10 +131,22 @@ class ExperimentConfig:
             raise ConfigError(f"config field 'seeds' must hold integers, got {self.seeds!r}")
         if not isinstance(self.technique_params, dict):
             raise ConfigError("config field 'technique_params' must map technique names to parameters")
-        from workbench.techniques.presets import PRESETS
+        if self.eval_sampling not in ("workbench", "select"):
+            raise ConfigError(f"config field 'eval_sampling' must be workbench or select, got {self.eval_sampling!r}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"config field 'top_p' must be in (0, 1], got {self.top_p!r}")
+        if self.sampled() and not self.temperature > 0:
+            raise ConfigError(f"config field 'temperature' must be > 0 when sampling, got {self.temperature!r}")
+        for name, seeds in self.technique_seeds.items():
+            if not seeds or not all(isinstance(s, int) for s in seeds):
+                raise ConfigError(f"config field 'technique_seeds' must map {name!r} to integers, got {seeds!r}")
 
-        if self.preset not in PRESETS:
-            raise ConfigError(f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}")
+    def seeds_for(self, technique: str) -> tuple[int, ...]:
+        """The seeds ``technique`` runs with (``technique_seeds``, else ``seeds``)."""
+        return self.technique_seeds.get(technique, self.seeds)
+
+    def sampled(self) -> bool:
+        return bool(self.do_sample) or self.num_samples > 1
 
     def params_for(self, technique: str) -> dict[str, Any]:
         """The parameter overrides of ``technique``: the preset's, then ``technique_params``."""
@@ -128,6 +181,7 @@ class ExperimentConfig:
         d = asdict(self)
         for k in ("models", "techniques", "targets", "seeds"):
             d[k] = list(d[k])
+        d["technique_seeds"] = {k: list(v) for k, v in d["technique_seeds"].items()}
         return d
 
     # -- validation against the world (no model loads) ----------------------------------------
@@ -140,6 +194,12 @@ class ExperimentConfig:
         for name in self.technique_params:
             if name not in self.techniques:
                 raise ConfigError(f"config field 'technique_params' names {name!r}, which is not in 'techniques'")
+        from workbench.techniques import TECHNIQUES
+
+        for name in self.technique_seeds:
+            if name not in TECHNIQUES:
+                raise ConfigError(f"config field 'technique_seeds' names {name!r}, which is no "
+                                  f"technique; known: {', '.join(sorted(TECHNIQUES))}")
         techniques = {}
         for name in self.techniques:
             try:
@@ -154,6 +214,10 @@ class ExperimentConfig:
         for t in self.targets:
             for technique in techniques.values():
                 technique.check_data(bench, t)
+        if self.system_prompt == "select":
+            from workbench.experiments.runner import system_prompt
+
+            system_prompt(self.system_prompt, bench)
 
     # -- hashing --------------------------------------------------------------------------------
     def generation_settings(self) -> dict[str, Any]:
@@ -162,6 +226,15 @@ class ExperimentConfig:
         for k in ("n_unrelated", "n_constituent", "n_composition"):  # only when used
             if getattr(self, k):
                 out[k] = getattr(self, k)
+        # settings added later: only when they differ from the workbench's, so that the cells
+        # of earlier runs keep their hashes
+        from workbench.techniques.presets import WORKBENCH_SETTINGS
+
+        for k in ("top_p", "do_sample", "system_prompt", "eval_sampling"):
+            if getattr(self, k) != WORKBENCH_SETTINGS[k]:
+                out[k] = getattr(self, k)
+        if self.eval_sampling == "select":
+            out["eval_seed"] = self.eval_seed
         return out
 
     def cell_config(self, model: str, technique: str, target: str, seed: int, data_hash: str) -> dict[str, Any]:

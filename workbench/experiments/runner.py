@@ -21,11 +21,11 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict
 from workbench.generation import GenerationConfig
 from workbench.paths import runs_root
-from workbench.scoring.detectors import detector_decisions
+from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
 
@@ -55,27 +55,65 @@ def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n
     descendants' (generalization), SELECT's specificity set's (ancestors and siblings, or other
     relations' compositions: specificity), far concepts' (outside all of those: far
     specificity); for a composition, optionally its constituents' (it should answer them); for
-    an atomic concept, optionally the compositions it is part of (it should abstain)."""
+    an atomic concept, optionally the compositions it is part of (it should abstain).
+
+    Evaluation questions the benchmark excludes (``Benchmark.excluded_eval``: also some
+    concept's training question) are never drawn; others fill their places."""
     tax = bench.taxonomy_of(target)
     rng = _rng(seed, "eval:" + target)
-    out = [LabelledQuestion(q, target, "target") for q in bench.questions[target].eval[:n_target]]
-    out += _spread(_pool(bench, tax.descendants(target), "eval", "descendant"), n_descendant, rng)
+    seen = getattr(bench, "excluded_eval", None) or frozenset()
+
+    def pool(ids: list[str], relation: str) -> list[LabelledQuestion]:
+        return [q for q in _pool(bench, ids, "eval", relation) if q.question not in seen]
+
+    out = [LabelledQuestion(q, target, "target")
+           for q in [q for q in bench.questions[target].eval if q not in seen][:n_target]]
+    out += _spread(pool(tax.descendants(target), "descendant"), n_descendant, rng)
     near = bench.near_concepts(target)
     spec = [LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
-            for q in _pool(bench, list(near), "eval", "near")]
+            for q in pool(list(near), "near")]
     out += _spread(spec, n_specificity, rng)
     if n_unrelated:
         excluded = set(tax.subtree(target)) | set(tax.ancestors(target)) | set(near)
         far = sorted(c for c in tax.concepts if c not in excluded)
         far = rng.sample(far, min(len(far), n_unrelated))
-        out += _spread(_pool(bench, far, "eval", "unrelated"), n_unrelated, rng)
+        out += _spread(pool(far, "unrelated"), n_unrelated, rng)
     concept = tax[target]
     if n_constituent and concept.kind == "composition":
-        out += _spread(_pool(bench, list(concept.constituents), "eval", "constituent"), n_constituent, rng)
+        out += _spread(pool(list(concept.constituents), "constituent"), n_constituent, rng)
     if n_composition and concept.kind != "composition":
         holders = [c.id for c in bench.compositions if target in c.constituents]
-        out += _spread(_pool(bench, holders, "eval", "composition"), n_composition, rng)
+        out += _spread(pool(holders, "composition"), n_composition, rng)
     return out
+
+
+def select_evaluation_questions(bench, target: str, n_target: int, n_descendant: int,
+                                n_specificity: int, seed: int) -> list[LabelledQuestion]:
+    """SELECT's evaluation questions for ``target`` (``workbench.select.sampling``), each group
+    cut to its first ``n_*`` questions, labelled with their relation to the target."""
+    from workbench.select.sampling import select_sample
+
+    s = select_sample(bench, target, seed)
+    near = bench.near_concepts(target)
+    out = [LabelledQuestion(q, c, "target") for q, c in s.target[:n_target]]
+    out += [LabelledQuestion(q, c, "descendant") for q, c in s.generalization[:n_descendant]]
+    out += [LabelledQuestion(q, c, near[c]) for q, c in s.specificity[:n_specificity]]
+    return out
+
+
+def system_prompt(setting: str | None, bench) -> str | None:
+    """The system turn a config asks for: none, SELECT's (from the benchmark's protocol), or
+    the text given."""
+    if not setting:
+        return None
+    if setting == "select":
+        protocol = getattr(bench, "select_protocol", None)
+        if protocol is None:
+            raise ConfigError("system_prompt='select' needs SELECT's protocol text: import the "
+                              "release with `python -m workbench.taxonomy import-select <clone of "
+                              "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR")
+        return protocol.system_prompt
+    return setting
 
 
 def package_versions() -> dict[str, str]:
@@ -114,7 +152,10 @@ class Runner:
     # -- grid -----------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
         c = self.config
-        return [Cell(m, t, g, s) for m in c.models for g in c.targets for s in c.seeds for t in c.techniques]
+        return [Cell(m, t, g, s) for m in c.models for g in c.targets for s in c.seeds
+                for t in c.techniques if s in c.seeds_for(t)] + [
+            Cell(m, t, g, s) for m in c.models for g in c.targets for t in c.techniques
+            for s in c.seeds_for(t) if s not in c.seeds]
 
     def _data_hash(self) -> str:
         return self.bench.content_hash()[:16]
@@ -211,15 +252,13 @@ class Runner:
         from workbench.techniques import get_technique
 
         c = self.config
-        questions = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
-                                         c.n_specificity, seed=cell.seed,
-                                         n_constituent=c.n_constituent, n_composition=c.n_composition,
-                                         n_unrelated=c.n_unrelated)
+        questions = self.questions(cell)
         technique = get_technique(cell.technique, **c.params_for(cell.technique))
         gen_cfg = GenerationConfig(max_new_tokens=c.max_new_tokens, num_samples=c.num_samples,
-                                   do_sample=c.num_samples > 1, temperature=c.temperature,
-                                   seed=cell.seed, batch_size=c.batch_size,
-                                   return_logprobs=c.num_samples > 1)
+                                   do_sample=c.sampled(), temperature=c.temperature,
+                                   top_p=c.top_p, seed=cell.seed, batch_size=c.batch_size,
+                                   return_logprobs=c.num_samples > 1,
+                                   system_prompt=system_prompt(c.system_prompt, self.bench))
         start = time.time()
         kwargs = {"store": self.store} if self.store is not None else {}
         with technique.prepare(lm, self.bench, cell.target, seed=cell.seed, **kwargs) as ab:
@@ -239,6 +278,7 @@ class Runner:
             "seed": cell.seed, "config_hash": self.cell_hash(cell),
             "versions": json.dumps(package_versions(), sort_keys=True), "cell_seconds": round(seconds, 2),
         }
+        detectors = detectors_for(self.bench)
         rows = []
         for g in gens:
             q = questions[g.prompt_index]
@@ -247,10 +287,31 @@ class Runner:
                          "question_index": g.prompt_index, "question": q.question, "sample": g.sample,
                          "response": g.text, "n_tokens": g.num_tokens, "finish_reason": g.finish_reason,
                          "logprob": float(sum(g.logprobs)) if g.logprobs else None,
-                         **detector_decisions(g.text, q.question), "phrase_partial": phrase.partial,
+                         **detector_decisions(g.text, q.question, detectors), "phrase_partial": phrase.partial,
                          "phrase_kind": phrase.kind, "phrase_match": phrase.matched,
                          "gate_fired": None if gate is None else bool(gate[g.prompt_index])})
+            if g.raw_text is not None:  # SELECT's CoT: the answer is scored, the reply kept
+                rows[-1].update(response_complete=g.raw_text, answer_parsed=g.answer_parsed)
         return rows
+
+    def questions(self, cell: Cell) -> list[LabelledQuestion]:
+        """The evaluation questions of ``cell`` under the config's sampling (SELECT's or the
+        workbench's), without those the benchmark excludes from evaluation (questions it also
+        trains on)."""
+        c = self.config
+        if c.eval_sampling == "select":
+            qs = select_evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
+                                             c.n_specificity, seed=c.eval_seed)
+            qs += evaluation_questions(self.bench, cell.target, 0, 0, 0, seed=cell.seed,
+                                       n_constituent=c.n_constituent,
+                                       n_composition=c.n_composition, n_unrelated=c.n_unrelated)
+        else:
+            qs = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
+                                      c.n_specificity, seed=cell.seed,
+                                      n_constituent=c.n_constituent, n_composition=c.n_composition,
+                                      n_unrelated=c.n_unrelated)
+        excluded = getattr(self.bench, "excluded_eval", None) or ()
+        return [q for q in qs if q.question not in excluded]
 
     # -- results --------------------------------------------------------------------------------
     def results(self) -> pd.DataFrame:

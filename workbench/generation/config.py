@@ -82,6 +82,10 @@ class Generation:
         logprobs: per-token log-probabilities when requested, else None.
         finish_reason: why generation ended.
         prompt_tokens: length of the rendered prompt in tokens.
+        raw_text: when ``text`` is a part extracted from the reply (SELECT's chain of thought
+            scores only its ``answer`` field), the whole reply; else None.
+        answer_parsed: with ``raw_text``, whether an answer field was found (SELECT scores the
+            whole reply when none is).
     """
 
     prompt_index: int
@@ -91,6 +95,8 @@ class Generation:
     finish_reason: FinishReason
     prompt_tokens: int
     logprobs: list[float] | None = field(default=None)
+    raw_text: str | None = field(default=None)
+    answer_parsed: bool | None = field(default=None)
 
     @property
     def num_tokens(self) -> int:

@@ -66,8 +66,11 @@ def plot_technique_metrics(table: pd.DataFrame, title: str | None = None, n_boot
     ax.set_ylabel("rate")
     targets = int(table["targets"].max()) if "targets" in table else None
     caption = (f"mean over {targets} target concept{'s' if targets != 1 else ''}; " if targets else "")
-    caption += ("error bars: 95% bootstrap intervals" +
-                (f" ({n_boot} resamples of targets and questions)" if n_boot else ""))
+    if "interval" in table and (table["interval"] == "t").all():
+        caption += "error bars: 95% t-intervals over concepts (SELECT's aggregation)"
+    else:
+        caption += ("error bars: 95% bootstrap intervals" +
+                    (f" ({n_boot} resamples of targets and questions)" if n_boot else ""))
     ax.set_title((f"{title}\n" if title else "") + caption, fontsize=8)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
@@ -212,4 +215,53 @@ def plot_compliance(shares: pd.DataFrame):
     ax.set_ylim(0, 100)
     ax.tick_params(axis="x", rotation=20)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
+    """One panel per SELECT metric: per technique, a bar for each model: the run's first
+    (hatched), then SELECT's released models; 95% t-intervals over concepts. ``table`` is
+    :func:`workbench.select.compare.side_by_side`'s; ``concepts`` picks the released rows over
+    the run's own targets (``same``) or every released concept (``all``)."""
+    run = table[table["source"] == "run"]
+    rel = table[(table["source"] == "release") & (table["concepts"] == concepts)]
+    if run.empty:
+        return NoFigure("the run has no rows to compare")
+    if rel.empty:
+        return NoFigure(f"the release has no rows for these techniques and {concepts} concepts")
+    data = pd.concat([run, rel], ignore_index=True)
+    models = list(dict.fromkeys(data["model"]))
+    run_models = set(run["model"])
+    techniques = _order(t for t in data["technique"] if t in set(run["technique"]))
+    metrics = [m for m in METRICS if m in set(data["metric"])]
+    fig = new_figure(3.6 * len(metrics) + 1.6, 3.4)
+    axes = np.atleast_1d(fig.subplots(1, len(metrics), sharey=True))
+    cmap = __import__("matplotlib").colormaps["tab10"]
+    colors = {m: cmap(i % 10) for i, m in enumerate(models)}
+    width = 0.8 / len(models)
+    x = np.arange(len(techniques))
+    for ax, metric in zip(axes, metrics):
+        for i, model in enumerate(models):
+            f = data[(data["model"] == model) & (data["metric"] == metric)].set_index("technique")
+            vals = [f["mean"].get(t, np.nan) for t in techniques]
+            errs = [0.0 if np.isnan(f["ci"].get(t, np.nan)) else f["ci"].get(t) for t in techniques]
+            # a rate's interval drawn within [0, 1] (few concepts make t-intervals very wide)
+            lo = [min(e, v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
+            hi = [min(e, 1 - v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
+            bars = ax.bar(x + (i - (len(models) - 1) / 2) * width, vals, width, yerr=[lo, hi],
+                          capsize=1.5, color=colors[model], error_kw={"lw": 0.6},
+                          hatch="//" if model in run_models else None,
+                          edgecolor="black" if model in run_models else None, linewidth=0.4,
+                          label=model + (" (this run)" if model in run_models else ""))
+            _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
+        ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=8)
+        ax.set_title(metric, fontsize=9, pad=2)
+        ax.set_ylim(0, 1.3)
+    axes[0].set_ylabel("rate")
+    n_run = int(run["n_concepts"].max())
+    n_rel = int(rel["n_concepts"].max())
+    fig.suptitle(f"this run ({n_run} concept{'s' if n_run != 1 else ''}) beside SELECT's released "
+                 f"models ({'the same' if concepts == 'same' else 'all their'} {n_rel} concepts); "
+                 "SELECT's aggregation, 95% t-intervals (drawn within [0, 1])", fontsize=8)
+    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

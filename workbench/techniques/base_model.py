@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate
-from workbench.techniques.base import Abstainer, Technique, register
+from workbench.select import prompts as select_prompts
+from workbench.techniques.base import Abstainer, Params, Technique, register
+
+
+@dataclass(frozen=True)
+class BaseParams(Params):
+    """``protocol="select"``: ask each question inside SELECT's plain template ("answer the
+    following question"), as SELECT asks its steered and fine-tuned models."""
+
+    protocol: str = ""
+
+    def __post_init__(self) -> None:
+        if self.protocol not in ("", "select"):
+            raise ConfigError(f"protocol must be '' or select, got {self.protocol!r}")
 
 
 class BaseAbstainer(Abstainer):
     technique = "base"
 
-    def __init__(self, lm, target: str):
-        self.lm, self.target = lm, target
+    def __init__(self, lm, target: str, template: str = select_prompts.QUESTION):
+        self.lm, self.target, self.template = lm, target, template
 
     def generate(self, questions, config=None, progress=True, **kwargs):
-        return generate(self.lm, list(questions), config or GenerationConfig(), progress=progress,
+        prompts = [self.template.replace(select_prompts.QUESTION, q) if isinstance(q, str) else q
+                   for q in questions]
+        return generate(self.lm, prompts, config or GenerationConfig(), progress=progress,
                         desc="base", **kwargs)
 
 
@@ -24,7 +42,16 @@ class Base(Technique):
     name = "base"
     nature = "inference-time"
     access = "black-box"
+    Params = BaseParams
     saves_artifacts = False
 
+    def requirements(self, bench, target: str) -> list[str]:
+        if getattr(self.params, "protocol", "") == "select":
+            select_prompts.require_protocol(bench, "base with protocol='select'")
+        return []
+
     def build(self, lm, bench, data, directory, *, seed, progress):
+        if getattr(self.params, "protocol", "") == "select":
+            protocol = select_prompts.require_protocol(bench, "base with protocol='select'")
+            return BaseAbstainer(lm, data.target, select_prompts.plain_prompt(protocol))
         return BaseAbstainer(lm, data.target)

@@ -1,9 +1,11 @@
 """Prompting techniques: a zero-shot instruction, and few-shot chain-of-thought examples.
 
 Both come in the workbench's style (the instruction as a system prompt; examples as chat turns)
-and SELECT's protocol (``workbench.techniques.presets``: the instruction and the examples inside
-the user's turn, the reply "Abstained", concepts named with their ancestors, the benchmark's
-cached examples with a JSON reasoning format), written in our own words.
+and in SELECT's protocol (``protocol="select"`` / ``style="select"``): SELECT's own templates
+and instruction, read from the benchmark's imported protocol (``workbench.select.prompts``),
+its cached examples, and for chain of thought its extraction of the ``answer`` field.
+``style="select_paraphrase"`` keeps a paraphrase of that protocol in our words for benchmarks
+without SELECT's text.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig, generate
+from workbench.select import prompts as select_prompts
 from workbench.steering.behavior import ABSTENTIONS
 from workbench.techniques.base import Abstainer, Params, Technique, register
 from workbench.techniques.data import TargetData, _rng
@@ -42,11 +45,17 @@ class PromptAbstainer(Abstainer):
     (``{question}`` is replaced by each question)."""
 
     def __init__(self, lm, technique: str, target: str, system: str | None,
-                 examples: Sequence[tuple[str, str]] = (), user_template: str = "{question}"):
+                 examples: Sequence[tuple[str, str]] = (), user_template: str = "{question}",
+                 min_new_tokens: int = 0, extract_answer: bool = False):
+        """``min_new_tokens`` raises the generation budget to at least that (SELECT gives chain
+        of thought 1,024); ``extract_answer`` scores SELECT's ``answer`` field of the reply
+        (the whole reply stays in ``Generation.raw_text``)."""
         self.lm, self.technique, self.target = lm, technique, target
         self.system = system
         self.examples = list(examples)
         self.user_template = user_template
+        self.min_new_tokens = min_new_tokens
+        self.extract_answer = extract_answer
 
     def conversation(self, question: str) -> list[dict]:
         turns: list[dict] = []
@@ -58,8 +67,15 @@ class PromptAbstainer(Abstainer):
         config = config or GenerationConfig()
         if self.system is not None:
             config = GenerationConfig(**{**config.to_dict(), "system_prompt": self.system})
-        return generate(self.lm, [self.conversation(q) for q in questions], config,
+        if config.max_new_tokens < self.min_new_tokens:
+            config = GenerationConfig(**{**config.to_dict(), "max_new_tokens": self.min_new_tokens})
+        gens = generate(self.lm, [self.conversation(q) for q in questions], config,
                         progress=progress, desc=self.technique, **kwargs)
+        if self.extract_answer:
+            for g in gens:
+                g.raw_text = g.text
+                g.text, g.answer_parsed = select_prompts.extract_answer(g.text)
+        return gens
 
 
 def _check_template(template: str, name: str, *fields: str) -> None:
@@ -79,6 +95,8 @@ class ZeroShotParams(Params):
         user_template: the user's turn when ``as_system`` is False, with ``{instruction}`` and
             ``{question}``.
         concept_context: name the concept with its ancestors (SELECT).
+        protocol: ``select``: SELECT's own instruction and template from the benchmark's
+            imported protocol (the three settings above are then unused); ``""``: as above.
     """
 
     instruction: str = (
@@ -89,9 +107,12 @@ class ZeroShotParams(Params):
     as_system: bool = True
     user_template: str = "{instruction}\n\n{question}"
     concept_context: bool = False
+    protocol: str = ""
 
     def __post_init__(self) -> None:
         _check_template(self.instruction, "instruction", "concept")
+        if self.protocol not in ("", "select"):
+            raise ConfigError(f"protocol must be '' or select, got {self.protocol!r}")
         if not self.as_system:
             _check_template(self.user_template, "user_template", "instruction", "question")
 
@@ -106,8 +127,18 @@ class ZeroShot(Technique):
     Params = ZeroShotParams
     saves_artifacts = False
 
+    def requirements(self, bench, target: str) -> list[str]:
+        if self.params.protocol == "select":
+            select_prompts.require_protocol(bench, "zero_shot with protocol='select'")
+        return []
+
     def build(self, lm, bench, data: TargetData, directory, *, seed, progress):
         p = self.params
+        if p.protocol == "select":
+            protocol = select_prompts.require_protocol(bench, "zero_shot with protocol='select'")
+            turn = select_prompts.zero_shot_prompt(
+                protocol, select_prompts.concept_description(bench, data.target))
+            return PromptAbstainer(lm, self.name, data.target, None, user_template=turn)
         text = p.instruction.format(concept=concept_phrase(bench, data.target, p.concept_context))
         if p.as_system:
             return PromptAbstainer(lm, self.name, data.target, text)
@@ -128,10 +159,13 @@ class FewShotParams(Params):
         examples: ``generate`` (write them as above), ``benchmark`` (the examples the benchmark
             ships for the target, SELECT's example cache; an error if it has none) or ``auto``
             (the benchmark's when it has them, else generate).
-        style: ``chat`` (examples as earlier chat turns, the instruction as system prompt) or
-            ``select`` (SELECT's protocol: one user turn with the instruction, a JSON reasoning
-            format, the examples as "User: ... / Assistant: {...}" and the question).
+        style: ``chat`` (examples as earlier chat turns, the instruction as system prompt),
+            ``select`` (SELECT's own template, instruction and reasoning strings from the
+            benchmark's imported protocol, its cached examples; the reply's ``answer`` field is
+            scored) or ``select_paraphrase`` (that protocol in our words, for benchmarks without
+            SELECT's text).
         concept_context: name the concept with its ancestors (SELECT).
+        min_new_tokens: the least generation budget (SELECT: 1,024 for chain of thought).
     """
 
     instruction: str = (
@@ -146,13 +180,22 @@ class FewShotParams(Params):
     examples: str = "auto"
     style: str = "chat"
     concept_context: bool = False
+    min_new_tokens: int = 0
 
     def __post_init__(self) -> None:
         _check_template(self.instruction, "instruction", "concept")
         if self.examples not in ("auto", "generate", "benchmark"):
             raise ConfigError(f"examples must be auto, generate or benchmark, got {self.examples!r}")
-        if self.style not in ("chat", "select"):
-            raise ConfigError(f"style must be chat or select, got {self.style!r}")
+        if self.style not in ("chat", "select", "select_paraphrase"):
+            raise ConfigError(f"style must be chat, select or select_paraphrase, got {self.style!r}")
+        if self.style == "select" and self.examples != "benchmark":
+            raise ConfigError("style='select' uses SELECT's cached examples: set examples='benchmark'")
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if not d["min_new_tokens"]:  # added later: keeps earlier artifacts' hashes
+            del d["min_new_tokens"]
+        return d
 
 
 def _reason_abstain(concept: str, about: str) -> str:
@@ -206,6 +249,8 @@ class FewShotCoT(Technique):
             self.params.examples == "auto" and bool(bench.examples.get(target)))
 
     def requirements(self, bench, target: str) -> list[str]:
+        if self.params.style == "select":
+            select_prompts.require_protocol(bench, "few_shot_cot with style='select'")
         if self.params.examples == "benchmark" and not bench.examples.get(target):
             raise ConfigError(f"technique 'few_shot_cot' with examples='benchmark' needs examples "
                               f"for {target!r}, and the benchmark ships none for it")
@@ -213,6 +258,10 @@ class FewShotCoT(Technique):
 
     def build(self, lm, bench, data: TargetData, directory: Path, *, seed, progress):
         p = self.params
+        if p.style == "select":  # nothing to compute: the turn is SELECT's text, built on load
+            select_prompts.require_protocol(bench, "few_shot_cot with style='select'")
+            (directory / "examples.json").write_text(json.dumps({"style": "select"}, indent=2))
+            return
         concept = concept_phrase(bench, data.target, p.concept_context)
         if self.uses_benchmark_examples(bench, data.target):
             drawn = [(e.question, e.response, e.about or "another topic") for e in data.examples]
@@ -226,7 +275,7 @@ class FewShotCoT(Technique):
              "source": source, "examples": examples}, indent=2))
 
     def _reply(self, concept: str, response: str, about: str) -> str:
-        if self.params.style == "select":
+        if self.params.style == "select_paraphrase":
             return _select_reply(concept, response)
         if response.strip() == ABSTAINED:
             return _reason_abstain(concept, about)
@@ -256,8 +305,17 @@ class FewShotCoT(Technique):
 
     def load(self, lm, bench, data, directory: Path) -> Abstainer:
         saved = json.loads((directory / "examples.json").read_text())
+        p = self.params
+        if saved.get("style") == "select" and "examples" not in saved:
+            # built from the benchmark's current protocol text and cached examples, so a
+            # re-imported release never meets a stale prompt
+            protocol = select_prompts.require_protocol(bench, "few_shot_cot with style='select'")
+            turn = select_prompts.cot_prompt(
+                protocol, select_prompts.concept_description(bench, data.target), data.examples)
+            return PromptAbstainer(lm, self.name, data.target, None, user_template=turn,
+                                   min_new_tokens=p.min_new_tokens, extract_answer=True)
         examples = [tuple(e) for e in saved["examples"]]
-        if saved.get("style", "chat") == "select":
+        if saved.get("style", "chat") in ("select", "select_paraphrase"):
             return PromptAbstainer(lm, self.name, data.target, None,
                                    user_template=select_prompt(saved["instruction"], examples))
         return PromptAbstainer(lm, self.name, data.target, saved["instruction"], examples)
