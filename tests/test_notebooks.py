@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
+from workbench.paths import repo_root
 from workbench.notebooks import (
     find_notebook,
     notebook_parameters,
@@ -149,3 +150,26 @@ def test_a_jupyterlab_edit_and_the_runner_use_the_same_source(tmp_path):
     with pytest.raises(ConfigError, match="hold different cells .*jupytext --sync"):
         notebook_parameters(nb_path)
     assert jupytext  # the library behind both
+
+
+def test_every_notebook_parameter_has_help_text():
+    from workbench.notebooks import notebook_parameters
+
+    for nb in sorted((repo_root() / "notebooks").glob("*.ipynb")):
+        missing = [p.name for p in notebook_parameters(nb).values() if not p.help]
+        assert not missing, f"{nb.name}: parameters without a help comment: {missing}"
+
+
+def test_saving_a_notebook_writes_its_source_unchanged():
+    """JupyterLab's save goes through jupytext with the project's configuration: it must write
+    the committed source back, with no jupytext version header that would dirty the checkout."""
+    import jupytext
+    from jupytext.config import load_jupytext_configuration_file
+
+    config = load_jupytext_configuration_file(str(repo_root() / "jupytext.toml"))
+    for nb_path in sorted((repo_root() / "notebooks").glob("*.ipynb")):
+        nb = jupytext.read(str(nb_path))
+        nb.metadata["jupytext"] = {"text_representation": {"extension": ".py", "format_name": "percent",
+                                                           "jupytext_version": "0.0.1"}}
+        written = jupytext.writes(nb, fmt={"extension": ".py", "format_name": "percent"}, config=config)
+        assert written == (repo_root() / "notebooks" / "src" / f"{nb_path.stem}.py").read_text(), nb_path.name

@@ -102,3 +102,17 @@ def test_figures_do_not_touch_pyplot_state():
     for make in CASES.values():
         make()
     assert plt.get_fignums() == before
+
+
+def test_a_run_figure_is_saved_and_says_where(tmp_path, monkeypatch):
+    from workbench.plots.save import NoFigure, SavedFigure, new_figure, save_run_figure, show_inline
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path))
+    fig = new_figure(2, 2)
+    fig.subplots().plot([0, 1], [1, 0])
+    saved = save_run_figure(fig, "r", "line")
+    assert isinstance(saved, SavedFigure) and [p.suffix for p in saved] == [".pdf", ".png"]
+    assert all(p.is_file() for p in saved) and "line.png" in saved._repr_markdown_()
+    assert show_inline(fig) is False  # no kernel here: nothing is displayed
+    assert save_run_figure(NoFigure("nothing to draw"), "r", "empty") == []
+    assert saved[0].parent == tmp_path / "r" / "figures"

@@ -143,7 +143,7 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
     # the workbench's smaller mixture (SELECT's mixture is tested on tiny models)
     fast = {"epochs": 1, "dpo_epochs": 1, "rank": 8, "alpha": 16, "max_length": 96,
             "answer_tokens": 16, "mixture": "workbench", "batch_size": 8, "dpo_batch_size": 8}
-    run_notebook("01_select_abstention", {
+    executed = run_notebook("01_select_abstention", {
         "run_name": names["run"], "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
         "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select", "seeds": [7],
         "technique_params": {"sft": fast, "sft_dpo": fast, "few_shot_cot": {"min_new_tokens": 8}},
@@ -156,6 +156,12 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
     assert rows.loc[rows["technique"] == "few_shot_cot", "answer_parsed"].notna().all()
     # SELECT's aggregation by default under the preset: t-intervals in the techniques table
     assert set(pd.read_csv(ROOT / "runs" / names["run"] / "techniques.csv")["interval"]) == {"t"}
+    # the figures are shown in the notebook, not only saved
+    import nbformat
+
+    outputs = [o for c in nbformat.read(executed, as_version=4).cells if c.cell_type == "code"
+               for o in c.get("outputs", [])]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 1  # one target: one figure
 
 
 def test_steering_gate_notebook(tmp_path, names):

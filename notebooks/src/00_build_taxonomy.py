@@ -15,15 +15,15 @@
 # everything with a manifest. With the defaults the result is byte-identical to `data/`.
 
 # %% tags=["parameters"]
-run_name = "taxonomy_build"
+run_name = "taxonomy_build"  # results go to runs/<run_name>/
 out_dir = "runs/taxonomy_build/data"  # where the rebuilt benchmark is written
-seed = 0
-max_depth = 6
-instances_per_leaf = 5
-min_path = 3
-branching = [3, 3, 2, 2, 1, 1]
-composition_branching = [2, 2, 1, 1]
-composition_max_depth = 4
+seed = 0  # breaks ties between equally familiar children (the shipped data: 0)
+max_depth = 6  # deepest taxonomy level, roots at level 1
+instances_per_leaf = 5  # instances kept under each leaf class
+min_path = 3  # branches whose root-to-leaf path is shorter are dropped
+branching = [3, 3, 2, 2, 1, 1]  # children kept per concept at each level, from the roots down
+composition_branching = [2, 2, 1, 1]  # compositions kept per concept at each composition level
+composition_max_depth = 4  # deepest composition level
 
 # %%
 import json

@@ -14,17 +14,17 @@
 # `runs/<run_name>/answers.csv` and a figure in `runs/<run_name>/figures/`.
 
 # %% tags=["parameters"]
-model = "smollm2-135m-instruct"
+model = "smollm2-135m-instruct"  # registered name, local path or hub id
 questions = [
     "What is the longest river in Africa?",
     "Who wrote the novel Oliver Twist?",
     "Which country is the Eiffel Tower in?",
     "What is a violin made of?",
-]
-system_prompt = None
-max_new_tokens = 48
-seed = 0
-run_name = "quickstart"
+]  # questions the model answers
+system_prompt = None  # a system turn for every question (None: none)
+max_new_tokens = 48  # generation budget per answer
+seed = 0  # sampling seed (answers are greedy; kept for provenance)
+run_name = "quickstart"  # results go to runs/<run_name>/
 
 # %%
 from workbench.generation import GenerationConfig, generate, generations_frame

@@ -18,22 +18,22 @@
 # Hugging Face chat model can judge (`judge_model`).
 
 # %% tags=["parameters"]
-run_name = "judge"
-model = "smollm2-135m-instruct"
-judge_model = "smollm2-135m-instruct"
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft"]
-targets = ["wn:09411430-n"]
-k_samples = 3
-temperature = 0.7
-n_target = 10
-n_descendant = 5
-n_specificity = 5
-max_new_tokens = 32
-labels_dir = "data/labels"
-labels_split = "test"
-max_labelled = 0
+run_name = "judge"  # results go to runs/<run_name>/
+model = "smollm2-135m-instruct"  # the model whose answers are judged
+judge_model = "smollm2-135m-instruct"  # the LLM judge (a 7B+ model on a GPU for numbers you report)
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft"]  # abstention techniques the answers come from (base = the unmodified model)
+targets = ["wn:09411430-n"]  # target concepts (river; find ids: python -m workbench.taxonomy find TEXT)
+k_samples = 3  # sampled answers per question (the refusal confidence c(x) averages over them)
+temperature = 0.7  # sampling temperature of those answers
+n_target = 10  # target questions per cell
+n_descendant = 5  # descendant questions per cell
+n_specificity = 5  # sibling and ancestor questions per cell
+max_new_tokens = 32  # generation budget per answer
+labels_dir = "data/labels"  # labelled responses the detectors and the judge are checked against
+labels_split = "test"  # which part of the labelled set: test, dev or all
+max_labelled = 0  # judge at most this many labelled responses (0: all of them)
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "judge"
+figure_prefix = "judge"  # file name prefix of exported figures
 
 # %%
 from workbench.experiments import ExperimentConfig, Runner

@@ -21,18 +21,18 @@
 # them). Work is saved in chunks, so an interrupted run resumes where it stopped.
 
 # %% tags=["parameters"]
-run_name = "unknown"
-model = "smollm2-135m-instruct"
-data_dir = "data/unknown"
-per_partition = 30
-prompts = "paper"
-technique = "base"
-technique_target = "wn:09411430-n"
-max_new_tokens = 40
-chunk_size = 64
-seed = 0
+run_name = "unknown"  # results go to runs/<run_name>/
+model = "smollm2-135m-instruct"  # registered name, local path or hub id
+data_dir = "data/unknown"  # UnknownBench-shaped data: the shipped set, or the release's data/ folder
+per_partition = 30  # items per task and partition, seeded (0: all of them)
+prompts = "paper"  # answer and confidence prompts: paper (UnknownBench's) or the workbench's
+technique = "base"  # answer through this abstention technique (base: the unmodified model)
+technique_target = "wn:09411430-n"  # the concept that technique abstains from (river)
+max_new_tokens = 40  # generation budget per answer
+chunk_size = 64  # items per saved chunk (a killed run resumes from the last chunk)
+seed = 0  # seeds the item sample and the technique
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "unknown"
+figure_prefix = "unknown"  # file name prefix of exported figures
 
 # %%
 import random

@@ -19,16 +19,16 @@
 # queries are then used unchanged, `edits_per_group` edits sampled per superordinate category.
 
 # %% tags=["parameters"]
-run_name = "editing"
-model = "smollm2-135m-instruct"
-editors = ["none", "ike", "ft", "rome"]
-edits_per_group = 2
-taxi_file = ""
-layer = 4
-normalization = "token"
-seed = 0
+run_name = "editing"  # results go to runs/<run_name>/
+model = "smollm2-135m-instruct"  # registered name, local path or hub id
+editors = ["none", "ike", "ft", "rome"]  # editing methods: none (unedited), ike, ft, rome
+edits_per_group = 2  # edits sampled per superordinate category (0: all)
+taxi_file = ""  # taxi's released edits-evaluation.json (empty: the shipped categories file)
+layer = 4  # decoder block that FT and ROME edit
+normalization = "token"  # choice scores: none (summed log-probability), token (mean per token) or byte (per byte)
+seed = 0  # seeds the sample of edits
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "editing"
+figure_prefix = "editing"  # file name prefix of exported figures
 
 # %%
 import random

@@ -15,9 +15,9 @@
 # (Preparing a concept the first time takes about 15 s on 2 CPU cores; it is cached afterwards.)
 
 # %% tags=["parameters"]
-model = "smollm2-135m-instruct"
-concept = "wn:09411430-n"
-question = "What is the longest river in Africa?"
+model = "smollm2-135m-instruct"  # registered name, local path or hub id
+concept = "wn:09411430-n"  # the concept to steer away from (river; find ids: python -m workbench.taxonomy find TEXT)
+question = "What is the longest river in Africa?"  # the first question shown
 
 # %%
 from workbench.models import load_model

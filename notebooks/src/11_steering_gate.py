@@ -18,13 +18,13 @@
 # curve as all thresholds move together; rings mark each setting's operating point.
 
 # %% tags=["parameters"]
-run_name = "steering_gate"
-model = "smollm2-135m-instruct"
-concepts_per_root = 4
-n_questions = 20
-seed = 0
+run_name = "steering_gate"  # results go to runs/<run_name>/
+model = "smollm2-135m-instruct"  # registered name, local path or hub id
+concepts_per_root = 4  # target concepts drawn from each of the five roots
+n_questions = 20  # held-out evaluation questions per group and concept
+seed = 0  # seeds the draw of concepts
 export_figures = False  # also copy the figures to figures/<figure_prefix>_*
-figure_prefix = "steering_gate"
+figure_prefix = "steering_gate"  # file name prefix of exported figures
 
 # %%
 import random

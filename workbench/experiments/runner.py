@@ -220,7 +220,8 @@ class Runner:
     # -- progress -------------------------------------------------------------------------------
     def _say(self, text: str) -> None:
         if self.progress and not self.quiet:
-            print(f"[{self.config.name}] {text}", file=sys.stderr, flush=True)
+            # stdout: progress is not a warning (stderr shows pink in JupyterLab)
+            print(f"[{self.config.name}] {text}", file=sys.stdout, flush=True)
 
     def started(self, cell: Cell) -> None:
         """Called by executors when a cell starts: one progress line (and the bar's label)."""

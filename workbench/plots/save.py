@@ -67,9 +67,41 @@ def run_figures(run_name: str) -> Path:
     return path
 
 
-def save_run_figure(fig, run_name: str, name: str) -> list[Path]:
-    """Save ``fig`` into the run's own figure folder (never ``figures/``)."""
-    return save_figure(fig, name, run_figures(run_name))
+class SavedFigure(list):
+    """The paths a figure was saved to; in a notebook it reads as one line naming them (the
+    figure itself is shown above it)."""
+
+    def _repr_markdown_(self) -> str:
+        return "saved: " + ", ".join(f"`{p}`" for p in self) if self else ""
+
+
+def show_inline(fig) -> bool:
+    """Show ``fig`` in the output of the running notebook cell (as PNG, so it does not depend
+    on which matplotlib backend the kernel has); nothing outside a kernel. True when shown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the kernel
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+    import io
+
+    from IPython.display import Image, display
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    display(Image(data=buf.getvalue(), format="png"))
+    return True
+
+
+def save_run_figure(fig, run_name: str, name: str) -> SavedFigure:
+    """Save ``fig`` into the run's own figure folder (never ``figures/``) and, in a notebook,
+    show it inline; a :class:`NoFigure` shows why there is none instead."""
+    paths = SavedFigure(save_figure(fig, name, run_figures(run_name)))
+    if not isinstance(fig, NoFigure):
+        show_inline(fig)
+    return paths
 
 
 def export_run_figures(run_name: str, prefix: str, directory: str | os.PathLike | None = None) -> list[Path]:
