@@ -271,3 +271,15 @@ def test_seeds_you_set_apply_to_every_technique_and_bad_settings_are_one_line_er
     bad = ExperimentConfig(technique_seeds={"sft-dpo": [1]})
     with pytest.raises(ConfigError, match="'technique_seeds' names 'sft-dpo', which is no technique"):
         bad.validate(SimpleNamespace())
+
+
+def test_notebooks_take_the_demo_sizes_under_workbench_and_the_presets_under_select():
+    from workbench.techniques.presets import notebook_settings
+
+    assert notebook_settings("workbench", n_target=None, max_new_tokens=None) == {
+        "n_target": 20, "max_new_tokens": 32}
+    assert notebook_settings("select", n_target=None, max_new_tokens=64) == {
+        "n_target": None, "max_new_tokens": 64}
+    assert ExperimentConfig(preset="select", **notebook_settings("select", n_target=None)).n_target == 30
+    with pytest.raises(ConfigError, match="unknown preset 'selct'"):
+        notebook_settings("selct", n_target=None)

@@ -27,12 +27,12 @@ targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]  # river, scientis
 data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
 preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)
 seeds = None  # None: the preset's (select: SELECT's five run seeds)
-n_target = 20  # target questions per cell (None: the preset's; under select, the first n of SELECT's draw)
-n_descendant = 10  # descendant questions per cell (None: the preset's)
-n_specificity = 10  # sibling and ancestor questions per cell (None: the preset's)
+n_target = None  # target questions per cell (None: 20 under the workbench preset, else the preset's)
+n_descendant = None  # descendant questions per cell (None: 10 under the workbench preset, else the preset's)
+n_specificity = None  # sibling and ancestor questions per cell (None: 10 under the workbench preset, else the preset's)
 n_constituent = 0  # for a composition target: questions about its constituents
 n_composition = 0  # for an atomic target: questions about compositions it is part of
-max_new_tokens = 32  # generation budget (None: the preset's; select: 512, chain of thought 1,024)
+max_new_tokens = None  # generation budget (None: 32 under the workbench preset, else the preset's)
 temperature = None  # sampling temperature (None: the preset's; select: 0.6)
 top_p = None  # nucleus sampling mass (None: the preset's; select: 0.9)
 do_sample = None  # sample instead of greedy decoding (None: the preset's; select: True)
@@ -63,18 +63,19 @@ from workbench.plots.select import (
     plot_universality,
 )
 from workbench.select.compare import side_by_side, technique_summary, wide
-from workbench.techniques.presets import preset_settings
+from workbench.techniques.presets import notebook_settings, preset_settings
 from workbench.scoring.metrics import (
     by_level,
     generalization_errors,
     universality,
 )
 
+sizes = notebook_settings(preset, n_target=n_target, n_descendant=n_descendant,
+                          n_specificity=n_specificity, max_new_tokens=max_new_tokens)
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
-                          targets=tuple(targets), seeds=seeds, n_target=n_target,
-                          n_descendant=n_descendant, n_specificity=n_specificity,
+                          targets=tuple(targets), seeds=seeds, **sizes,
                           n_constituent=n_constituent, n_composition=n_composition,
-                          max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                          temperature=temperature, top_p=top_p,
                           do_sample=do_sample, early_stop=early_stop, preset=preset,
                           data_dir=str(project_path(data_dir)) if data_dir else None,
                           technique_params=technique_params)

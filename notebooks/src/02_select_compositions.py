@@ -24,12 +24,12 @@ targets = ["about/wn:06613686-n#wn:09835506-n", "about/wn:07037465-n#wn:09215664
 data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
 preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)
 seeds = None  # None: the preset's (select: SELECT's five run seeds)
-n_target = 20  # target questions per cell (None: the preset's)
-n_descendant = 10  # descendant questions per cell (None: the preset's)
-n_specificity = 10  # specificity-set questions per cell (None: the preset's)
+n_target = None  # target questions per cell (None: 20 under the workbench preset, else the preset's)
+n_descendant = None  # descendant questions per cell (None: 10 under the workbench preset, else the preset's)
+n_specificity = None  # specificity-set questions per cell (None: 10 under the workbench preset, else the preset's)
 n_constituent = 0  # questions about each composition's constituent concepts
 n_composition = 0  # for atomic targets: questions about compositions they are part of
-max_new_tokens = 32  # generation budget (None: the preset's)
+max_new_tokens = None  # generation budget (None: 32 under the workbench preset, else the preset's)
 temperature = None  # sampling temperature (None: the preset's)
 top_p = None  # nucleus sampling mass (None: the preset's)
 do_sample = None  # sample instead of greedy decoding (None: the preset's)
@@ -49,7 +49,7 @@ import pandas as pd
 
 from workbench.experiments import ExperimentConfig, Runner
 from workbench.experiments.config import PRESET_FIELDS
-from workbench.techniques.presets import preset_settings
+from workbench.techniques.presets import notebook_settings, preset_settings
 from workbench.experiments.report import write_summary
 from workbench.paths import project_path, run_path, runs_root
 from workbench.plots import export_run_figures, save_run_figure
@@ -61,11 +61,12 @@ from workbench.plots.select import (
 from workbench.scoring.metrics import by_level, technique_table
 from workbench.select.compare import technique_summary
 
+sizes = notebook_settings(preset, n_target=n_target, n_descendant=n_descendant,
+                          n_specificity=n_specificity, max_new_tokens=max_new_tokens)
 config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
-                          targets=tuple(targets), seeds=seeds, n_target=n_target,
-                          n_descendant=n_descendant, n_specificity=n_specificity,
+                          targets=tuple(targets), seeds=seeds, **sizes,
                           n_constituent=n_constituent, n_composition=n_composition,
-                          max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                          temperature=temperature, top_p=top_p,
                           do_sample=do_sample, early_stop=early_stop, preset=preset,
                           data_dir=str(project_path(data_dir)) if data_dir else None,
                           technique_params=technique_params)

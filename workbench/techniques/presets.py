@@ -85,6 +85,20 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The question counts and budget notebooks 01/02 use under the workbench preset (the demo's:
+#: smaller than the workbench's experiment defaults, to run in minutes on a laptop).
+NOTEBOOK_SIZES: dict[str, Any] = {"n_target": 20, "n_descendant": 10, "n_specificity": 10,
+                                  "max_new_tokens": 32}
+
+
+def notebook_settings(preset: str, **values: Any) -> dict[str, Any]:
+    """A notebook's experiment settings: what the user set; for what they left ``None``, the
+    demo's sizes under the workbench preset, the preset's own values under any other."""
+    preset_settings(preset)  # an unknown preset fails here
+    return {k: (NOTEBOOK_SIZES.get(k) if v is None and preset == "workbench" else v)
+            for k, v in values.items()}
+
+
 def preset_params(preset: str, technique: str) -> dict[str, Any]:
     """The overrides ``preset`` gives ``technique`` (empty when it gives none)."""
     if preset not in PRESETS:
