@@ -116,3 +116,18 @@ def test_a_run_figure_is_saved_and_says_where(tmp_path, monkeypatch):
     assert show_inline(fig) is False  # no kernel here: nothing is displayed
     assert save_run_figure(NoFigure("nothing to draw"), "r", "empty") == []
     assert saved[0].parent == tmp_path / "r" / "figures"
+
+
+def test_the_same_figure_saves_to_the_same_bytes(tmp_path):
+    import time
+
+    from workbench.plots.save import new_figure, save_figure
+
+    def draw(directory):
+        fig = new_figure(2, 2)
+        fig.subplots().plot([0, 1], [1, 0])
+        return [p.read_bytes() for p in save_figure(fig, "f", directory)]
+
+    first = draw(tmp_path / "a")
+    time.sleep(1.1)  # a PDF creation date would differ now
+    assert draw(tmp_path / "b") == first

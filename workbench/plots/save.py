@@ -54,7 +54,10 @@ def save_figure(fig, name: str, directory: str | os.PathLike | None = None, dpi:
     if fig.get_layout_engine() is None:
         fig.tight_layout()
     for p in paths:
-        fig.savefig(p, dpi=dpi, bbox_inches="tight")
+        # no creation date in the PDF: the same figure gives the same bytes, so re-running a
+        # notebook does not dirty the checkout's figures/
+        fig.savefig(p, dpi=dpi, bbox_inches="tight",
+                    metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return paths
 
 
