@@ -137,3 +137,124 @@ def test_pure_helpers():
 
     fig = gap_figure([LayerStats(0, 0.2, 0.1, 0.0, 0.3, 0.1, 0.05, 0.7)], [0])
     assert fig.axes[0].get_xlabel() == "layer"
+
+
+# -- what a user measured in real JupyterLab ------------------------------------------------------
+import threading  # noqa: E402
+
+from workbench.widgets import steering_inspector as si  # noqa: E402
+
+
+def test_a_new_question_marks_the_answer_stale(inspector):
+    inspector.question.value = "What is a river?"
+    inspector.answer()
+    assert "asked: 'What is a river?'" in inspector.answers.value and "stale" not in inspector.answers.value
+    inspector.question.value = "Who was Marie Curie?"
+    shown = inspector.answers.value
+    assert "stale: asked for 'What is a river?' with concept river" in shown
+    assert "question changed since this answer" in shown and "settings changed" not in shown
+    inspector.question.value = "What is a river?"  # back to the question asked: current again
+    assert "stale" not in inspector.answers.value
+    inspector.strength.value = 2.5
+    inspector.question.value = "Who was Marie Curie?"
+    assert "question and settings changed since this answer" in inspector.answers.value
+
+
+def test_changing_condition_layers_moves_the_view_to_a_voting_layer(inspector):
+    inspector.thresholds[0] = 0.123
+    inspector.layers.value = (1,)
+    inspector.view_layer.value = 1
+    inspector.layers.value = (0,)  # the viewed layer 1 no longer votes
+    assert inspector.view_layer.value == 0
+    assert inspector.threshold.value == pytest.approx(0.123, abs=1e-3)
+    assert inspector.view_note.value == ""
+    inspector.question.value = "What is a river?"
+    inspector.threshold.value = -1.0  # the slider acts on the vote
+    assert "steer (about the concept)" in inspector.votes.value
+    inspector.view_layer.value = 1  # viewing a non-voting layer on purpose: said plainly
+    assert "layer 1 does not vote" in inspector.view_note.value
+    inspector.layers.value = ()
+    assert "nothing votes" in inspector.view_note.value
+    assert si.nearest_voting_layer(29, [24, 27]) == 27 and si.nearest_voting_layer(3, []) is None
+
+
+def _slow_answers(monkeypatch):
+    """compare_answers that counts its calls and waits for ``release`` (an answer in progress)."""
+    calls, started, release = [], threading.Event(), threading.Event()
+
+    def fake(lm, steerer, question, max_new_tokens=48, step=None):
+        calls.append(question)
+        started.set()
+        assert release.wait(60)
+        return f"plain {question}", f"steered {question}", True
+
+    monkeypatch.setattr(si, "compare_answers", fake)
+    return calls, started, release
+
+
+def test_one_answer_per_click(inspector, monkeypatch):
+    calls, started, release = _slow_answers(monkeypatch)
+    release.set()
+    inspector.question.value = "What is a river?"
+    inspector.answer_button.click()
+    inspector.answer_button.click()  # the second half of a double click, delivered after the first
+    assert len(calls) == 1 and "click ignored" in inspector.status.value
+    inspector.debounce_s = 0.0  # a deliberate later click answers again
+    inspector.answer_button.click()
+    assert len(calls) == 2
+
+    release.clear()
+    started.clear()
+    t = threading.Thread(target=inspector.answer)
+    t.start()
+    assert started.wait(60)
+    inspector.answer_button.click()  # while busy, from the other kernel thread
+    assert "busy (answering): click ignored" in inspector.status.value
+    release.set()
+    t.join(60)
+    assert len(calls) == 3 and not inspector.answer_button.disabled
+    assert "click ignored" not in inspector.status.value and "ready" in inspector.status.value
+
+
+def test_a_concept_chosen_while_answering_is_queued_not_half_applied(inspector, monkeypatch):
+    calls, started, release = _slow_answers(monkeypatch)
+    inspector.question.value = "What is a river?"
+    old_gap = inspector.gap_image.value
+    t = threading.Thread(target=inspector.answer)
+    t.start()
+    assert started.wait(60)
+    inspector.picker.search.value = "scientist"
+    inspector.picker.results.value = "scientist"
+    assert "picked scientist while answering" in inspector.status.value
+    inspector.prepare_button.click()  # not lost, not applied half-way
+    assert "queued: scientist" in inspector.status.value
+    assert inspector.concept == "river" and inspector.abstainer.target == "river"
+    release.set()
+    t.join(120)
+    assert not t.is_alive()
+    assert inspector.concept == "scientist" and inspector.abstainer.target == "scientist"
+    assert "ready: <b>scientist</b>" in inspector.status.value and "queued" not in inspector.status.value
+    assert inspector.gap_image.value != old_gap and inspector.answers.value == ""
+    assert len(calls) == 1
+
+
+def test_every_plotted_line_is_in_the_legend(inspector):
+    from workbench.steering.gate import LayerStats
+
+    table = [LayerStats(0, 0.2, 0.1, 0.0, 0.3, 0.1, 0.05, 0.7, auroc=0.8),
+             LayerStats(1, 0.1, 0.2, 0.0, 0.3, 0.1, 0.05, 0.6, auroc=0.4)]
+    v = inspector.abstainer.validation
+    figs = [si.gap_figure(table, [0, 1], [1]),
+            si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1),
+            si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1, votes=False)]
+    for fig in figs:
+        assert len(fig.legends) == 1
+        legend = fig.legends[0]
+        entries = {t.get_text() for t in legend.get_texts()}
+        assert all(t.get_fontsize() >= 8 for t in legend.get_texts())
+        lines = [line for ax in fig.axes for line in ax.get_lines()]
+        assert lines and all(line.get_label() in entries for line in lines), (entries, [l.get_label() for l in lines])
+    assert "AUROC (right axis)" in {t.get_text() for t in figs[0].legends[0].get_texts()}
+    assert "does not vote" in figs[2].axes[0].get_title()
+    assert si.DPI >= 150 and si.PLOT_IN[0] * 100 <= 620  # fits ~600 px at 100% width
+    assert inspector.gap_image.layout.width == "100%"

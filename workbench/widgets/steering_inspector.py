@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import io
 import threading
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,9 +34,12 @@ from workbench.steering import (
 )
 from workbench.steering.gate import LayerStats
 
-#: Image size in pixels; figures are drawn at exactly this size (no stretching).
-PLOT_PX = (620, 230)
-DPI = 100
+#: Figure size in inches and the PNG resolution: 6 x 2.4 in at 150 dpi is a 900 x 360 PNG, shown
+#: at the output area's width up to ``PLOT_MAX_PX`` pixels (sharp on high-density screens).
+PLOT_IN = (6.0, 2.4)
+DPI = 150
+PLOT_MAX_PX = 600
+LEGEND_PT = 8
 
 
 def fig_to_png(fig) -> bytes:
@@ -44,49 +48,72 @@ def fig_to_png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _legend_outside(fig, axes) -> None:
+    """One legend for every labelled artist of ``axes``, one entry per label, right of the axes."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="outside right upper", fontsize=LEGEND_PT, frameon=False)
+
+
 def gap_figure(table: list[LayerStats], chosen: list[int], behavior: list[int] | None = None):
     """Mean related and unrelated validation similarity per layer: the gap shaded green where
     related questions score higher, red where lower; condition layers dotted, behaviour layers
-    (where the refusal vector is added) dashed; validation AUROC on a second axis."""
+    (where the refusal vector is added) dashed; validation AUROC (grey) on a second axis. Every
+    line has a legend entry; the legend sits outside the curves."""
     layers = [r.layer for r in table]
     rel = [r.mean_related for r in table]
     unrel = [r.mean_unrelated for r in table]
-    fig = new_figure(PLOT_PX[0] / DPI, PLOT_PX[1] / DPI)
+    fig = new_figure(*PLOT_IN)
     ax = fig.subplots()
     ax.plot(layers, rel, marker="o", ms=3, label="related")
     ax.plot(layers, unrel, marker="o", ms=3, label="unrelated")
     above = [r >= u for r, u in zip(rel, unrel)]
-    ax.fill_between(layers, unrel, rel, where=above, interpolate=True, color="tab:green", alpha=0.15)
+    ax.fill_between(layers, unrel, rel, where=above, interpolate=True, color="tab:green", alpha=0.15,
+                    label="related higher" if any(above) else "_nolegend_")
     ax.fill_between(layers, unrel, rel, where=[not a for a in above], interpolate=True,
-                    color="tab:red", alpha=0.15)
+                    color="tab:red", alpha=0.15, label="related lower" if not all(above) else "_nolegend_")
     for layer in chosen:
-        ax.axvline(layer, color="0.2", ls=":", lw=1.2)
+        ax.axvline(layer, color="0.2", ls=":", lw=1.2, label="condition layer")
     for layer in behavior or []:
-        ax.axvline(layer, color="tab:purple", ls="--", lw=1)
+        ax.axvline(layer, color="tab:purple", ls="--", lw=1, label="steering layer")
+    axes = [ax]
     if table and table[0].auroc == table[0].auroc:
         ax2 = ax.twinx()
-        ax2.plot(layers, [r.auroc for r in table], color="0.5", lw=1, label="AUROC")
+        ax2.plot(layers, [r.auroc for r in table], color="0.5", lw=1, label="AUROC (right axis)")
         ax2.set_ylim(0, 1)
-        ax2.set_ylabel("AUROC", fontsize=8)
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean cosine")
-    ax.set_title("validation similarity (dotted: condition layers; dashed: steering layers)", fontsize=8)
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
+        ax2.set_ylabel("AUROC", fontsize=LEGEND_PT)
+        ax2.tick_params(labelsize=LEGEND_PT)
+        axes.append(ax2)
+    ax.set_xlabel("layer", fontsize=9)
+    ax.set_ylabel("mean cosine", fontsize=9)
+    ax.tick_params(labelsize=LEGEND_PT)
+    ax.set_title("validation similarity per layer", fontsize=9)
+    _legend_outside(fig, axes)
     return fig
 
 
-def histogram_figure(related: torch.Tensor, unrelated: torch.Tensor, layer: int, threshold: float):
-    """Histogram of validation similarities at one layer with the threshold drawn."""
-    fig = new_figure(PLOT_PX[0] / DPI, PLOT_PX[1] / DPI)
+def histogram_figure(related: torch.Tensor, unrelated: torch.Tensor, layer: int, threshold: float,
+                     votes: bool = True):
+    """Histogram of validation similarities at one layer with the threshold drawn (dashed and
+    labelled "does not vote" when the layer is not a condition layer)."""
+    fig = new_figure(*PLOT_IN)
     ax = fig.subplots()
     bins = torch.linspace(min(related.min(), unrelated.min()).item() - 0.05,
                           max(related.max(), unrelated.max()).item() + 0.05, 21).tolist()
     ax.hist(related.tolist(), bins=bins, alpha=0.6, label=f"related (n={len(related)})")
     ax.hist(unrelated.tolist(), bins=bins, alpha=0.6, label=f"unrelated (n={len(unrelated)})")
-    ax.axvline(threshold, color="k", lw=1.5, label=f"threshold {threshold:.3f}")
-    ax.set_xlabel(f"cosine similarity at layer {layer}")
-    ax.set_ylabel("questions")
-    ax.legend(fontsize=7, frameon=False)
+    label = f"threshold {threshold:+.3f}" + ("" if votes else " (not voting)")
+    ax.axvline(threshold, color="k", lw=1.5, ls="-" if votes else "--", label=label)
+    ax.set_xlabel(f"cosine similarity at layer {layer}", fontsize=9)
+    ax.set_ylabel("questions", fontsize=9)
+    ax.tick_params(labelsize=LEGEND_PT)
+    if not votes:
+        ax.set_title(f"layer {layer} does not vote", fontsize=9, color="#b35900")
+    _legend_outside(fig, [ax])
     return fig
 
 
@@ -165,20 +192,67 @@ def compare_answers(lm, steerer: ConditionalSteerer, question: str, max_new_toke
     return plain, steered, fired
 
 
-def answers_html(plain: str, steered: str, fired: bool, settings: Settings | None = None,
-                 stale: bool = False) -> str:
+@dataclass(frozen=True)
+class Answer:
+    """An answer pair and what made it: the question and the settings."""
+
+    question: str
+    plain: str
+    steered: str
+    fired: bool
+    settings: Settings
+
+
+def stale_reason(answer: Answer, question: str, settings: Settings) -> str | None:
+    """Why ``answer`` is not the answer to ``question`` under ``settings`` (None: it is)."""
+    changed = []
+    if answer.question.strip() != question.strip():
+        changed.append("question")
+    if answer.settings != settings:
+        changed.append("settings")
+    return " and ".join(changed) or None
+
+
+def answers_html(answer: Answer, stale: str | None = None) -> str:
+    """The unsteered and steered answers side by side, the question and settings that made them,
+    and, when ``stale`` (what changed since), a plain stale label above them."""
     e = html.escape
     cell = "vertical-align:top;padding:4px 8px;border:1px solid #ccc;width:50%"
-    label = ("steered" if fired else "not steered: the condition did not fire")
-    note = f"<p style='font-size:90%;color:#555'>made with {e(settings.describe())}</p>" if settings else ""
+    label = ("steered" if answer.fired else "not steered: the condition did not fire")
+    made = e(answer.settings.describe())
+    head = ""
     if stale:
-        note += "<p style='color:#b35900'><b>settings changed since this answer: press 'answer' again</b></p>"
-    return (f"<table style='width:100%'><tr><th>unsteered</th><th>{label}</th></tr>"
-            f"<tr><td style='{cell}'>{e(plain)}</td><td style='{cell}'>{e(steered)}</td></tr></table>{note}")
+        head = (f"<p style='color:#b35900'><b>stale: asked for '{e(answer.question)}' with {made}</b><br>"
+                f"{e(stale)} changed since this answer: press 'answer' again</p>")
+    style = "opacity:0.55" if stale else ""
+    note = (f"<p style='font-size:90%;color:#555'>asked: '{e(answer.question)}'<br>"
+            f"made with {made}</p>")
+    return (f"{head}<div style='{style}'><table style='width:100%'><tr><th>unsteered</th><th>{label}</th></tr>"
+            f"<tr><td style='{cell}'>{e(answer.plain)}</td><td style='{cell}'>{e(answer.steered)}</td></tr>"
+            f"</table>{note}</div>")
+
+
+def nearest_voting_layer(view: int, layers: list[int]) -> int | None:
+    """The condition layer closest to ``view`` (the lower one on a tie); None without layers."""
+    return min(layers, key=lambda l: (abs(l - view), l)) if layers else None
+
+
+def view_note_html(view: int, layers: list[int]) -> str:
+    """A plain note when the viewed layer (and so its threshold slider) takes no part in the vote."""
+    if not layers:
+        return "<b style='color:#b35900'>no condition layers: nothing votes, steering never fires</b>"
+    if view not in layers:
+        return (f"<b style='color:#b35900'>layer {view} does not vote</b> (condition layers "
+                f"{', '.join(map(str, layers))}): its threshold changes nothing")
+    return ""
 
 
 class SteeringInspector:
     """Pick a concept, inspect its concept vectors, tune the condition, try questions."""
+
+    #: Seconds after an answer arrives during which another click on "answer" for the same
+    #: question and settings is taken as the second half of a double click and ignored.
+    debounce_s = 1.0
 
     def __init__(self, lm, bench, concept: str | None = None, technique=None, store=None):
         import ipywidgets as w
@@ -193,91 +267,162 @@ class SteeringInspector:
         self.concept: str | None = None
         self.thresholds: dict[int, float] = {}
         self._lock = threading.RLock()  # one user of the model at a time, whichever kernel thread
-        self._answer: tuple | None = None  # (plain, steered, fired, settings)
+        self._state = threading.Lock()  # guards _busy and _queued (never held while computing)
+        self._busy: str | None = None  # what is running ("answering", "preparing ..."), if anything
+        self._queued: str | None = None  # a concept to prepare once the running work finishes
+        self._note = ""  # a remark shown before the status (ignored click, queued concept)
+        self._main_status = ""
+        self._answer: Answer | None = None
+        self._answered_at = float("-inf")
+        self._startup = None  # a notebook display handle while the constructor prepares
         wide = {"description_width": "initial"}
-        self.picker = ConceptPicker(bench, rows=6, pick=False)
+        self.picker = ConceptPicker(bench, rows=5, pick=False)
+        # the concept card: shorter, scrolling, so the controls stay on screen
+        self.picker.details.layout = w.Layout(max_height="110px", overflow="auto")
         self.prepare_button = w.Button(description="prepare steering", button_style="primary")
         self.status = w.HTML()
         self.busy = w.IntProgress(value=0, min=0, max=3, layout=w.Layout(width="160px", visibility="hidden"))
         n = lm.num_layers
-        self.layers = w.SelectMultiple(options=list(range(n)), rows=8, description="condition layers",
-                                       style=wide, layout=w.Layout(width="220px"))
+        self.layers = w.SelectMultiple(options=list(range(n)), rows=7, description="condition layers",
+                                       style=wide, layout=w.Layout(width="190px"))
         self.view_layer = w.IntSlider(min=0, max=n - 1, description="view layer", style=wide,
-                                      layout=w.Layout(width="420px"))
+                                      layout=w.Layout(width="400px"))
         self.threshold = w.FloatSlider(min=-1.0, max=1.0, step=0.001, readout_format=".3f",
                                        description="threshold", style=wide, continuous_update=False,
-                                       layout=w.Layout(width="420px"))
+                                       layout=w.Layout(width="400px"))
+        self.view_note = w.HTML()
         self.strength = w.FloatSlider(value=float(getattr(self.technique.params, "strength", 0.6)),
                                       min=0.0, max=3.0, step=0.05, description="strength", style=wide,
-                                      continuous_update=False, layout=w.Layout(width="420px"))
+                                      continuous_update=False, layout=w.Layout(width="400px"))
         self.aggregate = w.Dropdown(options=["all", "majority", "any"],
                                     value=getattr(self.technique.params, "aggregate", "all"),
                                     description="vote", style=wide)
         self.behavior = w.HTML()
-        self.gap_image = w.Image(format="png", width=PLOT_PX[0], height=PLOT_PX[1])
-        self.hist_image = w.Image(format="png", width=PLOT_PX[0], height=PLOT_PX[1])
+        plot_layout = dict(width="100%", max_width=f"{PLOT_MAX_PX}px", height="auto")
+        self.gap_image = w.Image(format="png", layout=w.Layout(**plot_layout))
+        self.hist_image = w.Image(format="png", layout=w.Layout(**plot_layout))
         self.question = w.Text(placeholder="type a question", description="question", style=wide,
                                continuous_update=False, layout=w.Layout(width="95%"))
         self.answer_button = w.Button(description="answer")
         self.votes = w.HTML()
         self.answers = w.HTML()
         self.prepare_button.on_click(lambda _: self.prepare(self.picker.selected))
+        self.picker.results.observe(lambda ch: self._on_pick(ch["new"]), names="value")
         self.view_layer.observe(lambda _: self._on_view_layer(), names="value")
         self.threshold.observe(lambda ch: self._on_threshold(ch["new"]), names="value")
-        for control in (self.layers, self.aggregate, self.strength):
+        self.layers.observe(lambda _: self._on_layers(), names="value")
+        for control in (self.aggregate, self.strength):
             control.observe(lambda _: self.refresh(), names="value")
-        self.question.observe(lambda _: self.refresh(), names="value")
+        self.question.observe(lambda _: self._on_question(), names="value")
         self.answer_button.on_click(lambda _: self.answer())
-        controls = w.VBox([self.view_layer, self.threshold, self.strength, self.aggregate, self.behavior])
+        picker = w.VBox([self.picker.widget.children[0], self.picker.note, self.picker.results,
+                         self.picker.details])
+        controls = w.VBox([w.HBox([self.layers, w.VBox([self.view_layer, self.threshold, self.view_note,
+                                                        self.strength, self.aggregate])]),
+                           self.behavior], layout=w.Layout(flex="0 1 600px"))
+        plots = w.VBox([self.gap_image, self.hist_image], layout=w.Layout(flex="1 1 420px",
+                                                                          max_width=f"{PLOT_MAX_PX}px"))
         self.widget = w.VBox([
-            w.HTML("<h3>Steering inspector</h3>"),
-            self.picker.widget, w.HBox([self.prepare_button, self.busy, self.status]),
-            w.HBox([w.VBox([self.gap_image, self.hist_image]), w.VBox([self.layers, controls])]),
+            w.HTML("<h3 style='margin:2px 0'>Steering inspector</h3>"),
+            picker, w.HBox([self.prepare_button, self.busy, self.status]),
+            w.HBox([controls, plots], layout=w.Layout(flex_flow="row wrap", width="100%")),
             self.question, w.HBox([self.answer_button]), self.votes, self.answers,
         ])
         if concept is not None:
-            self.prepare(concept)
+            self._startup = _notebook_status()
+            try:
+                self.prepare(concept)
+            finally:
+                if self._startup is not None:
+                    self._startup.update(_plain(""))
+                self._startup = None
 
     # -- state ----------------------------------------------------------------------------------
+    def _set_status(self, main: str | None = None, note: str | None = None) -> None:
+        """Show ``note`` (a remark: an ignored click, a queued concept) before the main status."""
+        if main is not None:
+            self._main_status = main
+        if note is not None:
+            self._note = note
+        remark = f"<span style='color:#b35900'>{self._note}</span> · " if self._note else ""
+        self.status.value = remark + self._main_status
+        if self._startup is not None:  # the widget is not on screen yet: say what is loading
+            self._startup.update(_plain(f"steering inspector: {html.unescape(_strip_tags(self.status.value))}"))
+
+    def _claim(self, what: str) -> bool:
+        """Mark the inspector busy with ``what``; False (nothing changes) when it already is."""
+        with self._state:
+            if self._busy is not None:
+                return False
+            self._busy = what
+            return True
+
+    def _release(self) -> str | None:
+        """Mark the inspector idle; the concept queued meanwhile (taken off the queue), if any."""
+        with self._state:
+            self._busy, queued, self._queued = None, self._queued, None
+            return queued
+
     @contextmanager
     def _working(self, what: str, steps: int = 3):
-        """Hold the model, disable the buttons and show progress while ``what`` runs."""
+        """Hold the model, show progress while ``what`` runs; "answer" waits, "prepare" queues."""
         with self._lock:
-            self.prepare_button.disabled = self.answer_button.disabled = True
+            self.answer_button.disabled = True
             self.busy.max, self.busy.value = steps, 0
             self.busy.layout.visibility = "visible"
-            self.status.value = f"<i>{html.escape(what)} ...</i>"
+            self._set_status(f"<i>{html.escape(what)} ...</i>")
             try:
                 yield self._step
             finally:
-                self.prepare_button.disabled = self.answer_button.disabled = False
+                self.answer_button.disabled = False
                 self.busy.layout.visibility = "hidden"
 
     def _step(self, label: str) -> None:
         self.busy.value = min(self.busy.max, self.busy.value + 1)
-        self.status.value = f"<i>{html.escape(label)} ...</i>"
+        self._set_status(f"<i>{html.escape(label)} ...</i>")
+
+    def _name(self, concept: str) -> str:
+        return self.bench.concept(concept).name
 
     def settings(self) -> Settings:
         layers = tuple(sorted(self.layers.value))
-        concept = f"{self.bench.concept(self.concept).name} ({self.concept})" if self.concept else ""
+        concept = f"{self._name(self.concept)} ({self.concept})" if self.concept else ""
         return Settings(concept, layers, tuple(self.thresholds[l] for l in layers),
                         self.aggregate.value, float(self.strength.value))
 
     # -- actions --------------------------------------------------------------------------------
     def prepare(self, concept: str | None) -> None:
+        """Prepare ``concept``; while an answer (or another prepare) runs, queue it instead, to be
+        prepared as soon as that finishes, and say so."""
         if not concept:
-            self.status.value = "select a concept in the list first"
+            self._set_status(note="select a concept in the list first")
             return
-        name = self.bench.concept(concept).name
-        with self._working(f"preparing {name}") as step:
-            step("activations, concept vectors and the gate")
+        name = self._name(concept)
+        if not self._claim(f"preparing {name}"):
+            with self._state:
+                self._queued = concept
+                busy = self._busy
+            self._set_status(note=f"queued: {html.escape(name)} will be prepared when {html.escape(busy or 'the work')} "
+                                  f"finishes (plots still show the previous concept)")
+            return
+        try:
+            self._prepare(concept, name)
+        finally:
+            queued = self._release()
+        if queued and queued != self.concept:
+            self.prepare(queued)
+
+    def _prepare(self, concept: str, name: str) -> None:
+        self._note = ""
+        with self._working(f"loading {name}") as step:
+            step(f"loading {name}: activations, concept vectors and the gate (the first time takes longest)")
             abstainer = self.technique.prepare(self.lm, self.bench, concept,
                                                **({"store": self.store} if self.store else {}))
             cond = abstainer.steerer.condition
             self.abstainer, self.concept, self._answer = abstainer, concept, None
             self.thresholds = {row.layer: row.threshold for row in abstainer.table}
             self.thresholds.update(dict(zip(cond.layers, cond.thresholds)))
-            step("drawing")
+            step(f"loading {name}: drawing")
             with self._holding():
                 self.layers.value = tuple(cond.layers)
                 self.aggregate.value = cond.aggregate
@@ -289,7 +434,21 @@ class SteeringInspector:
                                    "condition layers may sit at any depth</small>")
             self.answers.value = ""
             self.refresh()
-        self.status.value = f"ready: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>"
+        self._set_status(f"ready: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>", note="")
+
+    def _on_pick(self, concept: str | None) -> None:
+        """A concept clicked in the picker: say plainly that it is not applied until prepared."""
+        if not concept or concept == self.concept:
+            self._set_status(note="")
+            return
+        name = html.escape(self._name(concept))
+        with self._state:
+            busy = self._busy
+        if busy:
+            self._set_status(note=f"picked {name} while {html.escape(busy)}: press 'prepare steering' "
+                                  "to queue it; plots and answers are for the previous concept")
+        else:
+            self._set_status(note=f"picked {name}: press 'prepare steering' to apply it")
 
     @contextmanager
     def _holding(self):
@@ -306,6 +465,27 @@ class SteeringInspector:
         with self._holding():
             self._set_threshold_slider()
         self.refresh()
+
+    def _on_layers(self) -> None:
+        """Condition layers changed: if the viewed layer no longer votes, view the nearest one
+        that does, so that the threshold slider always acts on the vote."""
+        if self.abstainer is None or getattr(self, "_quiet", False):
+            return
+        layers = sorted(self.layers.value)
+        target = nearest_voting_layer(self.view_layer.value, layers)
+        if target is not None and target != self.view_layer.value and self.view_layer.value not in layers:
+            with self._holding():
+                self.view_layer.value = target
+                self._set_threshold_slider()
+        self.refresh()
+
+    def _on_question(self) -> None:
+        """A new question: its votes, and the answer shown marked stale (no plots to redraw)."""
+        if self.abstainer is None or getattr(self, "_quiet", False):
+            return
+        with self._lock:
+            self.update_votes()
+            self._show_answer()
 
     def _set_threshold_slider(self) -> None:
         """Fit the slider to the viewed layer's similarities, then show that layer's threshold."""
@@ -329,14 +509,25 @@ class SteeringInspector:
             return
         with self._lock:
             v, layer = self.abstainer.validation, self.view_layer.value
-            self.gap_image.value = fig_to_png(gap_figure(self.abstainer.table, sorted(self.layers.value),
+            layers = sorted(self.layers.value)
+            self.view_note.value = view_note_html(layer, layers)
+            self.gap_image.value = fig_to_png(gap_figure(self.abstainer.table, layers,
                                                          self.abstainer.steerer.plan.layers))
             self.hist_image.value = fig_to_png(histogram_figure(
-                v["related"][:, layer], v["unrelated"][:, layer], layer, self.thresholds[layer]))
+                v["related"][:, layer], v["unrelated"][:, layer], layer, self.thresholds[layer],
+                votes=layer in layers))
             self.update_votes()
-            if self._answer is not None:
-                plain, steered, fired, made = self._answer
-                self.answers.value = answers_html(plain, steered, fired, made, stale=made != self.settings())
+            self._show_answer()
+
+    def _show_answer(self) -> None:
+        if self._answer is not None:
+            self.answers.value = answers_html(self._answer, self.stale())
+
+    def stale(self) -> str | None:
+        """What changed since the answer shown ("question", "settings", both), or None."""
+        if self._answer is None:
+            return None
+        return stale_reason(self._answer, self.question.value, self.settings())
 
     def steerer(self) -> ConditionalSteerer:
         return build_steerer(self.abstainer, sorted(self.layers.value), self.thresholds,
@@ -354,17 +545,60 @@ class SteeringInspector:
             self.votes.value = votes_html(votes, decision, self.settings())
 
     def answer(self) -> None:
+        """One answer per click: a click while busy is ignored (the status says so), and so is a
+        second click right after an answer for the same question and settings (a double click)."""
         if self.abstainer is None or not self.question.value.strip() or not self.layers.value:
             self.answers.value = "<i>prepare a concept, choose condition layers and type a question</i>"
             return
-        with self._working("answering", steps=3) as step:
-            made = self.settings()
-            plain, steered, fired = compare_answers(self.lm, self.steerer(), self.question.value, step=step)
-            self._answer = (plain, steered, fired, made)
-            self.answers.value = answers_html(plain, steered, fired, made, stale=made != self.settings())
-        self.status.value = f"ready: <b>{html.escape(self.bench.concept(self.concept).name)}</b>"
+        if not self._claim("answering"):
+            with self._state:
+                busy = self._busy
+            self._set_status(note=f"busy ({html.escape(busy or 'working')}): click ignored")
+            return
+        try:
+            if (self._answer is not None and self.stale() is None
+                    and time.monotonic() - self._answered_at < self.debounce_s):
+                self._set_status(note="already answered for this question and these settings: click ignored")
+                return
+            with self._working("answering", steps=3) as step:
+                question, made = self.question.value, self.settings()
+                plain, steered, fired = compare_answers(self.lm, self.steerer(), question, step=step)
+                self._answer = Answer(question, plain, steered, fired, made)
+                self._show_answer()
+            self._answered_at = time.monotonic()
+            self._set_status(f"ready: <b>{html.escape(self._name(self.concept))}</b>", note="")
+        finally:
+            queued = self._release()
+        if queued and queued != self.concept:
+            self.prepare(queued)
 
     def _ipython_display_(self):  # pragma: no cover - needs a front end
         from IPython.display import display
 
         display(self.widget)
+
+
+def _strip_tags(text: str) -> str:
+    import re
+
+    return re.sub(r"<[^>]+>", "", text)
+
+
+def _plain(text: str):
+    from IPython.display import HTML
+
+    return HTML(f"<pre style='margin:0'>{html.escape(text)}</pre>") if text else HTML("")
+
+
+def _notebook_status():
+    """A display handle in a running notebook (the constructor's progress shows there while the
+    widget is not yet on screen); None elsewhere (tests, scripts)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        return None
+    shell = get_ipython()
+    if shell is None or not getattr(shell, "kernel", None):
+        return None
+    return display(_plain("steering inspector: starting"), display_id=True)  # pragma: no cover
