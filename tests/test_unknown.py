@@ -16,6 +16,7 @@ from workbench.unknown import (
     next_token_entropy,
     parse_confidence,
     prompt_perplexity,
+    by_confidence,
     summarize_unknown,
 )
 from workbench.unknown.datasets import UnknownItem
@@ -140,6 +141,20 @@ def test_evaluate_and_summarize_on_a_tiny_model(tiny):
     assert set(zip(s.task, s.partition)) == {("RefuNQ", "answerable"), ("RefuNQ", "unanswerable"),
                                              ("FalseQA", "answerable")}
     assert (s["unparsed_confidence"] >= 0).all()
+    # the workbench's prompts: its phrase detector; the paper's prompts: the paper's rule, the
+    # phrase detector beside it
+    assert set(rows["prompt_preset"]) == {"workbench"} and set(s["detector"]) == {"refused_phrase"}
+    rows = rows.assign(refused_unknownbench=[True, False, False], refused_phrase=[False, True, True],
+                       prompt_preset="paper")
+    s = summarize_unknown(rows).set_index(["task", "partition"])
+    assert set(s["detector"]) == {"refused_unknownbench"}
+    assert s.loc[("RefuNQ", "answerable"), "refusal_rate"] == 1.0
+    assert s.loc[("RefuNQ", "answerable"), "phrase_refusal_rate"] == 0.0
+    ours = summarize_unknown(rows.assign(prompt_preset="workbench")).set_index(["task", "partition"])
+    assert ours.loc[("RefuNQ", "answerable"), "refusal_rate"] == 0.0
+    assert set(summarize_unknown(rows, "refused_phrase")["detector"]) == {"refused_phrase"}
+    levels = by_confidence(rows.assign(confidence=[3, 3, 3], correct=[True, None, None]))
+    assert levels["refusal_rate"].tolist() == [pytest.approx(1 / 3)]
 
 
 def test_expected_calibration_error_by_hand():

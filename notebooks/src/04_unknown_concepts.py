@@ -48,6 +48,7 @@ from workbench.unknown import (
     get_prompts,
     load_unknownbench,
     run_unknown,
+    default_detector,
     summarize_unknown,
 )
 
@@ -87,7 +88,9 @@ summary.round(3)
 
 # %%
 levels = by_confidence(rows, column="confidence_logprob")
-save_run_figure(plot_by_confidence(levels, "confidence from the log-probabilities of 0-10"), run_name, "by_confidence")
+save_run_figure(plot_by_confidence(levels, "confidence from the log-probabilities of 0-10; refusal by "
+                                   + default_detector(rows).removeprefix("refused_") + "'s rule"),
+                run_name, "by_confidence")
 save_run_figure(plot_uncertainty_histograms(rows), run_name, "uncertainty")
 levels
 

@@ -23,6 +23,7 @@ from workbench.unknown.measures import (
                                         prompt_perplexity,
                                         run_unknown,
                                         summarize_unknown,
+                                        default_detector,
 )
 
 __all__ = [
@@ -30,5 +31,5 @@ __all__ = [
     "TASKS", "UnknownDataset", "UnknownItem", "build_unknown_dataset", "by_confidence",
     "evaluate_unknown", "expected_calibration_error", "lexical_match", "load_unknownbench",
     "next_token_entropy", "parse_confidence", "prompt_perplexity", "save_unknown_dataset",
-    "summarize_unknown",
+    "summarize_unknown", "default_detector",
 ]

@@ -267,13 +267,24 @@ def run_unknown(lm, items, out_dir, abstainer=None, chunk_size: int = 64, key: s
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def summarize_unknown(rows: pd.DataFrame, detector: str = "refused_phrase") -> pd.DataFrame:
-    """Per task and partition: refusal rates (``detector``, the workbench's keywords and
-    UnknownBench's), accuracy where defined (lexical match and UnknownBench's substring rule),
-    confidence (parsed from text; from log-probabilities), entropy, perplexity."""
+def default_detector(rows: pd.DataFrame) -> str:
+    """The refusal rule a summary reports by default: UnknownBench's own under the paper's
+    prompts (what its numbers are measured with), the workbench's phrase detector otherwise."""
+    paper = "prompt_preset" in rows and len(rows) and (rows["prompt_preset"] == "paper").all()
+    return "refused_unknownbench" if paper and "refused_unknownbench" in rows else "refused_phrase"
+
+
+def summarize_unknown(rows: pd.DataFrame, detector: str | None = None) -> pd.DataFrame:
+    """Per task and partition: refusal rates (``detector``, by default :func:`default_detector`,
+    named in the ``detector`` column; the phrase detector's, the workbench's keywords' and
+    UnknownBench's beside it), accuracy where defined (lexical match and UnknownBench's
+    substring rule), confidence (parsed from text; from log-probabilities), entropy, perplexity."""
+    detector = detector or default_detector(rows)
     out = []
     for (task, part), f in rows.groupby(["task", "partition"], sort=True):
-        rec = {"task": task, "partition": part, "n": len(f), "refusal_rate": f[detector].mean(),
+        rec = {"task": task, "partition": part, "n": len(f), "detector": detector,
+               "refusal_rate": f[detector].mean(),
+               "phrase_refusal_rate": f["refused_phrase"].mean(),
                "keyword_refusal_rate": f["refused_keyword"].mean()}
         if "refused_unknownbench" in f:
             rec["unknownbench_refusal_rate"] = f["refused_unknownbench"].mean()
@@ -291,10 +302,12 @@ def summarize_unknown(rows: pd.DataFrame, detector: str = "refused_phrase") -> p
     return pd.DataFrame(out)
 
 
-def by_confidence(rows: pd.DataFrame, detector: str = "refused_phrase",
+def by_confidence(rows: pd.DataFrame, detector: str | None = None,
                   column: str = "confidence") -> pd.DataFrame:
-    """Refusal rate and accuracy at each confidence level 0-10 (``column``: the parsed
-    ``confidence``, or ``confidence_logprob`` rounded to the nearest level)."""
+    """Refusal rate (``detector``, by default :func:`default_detector`) and accuracy at each
+    confidence level 0-10 (``column``: the parsed ``confidence``, or ``confidence_logprob``
+    rounded to the nearest level)."""
+    detector = detector or default_detector(rows)
     f = rows.dropna(subset=[column]).assign(level=lambda d: d[column].round().astype(int))
     g = f.groupby("level")
     out = pd.DataFrame({"n": g.size(), "refusal_rate": g[detector].mean(),
