@@ -5,8 +5,8 @@ the generalization and specificity questions with Python's ``random``: the candi
 are sorted (atoms by id; compositions by (relation template, released ``a#b`` id)), their
 questions pooled in that order, and ``random.sample(pool, k)`` drawn right after
 ``random.seed(seed)`` (all of the pool when it holds at most ``k``). The seed is the run's
-``--seed``; SELECT's released results were made with 20240828 (the only seed whose derived
-run seeds are the released ones, 145520 ... 561694), and with it this module draws exactly the
+``--seed``; SELECT's released results were made with 20240828 (found by search: its derived run
+seeds are the released ones, 145520 ... 561694), and with it this module draws exactly the
 released question ids for every concept (checked on the release; see the README).
 
 ``k`` is SELECT's ``num_queries``: the number of evaluation questions per concept of the
