@@ -38,6 +38,11 @@ DIRNAME = "select_protocol"
 INDEX = "protocol.json"
 FORMAT = 1
 LFS_MAGIC = b"version https://git-lfs"
+
+
+def is_lfs_pointer(raw: bytes) -> bool:
+    """Whether a file's bytes are a Git LFS pointer (its blob was never downloaded)."""
+    return raw.startswith(LFS_MAGIC)
 _RANGE_LIMIT = 100_000
 
 
@@ -84,7 +89,7 @@ def _raw(root: Path, rel: str, files: dict[str, str]) -> bytes:
     if not path.is_file():
         raise ProtocolError(f"SELECT protocol file missing: {path}")
     raw = path.read_bytes()
-    if raw.startswith(LFS_MAGIC):
+    if is_lfs_pointer(raw):
         raise ProtocolError(f"{path} is a Git LFS pointer, not the file (run `git lfs pull` in the clone)")
     files[rel] = hashlib.sha256(raw).hexdigest()
     return raw

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.select.protocol import is_lfs_pointer
 
 #: Partition -> results folder of the release.
 PARTITIONS = {"atoms": "expr.abstain.select", "compositions": "expr.abstain.select.compose"}
@@ -50,7 +51,6 @@ API_PROVIDERS = ("openai",)
 _NATURE = {"prompt": "inference-time", "steering": "inference-time", "tuning": "fine-tuning"}
 #: Bumped when the rows an import writes change: older chunks are then rebuilt.
 IMPORTER_VERSION = 1
-LFS_MAGIC = b"version https://git-lfs"
 LFS_REASON = "a Git LFS pointer, not the file (its blob was not downloaded)"
 
 
@@ -213,7 +213,7 @@ def read_results(path: Path, raw: bytes | None = None) -> dict:
     """A results file's nested dict; :class:`SelectResultsError` names why it cannot be read
     (a Git LFS pointer, a truncated or corrupt gzip, invalid JSON, an unexpected shape)."""
     raw = path.read_bytes() if raw is None else raw
-    if raw.startswith(LFS_MAGIC):
+    if is_lfs_pointer(raw):
         raise SelectResultsError(LFS_REASON)
     try:
         text = gzip.decompress(raw)
@@ -542,7 +542,7 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
             report.absent.append(f.relpath)
             continue
         raw = path.read_bytes()
-        if raw.startswith(LFS_MAGIC):
+        if is_lfs_pointer(raw):
             report.unreadable.append({"path": f.relpath, "reason": LFS_REASON})
             continue
         sha = _sha256(raw)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.select.protocol import find_protocol_root, read_protocol
+from workbench.select.protocol import find_protocol_root, is_lfs_pointer, read_protocol
 from workbench.taxonomy.compositions import (
     RelationTemplate,
     SlotRule,
@@ -64,7 +64,6 @@ from workbench.taxonomy.questions import (
 ROOT_TYPES = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",
               "schema:Organization": "organizations", "schema:CreativeWork": "creative works"}
 GENERATOR = "select-gpt-4o"
-LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 
 
 class SelectImportWarning(UserWarning):
@@ -106,7 +105,7 @@ def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = N
     raw = path.read_bytes()
     if not raw.strip():
         raise TaxonomyError(f"{path}: empty file (a Git LFS or partial download?)")
-    if raw.startswith(LFS_POINTER):
+    if is_lfs_pointer(raw):
         raise TaxonomyError(f"{path} is a Git LFS pointer, not the data: run `git lfs pull` in "
                             "the clone of kinshuk-h/SELECT (or download the file itself)")
     try:
