@@ -23,7 +23,9 @@ fi
 py="$VENV/bin/python"
 bash scripts/system_deps.sh
 # Notebooks are stored without outputs (.gitattributes): running one in JupyterLab, which saves
-# its outputs into the .ipynb, leaves `git status` clean.
+# its outputs into the .ipynb, commits nothing, and the Jupyter server extension enabled below
+# (workbench/lab_extension.py: a post-save hook refreshing git's index entry) keeps `git status`
+# clean too; the outputs stay in the file on disk.
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git config filter.nbstrip.clean "python3 scripts/nbstrip.py"
   git config filter.nbstrip.required false
@@ -73,5 +75,8 @@ fi
 # not needed: the workbench reads the file with transformers + gguf.
 "$py" -m pip install -q --no-deps "$SMOLLM_SPEC"
 "$py" -m ipykernel install --sys-prefix --name "$KERNEL" --display-name "Abstention Workbench" >/dev/null
+# what `jupyter server extension enable --sys-prefix workbench.lab_extension` writes (that command
+# refuses, in jupyter_server 2.21, an extension no config file names yet)
+"$py" -m workbench.lab_extension --enable >/dev/null
 echo "$want" > "$stamp"
 echo "[setup] done: $VENV (kernel '$KERNEL')"
