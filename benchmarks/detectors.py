@@ -56,6 +56,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from scipy.stats import binomtest
 
 from workbench.scoring.agreement import scores
 from workbench.scoring.detectors import DETECTORS
@@ -356,12 +357,15 @@ def main(argv: list[str] | None = None) -> int:
         print(fam.pivot_table(index="family", columns="detector", values="kappa")[names].to_string(**fmt))
         print("\n== SELECT per technique (phrase kappa) ==")
         print(table(sel, ["technique"], ["phrase"]).to_string(index=False, **fmt))
-    print("\n== phrase 'partial' flag against labelled partial refusals ==")
-    for src, f in pred.groupby("source"):
+    print("\n== phrase 'partial' flag against labelled partial refusals (95% Wilson interval) ==")
+    human = pred[pred["source"].isin(HUMAN_SOURCES)]
+    for src, f in [*pred.groupby("source"), ("human sources pooled", human)]:
         if (f["label"] == "partial").any():
             p = partial_scores(f)
-            print(f"{src}: precision {p['precision']:.2f}, recall {p['recall']:.2f} "
-                  f"({p['tp']} of {p['tp'] + p['fn']} labelled partial; flag fired on {p['tp'] + p['fp']})")
+            fired = p["tp"] + p["fp"]
+            lo, hi = binomtest(p["tp"], fired).proportion_ci(method="wilson") if fired else (float("nan"),) * 2
+            print(f"{src}: precision {p['precision']:.2f} [{lo:.2f}, {hi:.2f}], recall {p['recall']:.2f} "
+                  f"({p['tp']} of {p['tp'] + p['fn']} labelled partial; flag fired on {fired})")
             ev = f[f["phrase_partial"]].groupby(["phrase_evidence", "label"]).size().unstack(fill_value=0)
             print("  " + "; ".join(f"{e}: " + ", ".join(f"{n} {lab}" for lab, n in row.items() if n)
                                    for e, row in ev.iterrows()))
