@@ -93,23 +93,47 @@ def test_a_run_notebook_leaves_git_status_clean(repo):
     assert '"outputs": []' in _git(repo, "show", f":{NB}") and "ran" not in _git(repo, "show", f":{NB}")
 
 
-def test_a_change_made_during_the_refresh_is_not_staged(repo, monkeypatch):
+def test_a_change_made_during_the_refresh_is_never_staged(repo, monkeypatch):
     from workbench import lab_extension
 
     nb = repo / NB
     data = _run(json.loads(nb.read_text()))
     nb.write_text(json.dumps(data, indent=1))
     git = lab_extension._git
+    lock = {"held": False}
 
-    def racing(top, *args):  # the file is edited after the check, before the index update
-        if args == ("update-index", "--", NB):
+    def racing(top, *args):  # the file is edited after the check, before the index is written
+        if args[:2] == ("update-index", "--cacheinfo"):
             nb.write_text(json.dumps(_edited(data), indent=1))
+            if lock["held"]:  # and another git holds the index then
+                (repo / ".git" / "index.lock").write_text("")
         return git(top, *args)
 
     monkeypatch.setattr(lab_extension, "_git", racing)
+    refresh_index_entry(nb)
+    assert _git(repo, "diff", "--cached") == ""  # the index holds the committed notebook
+    assert _git(repo, "status", "--porcelain") == f" M {NB}\n"  # and git sees the edit
+    _git(repo, "checkout", "--", NB)
+    nb.write_text(json.dumps(data, indent=1))
+    lock["held"] = True
     assert not refresh_index_entry(nb)
-    assert _git(repo, "diff", "--cached") == ""  # the index holds the committed notebook again
+    (repo / ".git" / "index.lock").unlink()
+    assert _git(repo, "diff", "--cached") == ""
     assert _git(repo, "status", "--porcelain") == f" M {NB}\n"
+
+
+def test_odd_names_and_entries_git_status_ignores(repo):
+    spaced = repo / "notebooks" / "my run [1].ipynb"  # spaces and glob characters
+    spaced.write_text((repo / NB).read_text())
+    _git(repo, "add", "--", str(spaced.relative_to(repo)))
+    _git(repo, "commit", "-qm", "a second notebook")
+    spaced.write_text(json.dumps(_run(json.loads(spaced.read_text())), indent=1))
+    assert refresh_index_entry(spaced)
+    assert _git(repo, "status", "--porcelain") == ""
+    _git(repo, "update-index", "--assume-unchanged", NB)  # the user asked git not to look
+    (repo / NB).write_text(json.dumps(_run(json.loads((repo / NB).read_text())), indent=1))
+    assert not refresh_index_entry(repo / NB)
+    assert _git(repo, "ls-files", "-v", NB).startswith("h ")  # the flag kept
 
 
 def test_refresh_leaves_other_files_alone(repo, tmp_path_factory):
