@@ -196,32 +196,29 @@ def count_select(base: str | os.PathLike) -> dict:
     def nested_items(d) -> list:
         return [kv for per in values(d) for kv in items(per)]
 
+    def questions_and_examples(part: str, entries, entry_items) -> None:
+        """data.json, data.train.json and example_cache.json of ``part`` (atoms: {id: entry};
+        compositions: {relation: {id: entry}}, read by ``entries`` / ``entry_items``)."""
+        for name, keys in (("data.json", ("queries", "extra_queries")),
+                           ("data.train.json", ("queries", "responses"))):
+            d = read(f"{part}/{name}")
+            if d is not None:
+                found[f"{part}/{name}"] = Found(len(entries(d)), {
+                    k: _total(entry_items(d), k, base / part / name) for k in keys})
+        d = read(f"{part}/example_cache.json")
+        if d is not None:
+            found[f"{part}/example_cache.json"] = Found(len(entries(d)), {
+                "examples": sum(len(v) for v in entries(d) if isinstance(v, list))})
+
     t = read("atoms/taxonomy_plus.json")
     if t is not None:
         found["atoms/taxonomy_plus.json"] = Found(_tree_size(t))
-    for name, keys in (("data.json", ("queries", "extra_queries")), ("data.train.json", ("queries", "responses"))):
-        d = read(f"atoms/{name}")
-        if d is not None:
-            found[f"atoms/{name}"] = Found(len(values(d)), {
-                k: _total(items(d), k, base / "atoms" / name) for k in keys})
-    d = read("atoms/example_cache.json")
-    if d is not None:
-        found["atoms/example_cache.json"] = Found(len(values(d)), {
-            "examples": sum(len(v) for v in values(d) if isinstance(v, list))})
+    questions_and_examples("atoms", values, items)
     t = read("compositions/taxonomy_plus.json")
     if t is not None:
         found["compositions/taxonomy_plus.json"] = Found(sum(_tree_size(r) for r in values(t)),
                                                          {"relations": len(values(t))})
-    for name in ("data.json", "data.train.json"):
-        d = read(f"compositions/{name}")
-        if d is not None:
-            keys = ("queries", "extra_queries") if name == "data.json" else ("queries", "responses")
-            found[f"compositions/{name}"] = Found(len(nested(d)), {
-                k: _total(nested_items(d), k, base / "compositions" / name) for k in keys})
-    d = read("compositions/example_cache.json")
-    if d is not None:
-        found["compositions/example_cache.json"] = Found(len(nested(d)), {
-            "examples": sum(len(v) for v in nested(d) if isinstance(v, list))})
+    questions_and_examples("compositions", nested, nested_items)
     d = read("compositions/hints.json")
     if d is not None:
         found["compositions/hints.json"] = Found(len(d) if isinstance(d, list) else 0)
