@@ -67,3 +67,23 @@ CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 def launch_chromium(playwright, executable: str):
     """Debian's chromium through playwright, with :data:`CHROMIUM_ARGS`."""
     return playwright.chromium.launch(executable_path=executable, args=list(CHROMIUM_ARGS))
+
+
+def accept_dialog(page) -> None:
+    """Take the preselected choice of a JupyterLab dialog (kernel choice, restart), if one is open."""
+    button = page.locator(".jp-Dialog .jp-mod-accept")
+    if button.count():
+        button.first.click()
+
+
+def open_notebook(page, url: str, token: str, path: str, settle_ms: int = 3000) -> None:
+    """Open ``path`` (relative to the served root) in JupyterLab and take the kernel it offers;
+    a notebook that does not open fails with what JupyterLab's dialog said."""
+    page.goto(f"{url}/lab/tree/{path}?token={token}")
+    try:
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
+    except Exception:
+        dialog = page.locator(".jp-Dialog")
+        raise AssertionError("the notebook did not open: " + (dialog.inner_text() if dialog.count() else "")) from None
+    page.wait_for_timeout(settle_ms)
+    accept_dialog(page)

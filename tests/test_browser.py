@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from lab_server import jupyter_lab, launch_chromium
+from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -48,17 +48,11 @@ def notebook_page(lab, name: str):
         browser = launch_chromium(p, CHROMIUM)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(f"{url}/lab/tree/10_steering_inspector.ipynb?token={token}")
-            page.wait_for_selector(".jp-Notebook", timeout=90_000)
-            page.wait_for_timeout(3000)
-            # JupyterLab may ask which kernel to start: take the notebook's own (preselected)
-            select = page.locator(".jp-Dialog button", has_text="Select")
-            if select.count():
-                select.first.click()
+            # JupyterLab may ask which kernel to start: open_notebook takes the notebook's own
+            open_notebook(page, url, token, "10_steering_inspector.ipynb")
             page.get_by_role("menuitem", name="Run").click()
             page.get_by_text("Run All Cells", exact=True).click()
-            if select.count():
-                select.first.click()
+            accept_dialog(page)
             page.wait_for_selector(".jp-OutputArea-output .widget-vbox", timeout=180_000)
             news = page.locator(".jp-toast-button", has_text="No")  # "notified about Jupyter news?"
             if news.count():

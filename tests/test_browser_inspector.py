@@ -33,7 +33,7 @@ import subprocess
 import time
 
 import pytest
-from lab_server import jupyter_lab, launch_chromium
+from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 from test_browser import CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 
 from workbench.lab_extension import refresh_index_entry
@@ -176,22 +176,12 @@ class Inspector:
 
 def _open_and_run(page, url: str, token: str) -> dict:
     """Open notebook 10, run all cells, and record the start-up as a person sees it."""
-    page.goto(f"{url}/lab/tree/{NOTEBOOK}?token={token}")
-    try:
-        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
-    except Exception:
-        dialog = page.locator(".jp-Dialog")
-        raise AssertionError("the notebook did not open: " + (dialog.inner_text() if dialog.count() else "")) from None
-    page.wait_for_timeout(2000)
-    accept = page.locator(".jp-Dialog .jp-mod-accept")  # the kernel choice, if JupyterLab asks
-    if accept.count():
-        accept.first.click()
+    open_notebook(page, url, token, NOTEBOOK, settle_ms=2000)  # takes the kernel, if JupyterLab asks
     page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
     started = time.time()
     # not awaited: the command's promise resolves only when every cell has run
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    if accept.count():
-        accept.first.click()
+    accept_dialog(page)
     seen: list[tuple[float, str]] = []  # the status lines shown before the widget, with when
     widget = page.locator(".jp-OutputArea-output .widget-vbox")
     while not widget.count():

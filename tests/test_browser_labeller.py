@@ -9,7 +9,7 @@ the agreement table counts the new label. Screenshots go to ``runs/browser_test/
 import json
 
 import pytest
-from lab_server import jupyter_lab, launch_chromium
+from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 from test_labeller import QUESTIONS, answer_rows
 
@@ -35,13 +35,6 @@ def lab_on_run(tmp_path):
         yield url, token, log, run / "labels.jsonl"
 
 
-def _accept_dialog(page) -> None:
-    """Take the preselected choice of a JupyterLab dialog (kernel choice, restart), if one is open."""
-    button = page.locator(".jp-Dialog .jp-mod-accept")
-    if button.count():
-        button.first.click()
-
-
 def _labels(path) -> dict[tuple[int, str], str]:
     """(question number, technique) -> label, from the file on disk."""
     number = {q: i for i, (q, *_rest) in enumerate(QUESTIONS)}
@@ -64,13 +57,10 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
         browser = launch_chromium(p, CHROMIUM)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(f"{url}/lab/tree/{NOTEBOOK}?token={token}")
-            page.wait_for_selector(".jp-Notebook", timeout=90_000)
-            page.wait_for_timeout(3000)
-            _accept_dialog(page)
+            open_notebook(page, url, token, NOTEBOOK)
             page.get_by_role("menuitem", name="Run").click()
             page.get_by_text("Run All Cells", exact=True).click()
-            _accept_dialog(page)
+            accept_dialog(page)
             widget = page.locator(".wb-labeller")
             widget.wait_for(timeout=180_000)
             news = page.locator(".jp-toast-button", has_text="No")
