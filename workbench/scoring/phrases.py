@@ -650,13 +650,12 @@ def _partial_evidence(sentences: list[str], i: int, kind: str, plain: list[int],
                 if (_GIVE.search(s) and not _lecture(s)) or (
                         plain[j] >= 30 and _answer_like(s) and not _NORMATIVE.search(s)):
                     return name
-        elif name == "before":
+        elif name == "before" and kind in ("first_person", "apology", "abstained"):
             given = [j for j in range(i) if j not in signal and plain[j]
                      and not _REBUTTAL.search(sentences[j]) and not _META.search(sentences[j])
                      and not _ROLE.search(sentences[j]) and not sentences[j].rstrip().endswith("?")
                      and not _lecture(sentences[j]) and not _OBJECTING.search(sentences[j])]
-            if kind in ("first_person", "apology", "abstained") and sum(
-                    plain[j] for j in given) >= partial_chars \
+            if sum(plain[j] for j in given) >= partial_chars \
                     and any(_responsive(sentences[j], question) for j in given):
                 return name
         elif name == "premise":
