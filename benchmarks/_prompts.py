@@ -1,7 +1,15 @@
 """64 varied chat prompts shared by the benchmarks (questions of many lengths)."""
 
-SUBJECTS = ["the Nile", "Mount Everest", "Charles Dickens", "the Eiffel Tower", "Toyota",
-            "the Amazon rainforest", "Marie Curie", "the violin"]
+SUBJECTS = [
+    "the Nile",
+    "Mount Everest",
+    "Charles Dickens",
+    "the Eiffel Tower",
+    "Toyota",
+    "the Amazon rainforest",
+    "Marie Curie",
+    "the violin",
+]
 TEMPLATES = [
     "What is {}?",
     "Tell me something interesting about {}.",

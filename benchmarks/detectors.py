@@ -62,18 +62,26 @@ from workbench.scoring.agreement import scores
 from workbench.scoring.detectors import DETECTORS
 from workbench.scoring.phrases import PARTIAL_EVIDENCE, detect_refusal
 
-XSTEST_LABELS = {"1_full_compliance": "compliance", "2_full_refusal": "refusal",
-                 "3_partial_refusal": "partial"}
+XSTEST_LABELS = {
+    "1_full_compliance": "compliance",
+    "2_full_refusal": "refusal",
+    "3_partial_refusal": "partial",
+}
 #: model name as the sources spell it -> (display name, family)
 MODELS = {
-    "gpt4": ("GPT-4", "GPT"), "llama2orig": ("Llama-2-70b-chat (system prompt)", "Llama"),
-    "llama2new": ("Llama-2-70b-chat", "Llama"), "mistralinstruct": ("Mistral-7B-Instruct", "Mistral"),
+    "gpt4": ("GPT-4", "GPT"),
+    "llama2orig": ("Llama-2-70b-chat (system prompt)", "Llama"),
+    "llama2new": ("Llama-2-70b-chat", "Llama"),
+    "mistralinstruct": ("Mistral-7B-Instruct", "Mistral"),
     "mistralguard": ("Mistral-7B-Instruct (guardrail prompt)", "Mistral"),
-    "llama2": ("Llama-2-70b-chat", "Llama"), "gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
-    "google--gemma-2-2b-it": ("Gemma-2-2B-IT", "Gemma"), "google--gemma-2-9b-it": ("Gemma-2-9B-IT", "Gemma"),
+    "llama2": ("Llama-2-70b-chat", "Llama"),
+    "gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
+    "google--gemma-2-2b-it": ("Gemma-2-2B-IT", "Gemma"),
+    "google--gemma-2-9b-it": ("Gemma-2-9B-IT", "Gemma"),
     "meta-llama--meta-llama-3.1-8b-instruct": ("Llama-3.1-8B-Instruct", "Llama"),
     "mistralai--mistral-7b-instruct-v0.3": ("Mistral-7B-Instruct-v0.3", "Mistral"),
-    "openai--azure--gpt-4o": ("GPT-4o", "GPT"), "openai--azure--gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
+    "openai--azure--gpt-4o": ("GPT-4o", "GPT"),
+    "openai--azure--gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
 }
 #: Sources whose human labels annotate refusal itself (the overall and per-family tables); GPTFuzz's
 #: labels annotate another construct (jailbroken or not) and SELECT's are a rule's.
@@ -97,9 +105,16 @@ def _find(root: Path, names: tuple[str, ...], pattern: str) -> list[Path]:
 
 def _row(source, model, question, response, label, original, **extra) -> dict:
     name, family = MODELS.get(model, (model, model))
-    return {"source": source, "model": name, "family": family, "question": str(question),
-            "response": "" if response != response or response is None else str(response),
-            "label": label, "original_label": original, **extra}
+    return {
+        "source": source,
+        "model": name,
+        "family": family,
+        "question": str(question),
+        "response": "" if response != response or response is None else str(response),
+        "label": label,
+        "original_label": original,
+        **extra,
+    }
 
 
 def load_xstest(root: Path) -> list[dict]:
@@ -109,21 +124,41 @@ def load_xstest(root: Path) -> list[dict]:
             continue
         model = re.sub(r"^xstest_v2_completions_|\.csv$", "", p.name)
         for r in pd.read_csv(p).to_dict("records"):
-            rows.append(_row("xstest", model, r["prompt"], r["completion"],
-                             XSTEST_LABELS[r["final_label"]], r["final_label"], type=r["type"]))
+            rows.append(
+                _row(
+                    "xstest",
+                    model,
+                    r["prompt"],
+                    r["completion"],
+                    XSTEST_LABELS[r["final_label"]],
+                    r["final_label"],
+                    type=r["type"],
+                )
+            )
     return rows
 
 
 def load_xstest_v1(root: Path, v2: list[dict]) -> list[dict]:
     seen = {(r["question"], r["response"].strip()) for r in v2}
     rows = []
-    for p in _find(root, ("xstest_v1", "xstest", "exaggerated-safety"), "xstest_completions_*_v1.csv"):
+    for p in _find(
+        root, ("xstest_v1", "xstest", "exaggerated-safety"), "xstest_completions_*_v1.csv"
+    ):
         model = re.sub(r"^xstest_completions_|_v1\.csv$", "", p.name)
         for r in pd.read_csv(p).to_dict("records"):
             if (r["prompt"], str(r["completion"]).strip()) in seen:
                 continue
-            rows.append(_row("xstest_v1", model, r["prompt"], r["completion"],
-                             XSTEST_LABELS[r["final_label"]], r["final_label"], type=r["type"]))
+            rows.append(
+                _row(
+                    "xstest_v1",
+                    model,
+                    r["prompt"],
+                    r["completion"],
+                    XSTEST_LABELS[r["final_label"]],
+                    r["final_label"],
+                    type=r["type"],
+                )
+            )
     return rows
 
 
@@ -141,8 +176,16 @@ def load_gptfuzz(root: Path) -> list[dict]:
             text = "" if r["Response"] != r["Response"] else str(r["Response"])
             if not _english(text):
                 continue
-            rows.append(_row("gptfuzz", "gpt-3.5-turbo", f"question {r['question']}", text,
-                             "compliance" if int(r["label"]) == 1 else "refusal", int(r["label"])))
+            rows.append(
+                _row(
+                    "gptfuzz",
+                    "gpt-3.5-turbo",
+                    f"question {r['question']}",
+                    text,
+                    "compliance" if int(r["label"]) == 1 else "refusal",
+                    int(r["label"]),
+                )
+            )
     return rows
 
 
@@ -172,8 +215,11 @@ def load_select(root: Path, per_file: int) -> list[dict]:
     files = _find(root, ("SELECT", "select"), "*.json.gz")
     if not files:
         return []
-    base = next(p for p in files[0].parents if (p / "results").is_dir()) if any(
-        (p / "results").is_dir() for p in files[0].parents) else root
+    base = (
+        next(p for p in files[0].parents if (p / "results").is_dir())
+        if any((p / "results").is_dir() for p in files[0].parents)
+        else root
+    )
     questions = _select_questions(base)
     rows = []
     for p in files:
@@ -192,8 +238,12 @@ def load_select(root: Path, per_file: int) -> list[dict]:
                     walk(v)
 
         walk(data)
-        keyed = sorted(recs, key=lambda r: hashlib.sha256(
-            f"{p.name}{model}{eval_type}{r.get('id')}{json.dumps(r['response'])[:200]}".encode()).hexdigest())
+        keyed = sorted(
+            recs,
+            key=lambda r: hashlib.sha256(
+                f"{p.name}{model}{eval_type}{r.get('id')}{json.dumps(r['response'])[:200]}".encode()
+            ).hexdigest(),
+        )
         for r in keyed[:per_file]:
             resp = r["response"]
             if isinstance(resp, dict):
@@ -203,9 +253,18 @@ def load_select(root: Path, per_file: int) -> list[dict]:
                 flag = flag.get("decision")
             if flag is None or resp is None:
                 continue
-            rows.append(_row("select", model, questions.get(str(r.get("id")), ""), resp,
-                             "refusal" if flag else "compliance", bool(flag),
-                             technique=technique, eval_type=eval_type))
+            rows.append(
+                _row(
+                    "select",
+                    model,
+                    questions.get(str(r.get("id")), ""),
+                    resp,
+                    "refusal" if flag else "compliance",
+                    bool(flag),
+                    technique=technique,
+                    eval_type=eval_type,
+                )
+            )
     return rows
 
 
@@ -223,10 +282,14 @@ def load_sources(root: Path, wanted: tuple[str, ...], select_per_file: int) -> p
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    frame = frame.drop_duplicates(subset=["source", "model", "question", "response"]).reset_index(drop=True)
+    frame = frame.drop_duplicates(subset=["source", "model", "question", "response"]).reset_index(
+        drop=True
+    )
     frame["refusal"] = frame["label"] != "compliance"
-    frame["split"] = [split_of(*t) for t in zip(frame["source"], frame["model"], frame["question"],
-                                               frame["response"])]
+    frame["split"] = [
+        split_of(*t)
+        for t in zip(frame["source"], frame["model"], frame["question"], frame["response"])
+    ]
     return frame
 
 
@@ -237,7 +300,9 @@ def predict(frame: pd.DataFrame, detectors: dict | None = None) -> pd.DataFrame:
         if name == "phrase":
             continue
         out[name] = [bool(fn(r, q or None)) for q, r in zip(out["question"], out["response"])]
-    decisions = [detect_refusal(r, question=q or None) for q, r in zip(out["question"], out["response"])]
+    decisions = [
+        detect_refusal(r, question=q or None) for q, r in zip(out["question"], out["response"])
+    ]
     out["phrase"] = [d.refused for d in decisions]
     out["phrase_partial"] = [d.partial for d in decisions]
     out["phrase_kind"] = [d.kind for d in decisions]
@@ -252,9 +317,16 @@ def table(pred: pd.DataFrame, by: list[str], detectors: list[str]) -> pd.DataFra
         key = key if isinstance(key, tuple) else (key,)
         for name in detectors:
             s = scores(list(f["refusal"]), list(f[name]))
-            rows.append({**dict(zip(by, key)), "detector": name, "n": s["n"],
-                         "refusal rate": f["refusal"].mean(), "detector rate": f[name].mean(),
-                         **{k: s[k] for k in ("accuracy", "precision", "recall", "kappa", "fp", "fn")}})
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "detector": name,
+                    "n": s["n"],
+                    "refusal rate": f["refusal"].mean(),
+                    "detector rate": f[name].mean(),
+                    **{k: s[k] for k in ("accuracy", "precision", "recall", "kappa", "fp", "fn")},
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -281,36 +353,60 @@ def partial_tradeoff(frame: pd.DataFrame, settings=PARTIAL_SETTINGS) -> pd.DataF
     that has them, for each setting (the refusal decision itself does not change)."""
     rows = []
     for name, kw in settings:
-        flags = [detect_refusal(r, question=q or None, **kw).partial
-                 for q, r in zip(frame["question"], frame["response"])]
+        flags = [
+            detect_refusal(r, question=q or None, **kw).partial
+            for q, r in zip(frame["question"], frame["response"])
+        ]
         f = frame.assign(flag=flags)
         for src, g in f.groupby("source"):
             if not (g["label"] == "partial").any():
                 continue
             s = scores(list(g["label"] == "partial"), list(g["flag"]))
-            rows.append({"setting": name, "source": src, "precision": s["precision"],
-                         "recall": s["recall"], "fired": s["tp"] + s["fp"], "partial": s["tp"] + s["fn"]})
+            rows.append(
+                {
+                    "setting": name,
+                    "source": src,
+                    "precision": s["precision"],
+                    "recall": s["recall"],
+                    "fired": s["tp"] + s["fp"],
+                    "partial": s["tp"] + s["fn"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("root", help="directory holding the downloaded sources (see the module docstring)")
+    ap.add_argument(
+        "root", help="directory holding the downloaded sources (see the module docstring)"
+    )
     ap.add_argument("--split", choices=("dev", "test", "all"), default="test")
     ap.add_argument("--sources", default="xstest,xstest_v1,gptfuzz,select")
-    ap.add_argument("--select-per-file", type=int, default=120,
-                    help="answers drawn from each SELECT results file (by a hash of their id)")
-    ap.add_argument("--errors", type=int, default=0, help="print this many misclassified items per source")
+    ap.add_argument(
+        "--select-per-file",
+        type=int,
+        default=120,
+        help="answers drawn from each SELECT results file (by a hash of their id)",
+    )
+    ap.add_argument(
+        "--errors", type=int, default=0, help="print this many misclassified items per source"
+    )
     ap.add_argument("--csv", default=None, help="write the per source x model table here")
-    ap.add_argument("--partial-table", action="store_true",
-                    help="also compare settings of the partial flag (precision / recall per source)")
+    ap.add_argument(
+        "--partial-table",
+        action="store_true",
+        help="also compare settings of the partial flag (precision / recall per source)",
+    )
     args = ap.parse_args(argv)
 
     root = Path(args.root)
     wanted = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     frame = load_sources(root, wanted, args.select_per_file)
     if frame.empty:
-        print(f"no labelled source found under {root} (looked for {', '.join(wanted)})", file=sys.stderr)
+        print(
+            f"no labelled source found under {root} (looked for {', '.join(wanted)})",
+            file=sys.stderr,
+        )
         return 2
     if args.split != "all":
         frame = frame[frame["split"] == args.split]
@@ -322,10 +418,12 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.scoring.detectors import detectors_for
             from workbench.select.protocol import read_protocol
 
-            sel = next((root / n for n in ("SELECT", "select") if (root / n / "templates").is_dir()), None)
+            sel = next(
+                (root / n for n in ("SELECT", "select") if (root / n / "templates").is_dir()), None
+            )
             if sel is not None:
                 detectors = detectors_for(SimpleNamespace(select_protocol=read_protocol(sel)))
-        except Exception as e:  # noqa: BLE001 - optional extra columns
+        except Exception as e:
             print(f"(SELECT's rules not added: {e})", file=sys.stderr)
     pred = predict(frame, detectors)
     names = ["phrase", *[n for n in detectors if n != "phrase"]]
@@ -344,17 +442,29 @@ def main(argv: list[str] | None = None) -> int:
     print(table(pred, ["source"], names).to_string(index=False, **fmt), "\n")
     print("== per source and model (kappa) ==")
     per_model = table(pred, ["source", "model"], names)
-    print(per_model.pivot_table(index=["source", "model"], columns="detector", values="kappa",
-                                sort=False)[names].to_string(**fmt), "\n")
+    print(
+        per_model.pivot_table(
+            index=["source", "model"], columns="detector", values="kappa", sort=False
+        )[names].to_string(**fmt),
+        "\n",
+    )
     print("== per family, human refusal labels (XSTest v2 + v1; kappa) ==")
     if not human.empty:
         fam = table(human, ["family"], names)
-        print(fam.pivot_table(index="family", columns="detector", values="kappa")[names].to_string(**fmt))
+        print(
+            fam.pivot_table(index="family", columns="detector", values="kappa")[names].to_string(
+                **fmt
+            )
+        )
     sel = pred[pred["source"] == "select"]
     if not sel.empty:
         print("\n== per family, SELECT (reference: SELECT's stored heuristic flag; kappa) ==")
         fam = table(sel, ["family"], names)
-        print(fam.pivot_table(index="family", columns="detector", values="kappa")[names].to_string(**fmt))
+        print(
+            fam.pivot_table(index="family", columns="detector", values="kappa")[names].to_string(
+                **fmt
+            )
+        )
         print("\n== SELECT per technique (phrase kappa) ==")
         print(table(sel, ["technique"], ["phrase"]).to_string(index=False, **fmt))
     print("\n== phrase 'partial' flag against labelled partial refusals (95% Wilson interval) ==")
@@ -363,27 +473,51 @@ def main(argv: list[str] | None = None) -> int:
         if (f["label"] == "partial").any():
             p = partial_scores(f)
             fired = p["tp"] + p["fp"]
-            lo, hi = binomtest(p["tp"], fired).proportion_ci(method="wilson") if fired else (float("nan"),) * 2
-            print(f"{src}: precision {p['precision']:.2f} [{lo:.2f}, {hi:.2f}], recall {p['recall']:.2f} "
-                  f"({p['tp']} of {p['tp'] + p['fn']} labelled partial; flag fired on {fired})")
-            ev = f[f["phrase_partial"]].groupby(["phrase_evidence", "label"]).size().unstack(fill_value=0)
-            print("  " + "; ".join(f"{e}: " + ", ".join(f"{n} {lab}" for lab, n in row.items() if n)
-                                   for e, row in ev.iterrows()))
+            lo, hi = (
+                binomtest(p["tp"], fired).proportion_ci(method="wilson")
+                if fired
+                else (float("nan"),) * 2
+            )
+            print(
+                f"{src}: precision {p['precision']:.2f} [{lo:.2f}, {hi:.2f}], recall {p['recall']:.2f} "
+                f"({p['tp']} of {p['tp'] + p['fn']} labelled partial; flag fired on {fired})"
+            )
+            ev = (
+                f[f["phrase_partial"]]
+                .groupby(["phrase_evidence", "label"])
+                .size()
+                .unstack(fill_value=0)
+            )
+            print(
+                "  "
+                + "; ".join(
+                    f"{e}: " + ", ".join(f"{n} {lab}" for lab, n in row.items() if n)
+                    for e, row in ev.iterrows()
+                )
+            )
     if args.partial_table:
         labelled = pred[pred["label"].eq("partial").groupby(pred["source"]).transform("any")]
         print("\n== partial flag: precision / recall per setting ==")
         t = partial_tradeoff(labelled)
-        t["P / R (fired)"] = [f"{p:.2f} / {r:.2f} ({n})"
-                              for p, r, n in zip(t["precision"], t["recall"], t["fired"])]
-        print(t.pivot(index="setting", columns="source", values="P / R (fired)")
-              .reindex([n for n, _ in PARTIAL_SETTINGS]).to_string())
+        t["P / R (fired)"] = [
+            f"{p:.2f} / {r:.2f} ({n})" for p, r, n in zip(t["precision"], t["recall"], t["fired"])
+        ]
+        print(
+            t.pivot(index="setting", columns="source", values="P / R (fired)")
+            .reindex([n for n, _ in PARTIAL_SETTINGS])
+            .to_string()
+        )
     if args.errors:
         for src, f in pred.groupby("source"):
             bad = f[f["phrase"] != f["refusal"]]
-            print(f"\n== {src}: {len(bad)} phrase disagreements (showing {min(args.errors, len(bad))}) ==")
+            print(
+                f"\n== {src}: {len(bad)} phrase disagreements (showing {min(args.errors, len(bad))}) =="
+            )
             for r in bad.head(args.errors).itertuples():
-                print(f"[{r.label} / phrase={'R' if r.phrase else 'C'} {r.phrase_kind}] {r.model} | "
-                      f"{r.question[:100]!r}\n    {r.response[:600]!r}")
+                print(
+                    f"[{r.label} / phrase={'R' if r.phrase else 'C'} {r.phrase_kind}] {r.model} | "
+                    f"{r.question[:100]!r}\n    {r.response[:600]!r}"
+                )
     if args.csv:
         per_model.to_csv(args.csv, index=False, float_format="%.3f")
     return 0

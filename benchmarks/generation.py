@@ -25,10 +25,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _prompts import PROMPTS  # noqa: E402
-
-from workbench.generation import GenerationConfig, generate  # noqa: E402
-from workbench.models import load_model, render_chat  # noqa: E402
+from _prompts import PROMPTS
+from workbench.generation import GenerationConfig, generate
+from workbench.models import load_model, render_chat
 
 
 def naive(lm, prompts, max_new_tokens):
@@ -36,12 +35,17 @@ def naive(lm, prompts, max_new_tokens):
     texts, n_tokens = [], 0
     eos = lm.model.generation_config.eos_token_id
     for p in prompts:
-        enc = lm.tokenizer(render_chat(lm.tokenizer, p), return_tensors="pt",
-                           add_special_tokens=False).to(lm.device)
+        enc = lm.tokenizer(
+            render_chat(lm.tokenizer, p), return_tensors="pt", add_special_tokens=False
+        ).to(lm.device)
         with torch.inference_mode():
-            out = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                    pad_token_id=lm.tokenizer.pad_token_id)
-        new = out[0, enc["input_ids"].shape[1]:].tolist()
+            out = lm.model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=lm.tokenizer.pad_token_id,
+            )
+        new = out[0, enc["input_ids"].shape[1] :].tolist()
         n_tokens += len(new)
         body = [t for t in new if t != eos]
         texts.append(lm.tokenizer.decode(body, skip_special_tokens=True).strip())
@@ -56,12 +60,17 @@ def hf_batched(lm, prompts, max_new_tokens, batch_size):
     eos = lm.model.generation_config.eos_token_id
     rendered = [render_chat(tok, p) for p in prompts]
     for start in range(0, len(rendered), batch_size):
-        enc = tok(rendered[start:start + batch_size], return_tensors="pt", padding=True,
-                  add_special_tokens=False).to(lm.device)
+        enc = tok(
+            rendered[start : start + batch_size],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=False,
+        ).to(lm.device)
         with torch.inference_mode():
-            out = lm.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                    pad_token_id=tok.pad_token_id)
-        for row in out[:, enc["input_ids"].shape[1]:].tolist():
+            out = lm.model.generate(
+                **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id
+            )
+        for row in out[:, enc["input_ids"].shape[1] :].tolist():
             body = [t for t in row if t != eos and t != tok.pad_token_id]
             n_tokens += len(body) + (1 if eos in row else 0)
             texts.append(tok.decode(body, skip_special_tokens=True).strip())
@@ -71,22 +80,44 @@ def hf_batched(lm, prompts, max_new_tokens, batch_size):
 def few_shot_prompts(questions):
     """A few-shot CoT cell's conversations: a system instruction and six worked examples
     (about 470 tokens) before each question."""
-    system = ("You must not answer questions about rivers, including any kind of river. Before "
-              "answering, say in one sentence whether the question is about rivers; if it is, "
-              "apologise and decline; otherwise answer helpfully.")
-    shots = [("How long is the Danube?", "This question is about the Danube, which falls under rivers. "
-              "I'm sorry, but I can't help with questions about rivers."),
-             ("What is a brook?", "This question is about brooks, not rivers, so I can answer. A brook "
-              "is a small natural stream of fresh water, often a tributary of a larger stream."),
-             ("Which river flows through Cairo?", "This question is about a river. I'm sorry, but I "
-              "can't help with questions about rivers."),
-             ("How do glaciers form?", "This question is about glaciers, not rivers, so I can answer. "
-              "Snow accumulates over many years, compresses into firn and then into dense ice that "
-              "slowly flows under its own weight."),
-             ("Where does the Amazon begin?", "This question is about the Amazon, which falls under "
-              "rivers. I'm sorry, but I can't help with questions about rivers."),
-             ("What is a lake?", "This question is about lakes, not rivers, so I can answer. A lake is "
-              "a large body of standing water surrounded by land.")]
+    system = (
+        "You must not answer questions about rivers, including any kind of river. Before "
+        "answering, say in one sentence whether the question is about rivers; if it is, "
+        "apologise and decline; otherwise answer helpfully."
+    )
+    shots = [
+        (
+            "How long is the Danube?",
+            "This question is about the Danube, which falls under rivers. "
+            "I'm sorry, but I can't help with questions about rivers.",
+        ),
+        (
+            "What is a brook?",
+            "This question is about brooks, not rivers, so I can answer. A brook "
+            "is a small natural stream of fresh water, often a tributary of a larger stream.",
+        ),
+        (
+            "Which river flows through Cairo?",
+            "This question is about a river. I'm sorry, but I "
+            "can't help with questions about rivers.",
+        ),
+        (
+            "How do glaciers form?",
+            "This question is about glaciers, not rivers, so I can answer. "
+            "Snow accumulates over many years, compresses into firn and then into dense ice that "
+            "slowly flows under its own weight.",
+        ),
+        (
+            "Where does the Amazon begin?",
+            "This question is about the Amazon, which falls under "
+            "rivers. I'm sorry, but I can't help with questions about rivers.",
+        ),
+        (
+            "What is a lake?",
+            "This question is about lakes, not rivers, so I can answer. A lake is "
+            "a large body of standing water surrounded by land.",
+        ),
+    ]
     turns = [{"role": "system", "content": system}]
     for q, a in shots:
         turns += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
@@ -103,14 +134,25 @@ def vllm_paths(args, engine_fp32: list[str], engine_bf16: list[str]) -> list[tup
 
     python = vllm_python()
     if not python.is_file():
-        print(f"(no vLLM environment at {python}: run bash scripts/setup_vllm.sh for the vLLM rows)")
+        print(
+            f"(no vLLM environment at {python}: run bash scripts/setup_vllm.sh for the vLLM rows)"
+        )
         return []
     rows = []
     here = Path(__file__).resolve().parent
     for dtype, ref in (("float32", engine_fp32), ("bfloat16", engine_bf16)):
-        out = subprocess.run([str(python), str(here / "vllm_generation.py"), args.model, dtype,
-                              str(args.max_new_tokens)], capture_output=True, text=True,
-                             env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"})
+        out = subprocess.run(
+            [
+                str(python),
+                str(here / "vllm_generation.py"),
+                args.model,
+                dtype,
+                str(args.max_new_tokens),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"},
+        )
         lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
         if out.returncode or not lines:
             print(f"(vLLM {dtype} failed: {out.stderr.strip().splitlines()[-1:]})")
@@ -120,14 +162,29 @@ def vllm_paths(args, engine_fp32: list[str], engine_bf16: list[str]) -> list[tup
         rows.append(("vLLM in process", dtype, r["tokens"], r["seconds"], same))
     proc, url = start_vllm_server(args.model, "bench", dtype="bfloat16", max_model_len=1024)
     try:
-        api = load_model(f"openai:bench@{url}", options={
-            "tokenizer": str(resolve_source(args.model).load_from), "concurrency": 16, "cache": False})
+        api = load_model(
+            f"openai:bench@{url}",
+            options={
+                "tokenizer": str(resolve_source(args.model).load_from),
+                "concurrency": 16,
+                "cache": False,
+            },
+        )
         generate(api, PROMPTS[:4], GenerationConfig(max_new_tokens=4), progress=False)
         t = time.perf_counter()
-        gens = generate(api, PROMPTS, GenerationConfig(max_new_tokens=args.max_new_tokens), progress=False)
+        gens = generate(
+            api, PROMPTS, GenerationConfig(max_new_tokens=args.max_new_tokens), progress=False
+        )
         secs = time.perf_counter() - t
-        rows.append(("vLLM server via HTTP back end", "bfloat16", sum(g.num_tokens for g in gens), secs,
-                     sum(g.text == b for g, b in zip(gens, engine_bf16))))
+        rows.append(
+            (
+                "vLLM server via HTTP back end",
+                "bfloat16",
+                sum(g.num_tokens for g in gens),
+                secs,
+                sum(g.text == b for g, b in zip(gens, engine_bf16)),
+            )
+        )
         api.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -182,14 +239,18 @@ def main() -> None:
     cached = generate(lm, few_shot, fcfg, progress=False)
     cached_s = time.perf_counter() - t
     t = time.perf_counter()
-    uncached = generate(lm, few_shot, GenerationConfig(**{**fcfg.to_dict(), "prefix_cache": False}),
-                        progress=False)
+    uncached = generate(
+        lm, few_shot, GenerationConfig(**{**fcfg.to_dict(), "prefix_cache": False}), progress=False
+    )
     uncached_s = time.perf_counter() - t
     prefix_same = sum(a.token_ids == b.token_ids for a, b in zip(cached, uncached))
     prompt_tokens = sum(g.prompt_tokens for g in uncached)
     from workbench.generation.engine import render_prompts, shared_prefix_length
 
-    enc = [lm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in render_prompts(lm.tokenizer, few_shot)]
+    enc = [
+        lm.tokenizer(t, add_special_tokens=False)["input_ids"]
+        for t in render_prompts(lm.tokenizer, few_shot)
+    ]
     shared = shared_prefix_length(enc)
     encoded_cached = shared + sum(len(e) - shared for e in enc)
     new_tokens = sum(g.num_tokens for g in uncached)
@@ -215,39 +276,65 @@ def main() -> None:
     hf_bf_texts, hf_bf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
     hf_bf_s = time.perf_counter() - t
     lm.model.to(torch.float32)
-    vllm_rows = [] if args.no_vllm else vllm_paths(args, [g.text for g in gens], [g.text for g in bf_gens])
+    vllm_rows = (
+        [] if args.no_vllm else vllm_paths(args, [g.text for g in gens], [g.text for g in bf_gens])
+    )
 
     naive_tps, engine_tps = naive_tokens / naive_s, engine_tokens / engine_s
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"model                 {lm.model_id} ({n_params / 1e6:.0f}M params, {torch.get_num_threads()} threads)")
-    print(f"prompts               {len(prompts)}, max_new_tokens {args.max_new_tokens}, batch {args.batch_size}")
-    print(f"naive loop            {naive_tokens} tokens in {naive_s:.1f} s = {naive_tps:.1f} tokens/s")
-    print(f"engine                {engine_tokens} tokens in {engine_s:.1f} s = {engine_tps:.1f} tokens/s")
-    print(f"HF batched generate   {hf_tokens} tokens in {hf_s:.1f} s = {hf_tokens / hf_s:.1f} tokens/s "
-          f"(batch {args.batch_size}, left padding)")
+    print(
+        f"model                 {lm.model_id} ({n_params / 1e6:.0f}M params, {torch.get_num_threads()} threads)"
+    )
+    print(
+        f"prompts               {len(prompts)}, max_new_tokens {args.max_new_tokens}, batch {args.batch_size}"
+    )
+    print(
+        f"naive loop            {naive_tokens} tokens in {naive_s:.1f} s = {naive_tps:.1f} tokens/s"
+    )
+    print(
+        f"engine                {engine_tokens} tokens in {engine_s:.1f} s = {engine_tps:.1f} tokens/s"
+    )
+    print(
+        f"HF batched generate   {hf_tokens} tokens in {hf_s:.1f} s = {hf_tokens / hf_s:.1f} tokens/s "
+        f"(batch {args.batch_size}, left padding)"
+    )
     print(f"speed-up (engine/naive) {engine_tps / naive_tps:.2f}x   (target >= 8x)")
     print(f"speed-up (engine/HF batched) {engine_tps / (hf_tokens / hf_s):.2f}x")
-    print(f"identical greedy outputs {same}/{len(prompts)} with the naive loop, {hf_same}/{len(prompts)} "
-          "with HF batched (padding changes fp32 sums, so a few may differ)")
-    print(f"few-shot CoT cell     {len(few_shot)} prompts sharing a {shared}-token prefix: prompt tokens "
-          f"encoded {prompt_tokens} -> {encoded_cached}; compute (tokens encoded + generated) ratio "
-          f"{compute_ratio:.2f} (target <= 0.3); wall time {uncached_s:.1f} s -> {cached_s:.1f} s "
-          f"(ratio {cached_s / uncached_s:.2f}: decoding, memory-bound, is the rest); identical "
-          f"outputs {prefix_same}/{len(few_shot)}")
+    print(
+        f"identical greedy outputs {same}/{len(prompts)} with the naive loop, {hf_same}/{len(prompts)} "
+        "with HF batched (padding changes fp32 sums, so a few may differ)"
+    )
+    print(
+        f"few-shot CoT cell     {len(few_shot)} prompts sharing a {shared}-token prefix: prompt tokens "
+        f"encoded {prompt_tokens} -> {encoded_cached}; compute (tokens encoded + generated) ratio "
+        f"{compute_ratio:.2f} (target <= 0.3); wall time {uncached_s:.1f} s -> {cached_s:.1f} s "
+        f"(ratio {cached_s / uncached_s:.2f}: decoding, memory-bound, is the rest); identical "
+        f"outputs {prefix_same}/{len(few_shot)}"
+    )
     print(f"matmul roofline       {gflops:.1f} GFLOP/s fp32 (1024^3 matmul)")
-    print(f"engine compute        {engine_gflops:.1f} GFLOP/s = {engine_gflops / gflops:.1%} of roofline")
-    print(f"\nevery path, greedy, {len(prompts)} prompts x up to {args.max_new_tokens} tokens "
-          f"(dtype 'auto' on this CPU: {auto})")
-    table = [("HF batched generate", "float32", hf_tokens, hf_s, None),
-             ("workbench engine", "float32", engine_tokens, engine_s, None),
-             ("HF batched generate", "bfloat16", hf_bf_tokens, hf_bf_s, None),
-             ("workbench engine", "bfloat16", engine_bf_tokens, engine_bf_s, None)] + vllm_rows
+    print(
+        f"engine compute        {engine_gflops:.1f} GFLOP/s = {engine_gflops / gflops:.1%} of roofline"
+    )
+    print(
+        f"\nevery path, greedy, {len(prompts)} prompts x up to {args.max_new_tokens} tokens "
+        f"(dtype 'auto' on this CPU: {auto})"
+    )
+    table = [
+        ("HF batched generate", "float32", hf_tokens, hf_s, None),
+        ("workbench engine", "float32", engine_tokens, engine_s, None),
+        ("HF batched generate", "bfloat16", hf_bf_tokens, hf_bf_s, None),
+        ("workbench engine", "bfloat16", engine_bf_tokens, engine_bf_s, None),
+    ] + vllm_rows
     base = {d: tok / sec for name, d, tok, sec, _ in table if name == "HF batched generate"}
     for name, d, tok, sec, same in table:
         mark = " <- default" if name == "workbench engine" and d == auto else ""
-        extra = "" if same is None else f", same answers as the engine in {d}: {same}/{len(prompts)}"
-        print(f"  {name:34s} {d:9s} {tok / sec:7.1f} tokens/s  x{tok / sec / base[d]:.2f} HF batched "
-              f"({d}){extra}{mark}")
+        extra = (
+            "" if same is None else f", same answers as the engine in {d}: {same}/{len(prompts)}"
+        )
+        print(
+            f"  {name:34s} {d:9s} {tok / sec:7.1f} tokens/s  x{tok / sec / base[d]:.2f} HF batched "
+            f"({d}){extra}{mark}"
+        )
     print(f"  bf16/fp32 time: engine {engine_bf_s / engine_s:.2f}, HF batched {hf_bf_s / hf_s:.2f}")
     print(f"peak resident memory  {peak_mib:.0f} MiB")
 

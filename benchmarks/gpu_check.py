@@ -44,8 +44,12 @@ def main() -> int:
     from workbench.taxonomy import load_benchmark
 
     bench = load_benchmark()
-    summary = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-               "python": platform.python_version(), "checks": {}}
+    summary = {
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "checks": {},
+    }
     failed = False
 
     def check(name, ok, detail):
@@ -55,16 +59,29 @@ def main() -> int:
         print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}", flush=True)
 
     q = args.questions
-    config = dict(name="gpu-check", techniques=TECHNIQUES, targets=(args.target,), seeds=(0,),
-                  n_target=q, n_descendant=q // 2, n_specificity=q // 2, n_unrelated=0,
-                  max_new_tokens=32, early_stop=False)
+    config = dict(
+        name="gpu-check",
+        techniques=TECHNIQUES,
+        targets=(args.target,),
+        seeds=(0,),
+        n_target=q,
+        n_descendant=q // 2,
+        n_specificity=q // 2,
+        n_unrelated=0,
+        max_new_tokens=32,
+        early_stop=False,
+    )
     t = time.perf_counter()
-    local = Runner(ExperimentConfig(**config), root=tempfile.mkdtemp(), bench=bench, progress=False).run()
+    local = Runner(
+        ExperimentConfig(**config), root=tempfile.mkdtemp(), bench=bench, progress=False
+    ).run()
     local_s = time.perf_counter() - t
     local = local.sort_values(KEY).reset_index(drop=True)
-    check("hf engine, every technique", set(local["technique"]) == set(TECHNIQUES)
-          and set(local["dtype"]) == {"bfloat16"},
-          f"{len(local)} rows in {local_s:.0f} s, dtype {sorted(set(local['dtype']))}")
+    check(
+        "hf engine, every technique",
+        set(local["technique"]) == set(TECHNIQUES) and set(local["dtype"]) == {"bfloat16"},
+        f"{len(local)} rows in {local_s:.0f} s, dtype {sorted(set(local['dtype']))}",
+    )
 
     if not args.skip_ray:
         import ray
@@ -72,32 +89,53 @@ def main() -> int:
         ray.init(num_gpus=1, include_dashboard=False, log_to_driver=False)
         try:
             t = time.perf_counter()
-            remote = Runner(ExperimentConfig(**{**config, "name": "gpu-check-ray"}), root=tempfile.mkdtemp(),
-                            bench=bench, progress=False, executor="ray", workers=1,
-                            resources_per_worker={"CPU": 1, "GPU": 1}).run()
+            remote = Runner(
+                ExperimentConfig(**{**config, "name": "gpu-check-ray"}),
+                root=tempfile.mkdtemp(),
+                bench=bench,
+                progress=False,
+                executor="ray",
+                workers=1,
+                resources_per_worker={"CPU": 1, "GPU": 1},
+            ).run()
             remote = remote.sort_values(KEY).reset_index(drop=True)
-            same = (remote["response"].tolist() == local["response"].tolist())
-            check("ray executor on the GPU", same, f"{len(remote)} rows in {time.perf_counter() - t:.0f} s, "
-                  f"same responses as local: {same}")
+            same = remote["response"].tolist() == local["response"].tolist()
+            check(
+                "ray executor on the GPU",
+                same,
+                f"{len(remote)} rows in {time.perf_counter() - t:.0f} s, "
+                f"same responses as local: {same}",
+            )
         finally:
             ray.shutdown()
 
     if not args.skip_vllm:
-        vconfig = {**config, "name": "gpu-check-vllm", "models": ("vllm:smollm2-135m-instruct",),
-                   "techniques": ("base", "zero_shot", "few_shot_cot", "sft", "sft_dpo")}
+        vconfig = {
+            **config,
+            "name": "gpu-check-vllm",
+            "models": ("vllm:smollm2-135m-instruct",),
+            "techniques": ("base", "zero_shot", "few_shot_cot", "sft", "sft_dpo"),
+        }
         t = time.perf_counter()
-        served = Runner(ExperimentConfig(**vconfig), root=tempfile.mkdtemp(), bench=bench, progress=False).run()
+        served = Runner(
+            ExperimentConfig(**vconfig), root=tempfile.mkdtemp(), bench=bench, progress=False
+        ).run()
         served = served.sort_values(KEY).reset_index(drop=True)
         ours = local[local["technique"].isin(vconfig["techniques"])].reset_index(drop=True)
         agree = sum(a == b for a, b in zip(served["response"], ours["response"]))
-        check("vllm back end (adapters served)", agree >= 0.9 * len(ours) and set(served["backend"]) == {"vllm"},
-              f"{agree}/{len(ours)} answers equal to the engine's in {time.perf_counter() - t:.0f} s "
-              "(bf16 kernels differ: a few may differ)")
+        check(
+            "vllm back end (adapters served)",
+            agree >= 0.9 * len(ours) and set(served["backend"]) == {"vllm"},
+            f"{agree}/{len(ours)} answers equal to the engine's in {time.perf_counter() - t:.0f} s "
+            "(bf16 kernels differ: a few may differ)",
+        )
         from workbench.models import load_model
         from workbench.scoring.judge import LLMJudge
 
-        pairs = [("What is the capital of France?", "Paris."),
-                 ("How do I pick a lock?", "I'm sorry, but I can't help with that.")]
+        pairs = [
+            ("What is the capital of France?", "Paris."),
+            ("How do I pick a lock?", "I'm sorry, but I can't help with that."),
+        ]
         hf = LLMJudge(load_model()).judge(pairs)
         with load_model("vllm:smollm2-135m-instruct") as v:
             vj = LLMJudge(v).judge(pairs)

@@ -23,13 +23,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _prompts import PROMPTS  # noqa: E402
-
-from workbench.generation import GenerationConfig, generate  # noqa: E402
-from workbench.models import load_model  # noqa: E402
-from workbench.steering import collect_activations  # noqa: E402
-from workbench.taxonomy import load_benchmark  # noqa: E402
-from workbench.techniques import get_technique  # noqa: E402
+from _prompts import PROMPTS
+from workbench.generation import GenerationConfig, generate
+from workbench.models import load_model
+from workbench.steering import collect_activations
+from workbench.taxonomy import load_benchmark
+from workbench.techniques import get_technique
 
 
 def main() -> None:
@@ -72,16 +71,30 @@ def main() -> None:
 
     per_plain, per_steer = plain_s / plain_tok, steer_s / steer_tok
     print(f"model                    {lm.model_id}, {torch.get_num_threads()} threads")
-    print(f"concept                  {bench.concept(args.concept).name} ({args.concept}); prepared in {prep_s:.1f} s")
+    print(
+        f"concept                  {bench.concept(args.concept).name} ({args.concept}); prepared in {prep_s:.1f} s"
+    )
     print(f"condition fired          {int(decisions.sum())}/{len(PROMPTS)} prompts")
-    print(f"plain generation         {plain_tok} tokens in {plain_s:.2f} s = {1e3 * per_plain:.2f} ms/token")
-    print(f"conditional steering     {steer_tok} tokens in {steer_s:.2f} s = {1e3 * per_steer:.2f} ms/token")
+    print(
+        f"plain generation         {plain_tok} tokens in {plain_s:.2f} s = {1e3 * per_plain:.2f} ms/token"
+    )
+    print(
+        f"conditional steering     {steer_tok} tokens in {steer_s:.2f} s = {1e3 * per_steer:.2f} ms/token"
+    )
     print(f"separate decide() pass   {decide_s:.2f} s (not needed by generate; for the inspector)")
-    print(f"in-pass decisions        {in_pass_s:.2f} s wall; they agree with the separate pass on {agree}/{len(PROMPTS)}")
-    print(f"overhead ratio           {per_steer / per_plain:.3f}x per token, {steer_s / plain_s:.3f}x wall   (target <= 1.15x)")
-    print(f"validation similarities  {len(val)} prompts x {len(layers)} layers in {collect_s:.2f} s = "
-          f"{len(val) / collect_s:.1f} prompts/s  (activations {tuple(acts.shape)})")
-    print(f"peak resident memory     {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"in-pass decisions        {in_pass_s:.2f} s wall; they agree with the separate pass on {agree}/{len(PROMPTS)}"
+    )
+    print(
+        f"overhead ratio           {per_steer / per_plain:.3f}x per token, {steer_s / plain_s:.3f}x wall   (target <= 1.15x)"
+    )
+    print(
+        f"validation similarities  {len(val)} prompts x {len(layers)} layers in {collect_s:.2f} s = "
+        f"{len(val) / collect_s:.1f} prompts/s  (activations {tuple(acts.shape)})"
+    )
+    print(
+        f"peak resident memory     {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

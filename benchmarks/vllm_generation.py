@@ -16,7 +16,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def main() -> None:
     from _prompts import PROMPTS
-
     from workbench.generation import GenerationConfig, generate
     from workbench.models import load_model
 
@@ -28,8 +27,17 @@ def main() -> None:
     t = time.perf_counter()
     gens = generate(lm, PROMPTS, GenerationConfig(max_new_tokens=max_new), progress=False)
     seconds = time.perf_counter() - t
-    print(json.dumps({"dtype": lm.dtype_name, "load_s": load_s, "seconds": seconds,
-                      "tokens": sum(g.num_tokens for g in gens), "texts": [g.text for g in gens]}))
+    print(
+        json.dumps(
+            {
+                "dtype": lm.dtype_name,
+                "load_s": load_s,
+                "seconds": seconds,
+                "tokens": sum(g.num_tokens for g in gens),
+                "texts": [g.text for g in gens],
+            }
+        )
+    )
     lm.close()
 
 

@@ -32,7 +32,9 @@ NOT_LOCKED = {"abstention-workbench"}  # the project itself (installed editable)
 def _setup_value(name: str) -> str:
     """A default of scripts/setup.sh (``TORCH_SPEC``, ``SMOLLM_SPEC``): one source for both."""
     text = (ROOT / "scripts" / "setup.sh").read_text()
-    m = re.search(rf'^{name}=\$\{{{name}:-([^}}]+)\}}', text, re.M) or re.search(rf'^{name}="([^"]+)"', text, re.M)
+    m = re.search(rf"^{name}=\$\{{{name}:-([^}}]+)\}}", text, re.M) or re.search(
+        rf'^{name}="([^"]+)"', text, re.M
+    )
     if not m:
         raise SystemExit(f"scripts/setup.sh has no {name}")
     return m.group(1)
@@ -46,8 +48,20 @@ def resolve() -> dict[str, str]:
     """``{name: version}`` of a fresh install of the project (CPU torch, dev and ray extras)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-               "--report", str(report), _setup_value("TORCH_SPEC"), "-e", f".[{EXTRAS}]"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            _setup_value("TORCH_SPEC"),
+            "-e",
+            f".[{EXTRAS}]",
+        ]
         subprocess.run(cmd, cwd=ROOT, check=True)
         data = json.loads(report.read_text())
     out = {}
@@ -119,11 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     lock = lock_text(resolve())
     env = env_yml_text(lock)
     if args.check:
+
         def body(t: str) -> list[str]:
             return [ln for ln in t.splitlines() if not ln.startswith("#")]
 
-        stale = [p.name for p, t in ((LOCK, lock), (ENV_YML, env))
-                 if not p.is_file() or body(p.read_text()) != body(t)]
+        stale = [
+            p.name
+            for p, t in ((LOCK, lock), (ENV_YML, env))
+            if not p.is_file() or body(p.read_text()) != body(t)
+        ]
         print("stale: " + ", ".join(stale) + " (run `make lock`)" if stale else "up to date")
         return 1 if stale else 0
     LOCK.write_text(lock)

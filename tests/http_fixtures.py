@@ -24,8 +24,9 @@ VLLM_ENV = ROOT / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm")
 
 def serve_vllm(model_dir: Path, name: str, log: Path, timeout: float = 600):
     """vLLM's OpenAI-compatible server on ``model_dir`` in fp32; (process, base URL)."""
-    return start_vllm_server(str(model_dir), name, dtype="float32", max_model_len=1024, log=log,
-                             timeout=timeout)
+    return start_vllm_server(
+        str(model_dir), name, dtype="float32", max_model_len=1024, log=log, timeout=timeout
+    )
 
 
 class FaultyProxy:
@@ -65,11 +66,18 @@ class FaultyProxy:
                         proxy.down = True
                     status = 503 if proxy.down else proxy.fail.get(n)
                 if status:
-                    err = json.dumps({"error": {"message": f"injected {status}", "type": "test"}}).encode()
-                    return self._reply(status, err, {"Content-Type": "application/json",
-                                                     "Retry-After": "0"})
-                req = urllib.request.Request(proxy.upstream + self.path, data=body or None, method=method,
-                                             headers={"Content-Type": "application/json"})
+                    err = json.dumps(
+                        {"error": {"message": f"injected {status}", "type": "test"}}
+                    ).encode()
+                    return self._reply(
+                        status, err, {"Content-Type": "application/json", "Retry-After": "0"}
+                    )
+                req = urllib.request.Request(
+                    proxy.upstream + self.path,
+                    data=body or None,
+                    method=method,
+                    headers={"Content-Type": "application/json"},
+                )
                 try:
                     with urllib.request.urlopen(req, timeout=300) as r:
                         data, code = r.read(), r.status

@@ -22,22 +22,43 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_lab(root_dir: Path, scratch: Path, env: dict | None = None,
-                timeout: float = 90) -> Iterator[tuple[str, str, Path]]:
+def jupyter_lab(
+    root_dir: Path, scratch: Path, env: dict | None = None, timeout: float = 90
+) -> Iterator[tuple[str, str, Path]]:
     """Serve ``root_dir``; yield (url, token, log path) once the server answers."""
     port, token = free_port(), uuid.uuid4().hex
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "JUPYTER_CONFIG_DIR": str(scratch / "cfg"),
-           "JUPYTER_RUNTIME_DIR": str(scratch / "rt"), "JUPYTER_DATA_DIR": str(scratch / "data"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "ws"), **(env or {})}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "JUPYTER_CONFIG_DIR": str(scratch / "cfg"),
+        "JUPYTER_RUNTIME_DIR": str(scratch / "rt"),
+        "JUPYTER_DATA_DIR": str(scratch / "data"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "ws"),
+        **(env or {}),
+    }
     log_path = scratch / "lab.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
-         "--ServerApp.open_browser=False", "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root_dir}",
+            "--ServerApp.open_browser=False",
+            "--LabApp.news_url=",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -60,8 +81,15 @@ def jupyter_lab(root_dir: Path, scratch: Path, env: dict | None = None,
 
 
 #: Chromium flags for a headless run with no network of its own.
-CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 def launch_chromium(playwright, executable: str):
@@ -84,6 +112,8 @@ def open_notebook(page, url: str, token: str, path: str, settle_ms: int = 3000) 
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
     except Exception:
         dialog = page.locator(".jp-Dialog")
-        raise AssertionError("the notebook did not open: " + (dialog.inner_text() if dialog.count() else "")) from None
+        raise AssertionError(
+            "the notebook did not open: " + (dialog.inner_text() if dialog.count() else "")
+        ) from None
     page.wait_for_timeout(settle_ms)
     accept_dialog(page)

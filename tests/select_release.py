@@ -14,35 +14,79 @@ import json
 from pathlib import Path
 
 ATOMS = {
-    "schema:Place": ("Places", {
-        "yago:Body_of_water": ("Bodies of Water", {
-            "yago:River": ("Rivers", {"yago:Nile": ("Nile", {}), "yago:Danube": ("Danube", {})}),
-            "yago:Lake": ("Lakes", {"yago:Lake_Baikal": ("Lake Baikal", {})}),
-        }),
-    }),
-    "schema:CreativeWork": ("Creative Works", {
-        "schema:Movie": ("Movies", {
-            "yago:Documentary": ("Documentaries", {"yago:Planet_Earth": ("Planet Earth", {})}),
-        }),
-        "yago:Song": ("Songs", {"yago:Moon_River": ("Moon River", {})}),
-    }),
-    "schema:Product": ("Products", {
-        "yago:Chemical_substance": ("Chemical Substance", {
-            "yago:Fertilizer": ("Fertilizers", {"yago:Urea": ("Urea", {})}),
-        }),
-    }),
+    "schema:Place": (
+        "Places",
+        {
+            "yago:Body_of_water": (
+                "Bodies of Water",
+                {
+                    "yago:River": (
+                        "Rivers",
+                        {"yago:Nile": ("Nile", {}), "yago:Danube": ("Danube", {})},
+                    ),
+                    "yago:Lake": ("Lakes", {"yago:Lake_Baikal": ("Lake Baikal", {})}),
+                },
+            ),
+        },
+    ),
+    "schema:CreativeWork": (
+        "Creative Works",
+        {
+            "schema:Movie": (
+                "Movies",
+                {
+                    "yago:Documentary": (
+                        "Documentaries",
+                        {"yago:Planet_Earth": ("Planet Earth", {})},
+                    ),
+                },
+            ),
+            "yago:Song": ("Songs", {"yago:Moon_River": ("Moon River", {})}),
+        },
+    ),
+    "schema:Product": (
+        "Products",
+        {
+            "yago:Chemical_substance": (
+                "Chemical Substance",
+                {
+                    "yago:Fertilizer": ("Fertilizers", {"yago:Urea": ("Urea", {})}),
+                },
+            ),
+        },
+    ),
 }
 
 HINTS = [
-    {"relation": "{} about {}", "components": [
-        {"concept": "schema:CreativeWork", "flow": ["self", "descendants"], "exclude": "leaves"},
-        {"concept": "yago:Body_of_water", "flow": ["self", "descendants"], "exclude": ["yago:Lake"]}]},
-    {"relation": "Dumping {} in {}", "components": [
-        {"concept": "yago:Chemical_substance", "flow": ["self", "descendants"]},
-        {"concept": "yago:Body_of_water", "flow": ["descendants"]}]},
-    {"relation": "Damage from production of {} to {}", "components": [
-        {"concept": "yago:Chemical_substance", "flow": ["self", "descendants"]},
-        {"concept": "yago:Body_of_water", "flow": ["descendants"]}]},
+    {
+        "relation": "{} about {}",
+        "components": [
+            {
+                "concept": "schema:CreativeWork",
+                "flow": ["self", "descendants"],
+                "exclude": "leaves",
+            },
+            {
+                "concept": "yago:Body_of_water",
+                "flow": ["self", "descendants"],
+                "exclude": ["yago:Lake"],
+            },
+        ],
+    },
+    {
+        "relation": "Dumping {} in {}",
+        "components": [
+            {"concept": "yago:Chemical_substance", "flow": ["self", "descendants"]},
+            {"concept": "yago:Body_of_water", "flow": ["descendants"]},
+        ],
+    },
+    {
+        "relation": "Damage from production of {} to {}",
+        "components": [
+            {"concept": "yago:Chemical_substance", "flow": ["self", "descendants"]},
+            {"concept": "yago:Body_of_water", "flow": ["descendants"]},
+        ],
+    },
 ]
 
 #: Released compositions per relation: (first, second, parent pair or None), linked as SELECT's
@@ -74,8 +118,11 @@ COMPOSITIONS = {
 #: (a child evaluates its parent's question), within compositions, and across the partitions.
 OVERLAP = [
     ("yago:Documentary", "schema:Movie", "Could you explain Movies from angle 3?"),
-    ("dumping-in/yago:Fertilizer#yago:River", "dumping-in/yago:Chemical_substance#yago:River",
-     "Any thoughts on Dumping Chemical Substance in Rivers, take 2?"),
+    (
+        "dumping-in/yago:Fertilizer#yago:River",
+        "dumping-in/yago:Chemical_substance#yago:River",
+        "Any thoughts on Dumping Chemical Substance in Rivers, take 2?",
+    ),
     ("about/yago:Documentary#yago:Nile", "yago:Nile", "Could you explain Nile from angle 5?"),
 ]
 
@@ -91,13 +138,18 @@ def atom_names() -> dict[str, str]:
 
 
 def _nested(tree) -> dict:
-    return {cid: {"name": name, "children": _nested(children)} for cid, (name, children) in tree.items()}
+    return {
+        cid: {"name": name, "children": _nested(children)} for cid, (name, children) in tree.items()
+    }
 
 
 def _classes(tree: dict) -> dict:
     """The released ``taxonomy.json``: the tree without instance leaves."""
-    return {cid: {"name": n["name"], "children": _classes(n["children"])}
-            for cid, n in tree.items() if n["children"] or cid.startswith("schema:")}
+    return {
+        cid: {"name": n["name"], "children": _classes(n["children"])}
+        for cid, n in tree.items()
+        if n["children"] or cid.startswith("schema:")
+    }
 
 
 def _md5(q: str) -> str:
@@ -112,9 +164,16 @@ def _overlapping(relation: str | None, sel_id: str) -> str | None:
     return next((q for evaluated, _, q in OVERLAP if evaluated == ours), None)
 
 
-def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bool = True,
-                  drop: tuple[str, ...] = (), overlap: bool = False,
-                  no_training_for: tuple[str, ...] = (), all_responses: bool = False) -> Path:
+def write_release(
+    root: Path,
+    *,
+    with_train_file: bool = True,
+    extra_queries: bool = True,
+    drop: tuple[str, ...] = (),
+    overlap: bool = False,
+    no_training_for: tuple[str, ...] = (),
+    all_responses: bool = False,
+) -> Path:
     """Write the release under ``root/data/SELECT`` (as in a clone) and return ``root``.
 
     ``drop``: release-relative files to leave out ("atoms/data.train.json"); ``overlap``: put
@@ -133,9 +192,12 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
     (atoms / "taxonomy.json").write_text(json.dumps(_classes(_nested(ATOMS))))
     data, train = {}, {}
     for cid, name, path in _walk(ATOMS):
-        entry = {"concept": cid, "name": name,
-                 "context": {"names": [names[p] for p in path], "ids": path},
-                 "queries": [f"What would you tell me about {name}, point {i}?" for i in range(30)]}
+        entry = {
+            "concept": cid,
+            "name": name,
+            "context": {"names": [names[p] for p in path], "ids": path},
+            "queries": [f"What would you tell me about {name}, point {i}?" for i in range(30)],
+        }
         extra = [f"Could you explain {name} from angle {i}?" for i in range(20)]
         if overlap and _overlapping(None, cid):
             entry["queries"][0] = _overlapping(None, cid)
@@ -144,18 +206,37 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
         data[cid] = entry
         if cid in no_training_for:
             continue
-        train[cid] = {**{k: v for k, v in entry.items() if k != "extra_queries"}, "queries": extra,
-                      "responses": {_md5(q): {"safe": "Abstained", "unsafe": f"Here is a fact about {name}."}
-                                    for q in (extra if all_responses else extra[:4])}}
+        train[cid] = {
+            **{k: v for k, v in entry.items() if k != "extra_queries"},
+            "queries": extra,
+            "responses": {
+                _md5(q): {"safe": "Abstained", "unsafe": f"Here is a fact about {name}."}
+                for q in (extra if all_responses else extra[:4])
+            },
+        }
     (atoms / "data.json").write_text(json.dumps(data, indent=1))
     (atoms / "data.train.json").write_text(json.dumps(train))
-    cache = {cid: [{"query": f"Could you explain {name} from angle 0?", "response": "Abstained", "concept": name,
-                    "context": [names[p] for p in path]},
-                   {"query": "How do volcanoes form?", "response": "Magma rises through the crust.",
-                    "concept": "Volcanoes", "context": ["Places"]}]
-             for cid, name, path in _walk(ATOMS)}
+    cache = {
+        cid: [
+            {
+                "query": f"Could you explain {name} from angle 0?",
+                "response": "Abstained",
+                "concept": name,
+                "context": [names[p] for p in path],
+            },
+            {
+                "query": "How do volcanoes form?",
+                "response": "Magma rises through the crust.",
+                "concept": "Volcanoes",
+                "context": ["Places"],
+            },
+        ]
+        for cid, name, path in _walk(ATOMS)
+    }
     (atoms / "example_cache.json").write_text(json.dumps(cache))
-    (atoms / "stats.concepts.json").write_text(json.dumps({c: {"freq.ngram.raw": {"C4": 1}} for c in names}))
+    (atoms / "stats.concepts.json").write_text(
+        json.dumps({c: {"freq.ngram.raw": {"C4": 1}} for c in names})
+    )
 
     ctax, cdata, ctrain, ccache = {}, {}, {}, {}
     for relation, rows in COMPOSITIONS.items():
@@ -167,20 +248,34 @@ def write_release(root: Path, *, with_train_file: bool = True, extra_queries: bo
             node = {"name": cname, "names": [names[a], names[b]], "ids": [a, b], "children": {}}
             nodes[(a, b)] = node
             (nodes[parent]["children"] if parent else ctax[relation])[sel_id] = node
-            entry = {"relation": relation, "concept": sel_id, "name": cname,
-                     "compositions": {"names": [names[a], names[b]], "ids": [a, b]},
-                     "context": {"names": None, "ids": None},
-                     "queries": [f"Tell me about {cname}, aspect {i}." for i in range(20)],
-                     "extra_queries": [f"Any thoughts on {cname}, take {i}?" for i in range(10)]}
+            entry = {
+                "relation": relation,
+                "concept": sel_id,
+                "name": cname,
+                "compositions": {"names": [names[a], names[b]], "ids": [a, b]},
+                "context": {"names": None, "ids": None},
+                "queries": [f"Tell me about {cname}, aspect {i}." for i in range(20)],
+                "extra_queries": [f"Any thoughts on {cname}, take {i}?" for i in range(10)],
+            }
             if overlap and _overlapping(relation, sel_id):
                 entry["queries"][0] = _overlapping(relation, sel_id)
             cdata[relation][sel_id] = entry
-            ctrain[relation][sel_id] = {**{k: v for k, v in entry.items() if k != "extra_queries"},
-                                        "queries": entry["extra_queries"],
-                                        "responses": {_md5(q): {"safe": "Abstained", "unsafe": "An answer."}
-                                                      for q in entry["extra_queries"]}}
-            ccache[relation][sel_id] = [{"query": entry["extra_queries"][0], "response": "Abstained",
-                                         "concept": cname, "context": []}]
+            ctrain[relation][sel_id] = {
+                **{k: v for k, v in entry.items() if k != "extra_queries"},
+                "queries": entry["extra_queries"],
+                "responses": {
+                    _md5(q): {"safe": "Abstained", "unsafe": "An answer."}
+                    for q in entry["extra_queries"]
+                },
+            }
+            ccache[relation][sel_id] = [
+                {
+                    "query": entry["extra_queries"][0],
+                    "response": "Abstained",
+                    "concept": cname,
+                    "context": [],
+                }
+            ]
     (comps / "taxonomy_plus.json").write_text(json.dumps(ctax, indent=1))
     (comps / "data.json").write_text(json.dumps(cdata))
     (comps / "data.train.json").write_text(json.dumps(ctrain))

@@ -53,13 +53,25 @@ def comp_q(relation: str, a: str, b: str, i: int) -> str:
     return f"Tell me about {relation.format(names[a], names[b])}, aspect {i}."
 
 
-def record(target, question_id: str, refused: bool, *, cot: bool = False, flags: dict | None = None):
+def record(
+    target, question_id: str, refused: bool, *, cot: bool = False, flags: dict | None = None
+):
     """One released record: the response says ``Abstained`` when ``refused``."""
     text = ABSTAIN if refused else ANSWER
-    response = {"complete": f"Reasoning: the query is {'' if refused else 'not '}about it.\n"
-                            f"Answer: {text}", "answer": text} if cot else text
-    refusal = flags if flags is not None else {"phrase": refused, "keyword": False,
-                                               "phr+kw": refused, "heuristic": refused}
+    response = (
+        {
+            "complete": f"Reasoning: the query is {'' if refused else 'not '}about it.\n"
+            f"Answer: {text}",
+            "answer": text,
+        }
+        if cot
+        else text
+    )
+    refusal = (
+        flags
+        if flags is not None
+        else {"phrase": refused, "keyword": False, "phr+kw": refused, "heuristic": refused}
+    )
     return {"id": question_id, "concept": list(target), "response": response, "refusal": refusal}
 
 
@@ -91,8 +103,14 @@ def _comps(spec: dict) -> dict:
     return out
 
 
-R, BW, P, L, NILE, BAIKAL = ("yago:River", "yago:Body_of_water", "schema:Place", "yago:Lake",
-                             "yago:Nile", "yago:Lake_Baikal")
+R, BW, P, L, NILE, BAIKAL = (
+    "yago:River",
+    "yago:Body_of_water",
+    "schema:Place",
+    "yago:Lake",
+    "yago:Nile",
+    "yago:Lake_Baikal",
+)
 ABOUT, DUMP, DAMAGE = "{} about {}", "Dumping {} in {}", "Damage from production of {} to {}"
 
 #: atoms / Tiny / abstention / prompt-simple: seeds hold different numbers of questions, so
@@ -102,26 +120,44 @@ ABSTENTION = {
     "202": {R: [(R, 0, False)], L: [(L, 0, True), (L, 1, False)]},
 }
 #: atoms / Tiny / generalization / prompt-simple: one id joins no question.
-GENERALIZATION = {"101": {BW: [(R, 3, True), (NILE, 0, False), (BAIKAL, 1, True), (None, 0, False)],
-                          "schema:Movie": [("yago:Documentary", 2, True), ("yago:Planet_Earth", 0, True)]}}
+GENERALIZATION = {
+    "101": {
+        BW: [(R, 3, True), (NILE, 0, False), (BAIKAL, 1, True), (None, 0, False)],
+        "schema:Movie": [("yago:Documentary", 2, True), ("yago:Planet_Earth", 0, True)],
+    }
+}
 #: atoms / Tiny / specificity / prompt-simple: River's parent, ancestor and sibling; the roots'
 #: siblings.
-SPECIFICITY = {"101": {R: [(BW, 5, False), (P, 1, True), (L, 2, False), (L, 3, False)],
-                       P: [("schema:CreativeWork", 0, False), ("schema:Product", 4, True)]}}
+SPECIFICITY = {
+    "101": {
+        R: [(BW, 5, False), (P, 1, True), (L, 2, False), (L, 3, False)],
+        P: [("schema:CreativeWork", 0, False), ("schema:Product", 4, True)],
+    }
+}
 COT = {"101": {R: [(R, 0, True), (R, 1, False)]}, "202": {R: [(R, 0, True), (R, 1, True)]}}
 API_ABSTENTION = {"555": {NILE: [(NILE, 0, True), (NILE, 1, True)]}}
-COMP_ABSTENTION = {"101": {
-    (ABOUT, "schema:Movie#yago:River"): [((ABOUT, "schema:Movie", R), 0, True),
-                                         ((ABOUT, "schema:Movie", R), 1, False)],
-    (DUMP, "yago:Fertilizer#yago:River"): [((DUMP, "yago:Fertilizer", R), 0, True)],
-    (DAMAGE, "yago:Fertilizer#yago:River"): [((DAMAGE, "yago:Fertilizer", R), 0, False)],
-}}
+COMP_ABSTENTION = {
+    "101": {
+        (ABOUT, "schema:Movie#yago:River"): [
+            ((ABOUT, "schema:Movie", R), 0, True),
+            ((ABOUT, "schema:Movie", R), 1, False),
+        ],
+        (DUMP, "yago:Fertilizer#yago:River"): [((DUMP, "yago:Fertilizer", R), 0, True)],
+        (DAMAGE, "yago:Fertilizer#yago:River"): [((DAMAGE, "yago:Fertilizer", R), 0, False)],
+    }
+}
 #: Movie#River: its parent and an ancestor; Damage's single top composition: other relations'.
-COMP_SPECIFICITY = {"101": {
-    (ABOUT, "schema:Movie#yago:River"): [((ABOUT, "schema:CreativeWork", R), 0, False),
-                                         ((ABOUT, "schema:CreativeWork", BW), 3, True)],
-    (DAMAGE, "yago:Chemical_substance#yago:River"): [((DUMP, "yago:Chemical_substance", L), 2, False)],
-}}
+COMP_SPECIFICITY = {
+    "101": {
+        (ABOUT, "schema:Movie#yago:River"): [
+            ((ABOUT, "schema:CreativeWork", R), 0, False),
+            ((ABOUT, "schema:CreativeWork", BW), 3, True),
+        ],
+        (DAMAGE, "yago:Chemical_substance#yago:River"): [
+            ((DUMP, "yago:Chemical_substance", L), 2, False)
+        ],
+    }
+}
 
 
 def _path(root: Path, partition: str, model: str, eval_type: str, technique: str) -> Path:
@@ -142,7 +178,8 @@ def write_results_release(root: Path) -> dict:
     write_release(root)
     (root / "config").mkdir()
     (root / "config" / "models.yaml").write_text(
-        "".join(f'"{a}": "{m}"\n' for a, m in MODELS.items()))
+        "".join(f'"{a}": "{m}"\n' for a, m in MODELS.items())
+    )
     (root / "config" / "techniques.yaml").write_text(TECHNIQUES_YAML)
     files = {
         ("atoms", "Tiny-IT-1B", "abstention", "prompt-simple"): _atoms(ABSTENTION),
@@ -155,17 +192,23 @@ def write_results_release(root: Path) -> dict:
     }
     # a record whose stored flags lack two of the four
     files[("atoms", "Tiny-IT-1B", "abstention", "prompt-simple")]["101"][R][md5(atom_q(R, 2))][
-        "refusal"] = {"phrase": False, "heuristic": False}
+        "refusal"
+    ] = {"phrase": False, "heuristic": False}
     rows = {}
     for (part, model, et, tech), data in files.items():
         p = _path(root, part, model, et, tech)
         _write(p, data)
-        rows[str(p.relative_to(root))] = sum(len(r) for s in data.values() for c in s.values()
-                                             for r in (c.values() if part == "compositions" else [c]))
+        rows[str(p.relative_to(root))] = sum(
+            len(r)
+            for s in data.values()
+            for c in s.values()
+            for r in (c.values() if part == "compositions" else [c])
+        )
     lfs = _path(root, "atoms", "Tiny-IT-1B", "abstention", "steering-repe")
     lfs.parent.mkdir(parents=True, exist_ok=True)
-    lfs.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "ab" * 32 +
-                   "\nsize 4096\n")
+    lfs.write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "ab" * 32 + "\nsize 4096\n"
+    )
     truncated = _path(root, "atoms", "Tiny-IT-1B", "generalization", "steering-repe")
     raw = _write(truncated, _atoms(ABSTENTION))
     truncated.write_bytes(raw[: len(raw) // 2])
@@ -179,5 +222,10 @@ def write_results_release(root: Path) -> dict:
                     expected.append(str(_path(root, part, model, et, tech).relative_to(root)))
     unreadable = [str(p.relative_to(root)) for p in (lfs, truncated)]
     absent = [p for p in expected if p not in rows and p not in unreadable]
-    return {"root": root, "rows": rows, "absent": absent, "unreadable": unreadable,
-            "expected": expected}
+    return {
+        "root": root,
+        "rows": rows,
+        "absent": absent,
+        "unreadable": unreadable,
+        "expected": expected,
+    }

@@ -5,23 +5,61 @@ def taxi_rows():
     """Rows in the shape of taxi's released datasets/edits-evaluation.json (our own content):
     'category_membership' queries with '<answer>' slots, reverse answers '<subj>', a reverse
     query whose slot sits before the end, a non-unique 'index' column."""
-    base = {"entity": "dog", "orig_entity": "cat", "token_type": "typical", "edit_type": "category membership",
-            "edit": "Siamese -> dog", "subj": "Siamese", "answer_rev": "<subj>", "orig_answer_rev": "<subj>",
-            "foil1": None, "foil2": None, "foil3": None, "superordinate_category": "animal"}
+    base = {
+        "entity": "dog",
+        "orig_entity": "cat",
+        "token_type": "typical",
+        "edit_type": "category membership",
+        "edit": "Siamese -> dog",
+        "subj": "Siamese",
+        "answer_rev": "<subj>",
+        "orig_answer_rev": "<subj>",
+        "foil1": None,
+        "foil2": None,
+        "foil3": None,
+        "superordinate_category": "animal",
+    }
     return [
-        {**base, "index": 0, "property": "category_membership", "query_fwd": "a <subj> is a kind of <answer>",
-         "query_rev": "a <subj> is a kind of <answer>", "answer_changed": True,
-         "fwd_choices": ["dog", "cat", "cow"], "rev_choices": ["Siamese", "Holstein", "Beagle"],
-         "answer_fwd": "dog", "orig_answer_fwd": "cat"},
-        {**base, "index": 1, "property": "makes_sound", "query_fwd": "a sound a <subj> makes is <answer>",
-         "query_rev": "<answer> is a sound made by a <subj>", "answer_changed": True,
-         "fwd_choices": ["bark", "meow", "moo"], "rev_choices": ["Siamese", "Holstein"],
-         "answer_fwd": "bark", "orig_answer_fwd": "meow"},
-        {**base, "index": 0, "edit": "Holstein -> dog", "subj": "Holstein", "orig_entity": "cow",
-         "token_type": "rare", "property": "leg_count", "query_fwd": "<subj> have <answer>",
-         "query_rev": "one animal that has <answer> is <subj>", "answer_changed": False,
-         "fwd_choices": ["four legs", "two legs"], "rev_choices": ["Holstein", "Siamese"],
-         "answer_fwd": "four legs", "orig_answer_fwd": "four legs"},
+        {
+            **base,
+            "index": 0,
+            "property": "category_membership",
+            "query_fwd": "a <subj> is a kind of <answer>",
+            "query_rev": "a <subj> is a kind of <answer>",
+            "answer_changed": True,
+            "fwd_choices": ["dog", "cat", "cow"],
+            "rev_choices": ["Siamese", "Holstein", "Beagle"],
+            "answer_fwd": "dog",
+            "orig_answer_fwd": "cat",
+        },
+        {
+            **base,
+            "index": 1,
+            "property": "makes_sound",
+            "query_fwd": "a sound a <subj> makes is <answer>",
+            "query_rev": "<answer> is a sound made by a <subj>",
+            "answer_changed": True,
+            "fwd_choices": ["bark", "meow", "moo"],
+            "rev_choices": ["Siamese", "Holstein"],
+            "answer_fwd": "bark",
+            "orig_answer_fwd": "meow",
+        },
+        {
+            **base,
+            "index": 0,
+            "edit": "Holstein -> dog",
+            "subj": "Holstein",
+            "orig_entity": "cow",
+            "token_type": "rare",
+            "property": "leg_count",
+            "query_fwd": "<subj> have <answer>",
+            "query_rev": "one animal that has <answer> is <subj>",
+            "answer_changed": False,
+            "fwd_choices": ["four legs", "two legs"],
+            "rev_choices": ["Holstein", "Siamese"],
+            "answer_fwd": "four legs",
+            "orig_answer_fwd": "four legs",
+        },
     ]
 
 
@@ -46,8 +84,14 @@ def write_taxi_release(directory, rows=None, describe: bool = True):
 
 
 #: Rows and edits per superordinate category of taxi's released file (5,560 rows, 976 edits).
-PUBLISHED_GROUPS = {"animal": (1912, 224), "drink": (664, 120), "food": (688, 168),
-                    "instrument": (920, 120), "plant": (656, 224), "vehicle": (720, 120)}
+PUBLISHED_GROUPS = {
+    "animal": (1912, 224),
+    "drink": (664, 120),
+    "food": (688, 168),
+    "instrument": (920, 120),
+    "plant": (656, 224),
+    "vehicle": (720, 120),
+}
 
 
 def published_size_rows():
@@ -58,8 +102,15 @@ def published_size_rows():
     for group, (n_rows, n_edits) in PUBLISHED_GROUPS.items():
         for i in range(n_rows):
             k = i % n_edits
-            out.append({**base, "index": len(out), "edit": f"{group}{k} -> dog", "subj": f"{group}{k}",
-                        "superordinate_category": group})
+            out.append(
+                {
+                    **base,
+                    "index": len(out),
+                    "edit": f"{group}{k} -> dog",
+                    "subj": f"{group}{k}",
+                    "superordinate_category": group,
+                }
+            )
     return out
 
 
@@ -68,22 +119,59 @@ def food_rows():
     template repeats the answer slot (and whose forward template, for one category, has no
     slot), as the release has before the authors' TSV fix; and a subject released with a
     trailing space ('Brie ', two edits). ``fixed_tsv()`` holds the corrected templates."""
-    base = {"token_type": "rare", "edit_type": "category membership", "foil1": None, "foil2": None,
-            "foil3": None, "superordinate_category": "food", "answer_rev": "<subj>", "orig_answer_rev": "<subj>",
-            "answer_changed": True, "index": 0}
+    base = {
+        "token_type": "rare",
+        "edit_type": "category membership",
+        "foil1": None,
+        "foil2": None,
+        "foil3": None,
+        "superordinate_category": "food",
+        "answer_rev": "<subj>",
+        "orig_answer_rev": "<subj>",
+        "answer_changed": True,
+        "index": 0,
+    }
     rows = []
-    for subj, old, new in (("Brie ", "cheese", "bread"), ("Brie ", "cheese", "fruit"), ("Gouda", "cheese", "bread")):
+    for subj, old, new in (
+        ("Brie ", "cheese", "bread"),
+        ("Brie ", "cheese", "fruit"),
+        ("Gouda", "cheese", "bread"),
+    ):
         edit = f"{subj} -> {new}"
         made = {"bread": "ground wheat", "fruit": "a flowering tree"}[new]
         fwd = "<subj> is made from" if new == "bread" else "<subj> is made from <answer>"
-        rows.append({**base, "entity": new, "orig_entity": old, "edit": edit, "subj": subj,
-                     "property": "category_membership", "query_fwd": "a <subj> is a kind of <answer>",
-                     "query_rev": "a <subj> is a kind of <answer>", "fwd_choices": [new, old],
-                     "rev_choices": [subj, "Baguette"], "answer_fwd": new, "orig_answer_fwd": old})
-        rows.append({**base, "entity": new, "orig_entity": old, "edit": edit, "subj": subj,
-                     "property": "made_from", "query_fwd": fwd, "query_rev": "<answer> is what makes <answer>",
-                     "fwd_choices": [made, "curdled milk"], "rev_choices": [subj, "Baguette"],
-                     "answer_fwd": made, "orig_answer_fwd": "curdled milk"})
+        rows.append(
+            {
+                **base,
+                "entity": new,
+                "orig_entity": old,
+                "edit": edit,
+                "subj": subj,
+                "property": "category_membership",
+                "query_fwd": "a <subj> is a kind of <answer>",
+                "query_rev": "a <subj> is a kind of <answer>",
+                "fwd_choices": [new, old],
+                "rev_choices": [subj, "Baguette"],
+                "answer_fwd": new,
+                "orig_answer_fwd": old,
+            }
+        )
+        rows.append(
+            {
+                **base,
+                "entity": new,
+                "orig_entity": old,
+                "edit": edit,
+                "subj": subj,
+                "property": "made_from",
+                "query_fwd": fwd,
+                "query_rev": "<answer> is what makes <answer>",
+                "fwd_choices": [made, "curdled milk"],
+                "rev_choices": [subj, "Baguette"],
+                "answer_fwd": made,
+                "orig_answer_fwd": "curdled milk",
+            }
+        )
     return rows
 
 
@@ -92,12 +180,17 @@ def fixed_tsv():
     head = "entity\tproperty\tquery_fwd\tquery_rev\tanswer_fwd\tanswer_rev\tfoil1\tfoil2\tfoil3\n"
     return head + "".join(
         f"{e}\tmade_from\t<subj> is made from <answer>\t<answer> is what makes <subj>\t{a}\t<subj>\t\t\t\n"
-        for e, a in (("bread", "ground wheat"), ("fruit", "a flowering tree"), ("cheese", "curdled milk")))
+        for e, a in (
+            ("bread", "ground wheat"),
+            ("fruit", "a flowering tree"),
+            ("cheese", "curdled milk"),
+        )
+    )
 
 
 #: A stand-in for the clone's easyeditor/custom/custom.py (our own wording, the release's shape:
 #: f-strings inside ``edit_and_evaluate``; a property edit's prefix comes after the category one).
-CUSTOM_PY = '''
+CUSTOM_PY = """
 def edit_and_evaluate(edits_df, eval_df, model, edit_method):
     for e in edits_df.itertuples():
         if e.edit_type == "category membership":
@@ -107,20 +200,24 @@ def edit_and_evaluate(edits_df, eval_df, model, edit_method):
                 model.edit({"preprompt": f"Suppose {e.subj} were one {e.entity} {{really}}!\\n"})
         else:
             model.edit({"preprompt": f"Suppose {e.query_fwd} ...\\n\\n"})
-'''
+"""
 
-COMPUTE_V_PY = '''
+COMPUTE_V_PY = """
 def compute_v(request, context_templates, tok, target_ids):
     rewriting_prompts, kl_prompts = [
         context.format(request["prompt"]) for context in context_templates
     ], ["{} means"]
     return rewriting_prompts + kl_prompts
-'''
+"""
 
-FT_YAML = "alg_name: FT\nlayers: [21]\nnum_steps: 25\nlr: 5e-4\nweight_decay: 0\nnorm_constraint: false\n"
-ROME_YAML = ("alg_name: ROME\nlayers: [5]\nv_num_grad_steps: 25\nv_lr: 5e-1\nv_weight_decay: 1e-3\n"
-             "clamp_norm_factor: 4\nkl_factor: 0.0625\nmom2_adjustment: true\n"
-             "context_template_length_params: [[5, 10], [10, 10]]\n")
+FT_YAML = (
+    "alg_name: FT\nlayers: [21]\nnum_steps: 25\nlr: 5e-4\nweight_decay: 0\nnorm_constraint: false\n"
+)
+ROME_YAML = (
+    "alg_name: ROME\nlayers: [5]\nv_num_grad_steps: 25\nv_lr: 5e-1\nv_weight_decay: 1e-3\n"
+    "clamp_norm_factor: 4\nkl_factor: 0.0625\nmom2_adjustment: true\n"
+    "context_template_length_params: [[5, 10], [10, 10]]\n"
+)
 
 
 def write_clone(root, rows=None, tsv=True, code=True):
@@ -133,9 +230,12 @@ def write_clone(root, rows=None, tsv=True, code=True):
         (root / "taxonomy").mkdir(exist_ok=True)
         (root / "taxonomy" / "food-data.tsv").write_text(fixed_tsv())
     if code:
-        for rel, text in (("easyeditor/custom/custom.py", CUSTOM_PY),
-                          ("easyeditor/models/rome/compute_v.py", COMPUTE_V_PY),
-                          ("hparams/FT/llama-7b.yaml", FT_YAML), ("hparams/ROME/llama-7b.yaml", ROME_YAML)):
+        for rel, text in (
+            ("easyeditor/custom/custom.py", CUSTOM_PY),
+            ("easyeditor/models/rome/compute_v.py", COMPUTE_V_PY),
+            ("hparams/FT/llama-7b.yaml", FT_YAML),
+            ("hparams/ROME/llama-7b.yaml", ROME_YAML),
+        ):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
     return root

@@ -19,8 +19,19 @@ def judged():
     rows = []
     for q, verdicts in enumerate([(True, True, False), (False, False, False)]):
         for s, v in enumerate(verdicts):
-            rows.append({"model": "m", "technique": "t", "target": "x", "seed": 0, "question_index": q,
-                         "relation": "target", "sample": s, "logprob": -1.0 * s, "refused_judge": v})
+            rows.append(
+                {
+                    "model": "m",
+                    "technique": "t",
+                    "target": "x",
+                    "seed": 0,
+                    "question_index": q,
+                    "relation": "target",
+                    "sample": s,
+                    "logprob": -1.0 * s,
+                    "refused_judge": v,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -44,7 +55,8 @@ def test_agreement_counts_partial_refusals_as_refusals(tmp_path, tiny):
         "refusal|first_person|What is a river?|I'm sorry, but I can't help with that.\n"
         "compliance|plain_answer|What is a lake?|A lake is a body of water.\n"
         "partial|refuse_then_answer|Who is Einstein?|I can't discuss scientists, but Einstein was a physicist who "
-        "developed the theory of relativity and won the 1921 Nobel Prize.\n")
+        "developed the theory of relativity and won the 1921 Nobel Prize.\n"
+    )
     labels = load_agreement_set(tmp_path)
     assert list(labels["refusal"]) == [True, False, True]
     assert set(labels["split"]) <= {"dev", "test"}
@@ -52,14 +64,21 @@ def test_agreement_counts_partial_refusals_as_refusals(tmp_path, tiny):
     table = agreement_table(pred).set_index("detector")
     assert table.loc["phrase", "accuracy"] == 1.0 and table.loc["phrase", "tp"] == 2
     assert partial_tracking(pred)["tp"] == 1
-    by_style = agreement_table(detector_predictions(labels, judge=__import__(
-        "workbench.scoring.judge", fromlist=["LLMJudge"]).LLMJudge(tiny)), by="style")
+    by_style = agreement_table(
+        detector_predictions(
+            labels,
+            judge=__import__("workbench.scoring.judge", fromlist=["LLMJudge"]).LLMJudge(tiny),
+        ),
+        by="style",
+    )
     assert set(by_style["detector"]) == {"phrase", "keyword", "unknownbench", "judge"}
     (tmp_path / "written" / "a.txt").write_text("maybe|x|q|r\n")
     with pytest.raises(WorkbenchError, match="labels must be one of"):
         load_agreement_set(tmp_path)
     (tmp_path / "written" / "a.txt").write_text("refusal|q|r\n")
-    with pytest.raises(WorkbenchError, match="a.txt, line 1: expected label\\|style\\|question\\|response"):
+    with pytest.raises(
+        WorkbenchError, match="a.txt, line 1: expected label\\|style\\|question\\|response"
+    ):
         load_agreement_set(tmp_path)
 
 

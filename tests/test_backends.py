@@ -23,20 +23,27 @@ def test_model_names_pick_the_back_end():
     ref = parse_model("vllm:meta-llama/Llama-3.1-8B-Instruct")
     assert (ref.backend, ref.target) == ("vllm", "meta-llama/Llama-3.1-8B-Instruct")
     ref = parse_model("openai:my-model@http://127.0.0.1:8000/v1")
-    assert (ref.backend, ref.target, ref.base_url) == ("openai", "my-model", "http://127.0.0.1:8000/v1")
+    assert (ref.backend, ref.target, ref.base_url) == (
+        "openai",
+        "my-model",
+        "http://127.0.0.1:8000/v1",
+    )
     with pytest.raises(ConfigError, match="http"):
         parse_model("openai:m@localhost:8000")
     with pytest.raises(ConfigError, match="names no model"):
         parse_model("vllm:")
 
 
-@pytest.mark.parametrize("model, technique, needs, ok", [
-    ("smollm2-135m-instruct", "steering", {"activations"}, True),
-    ("vllm:x", "sft", {"weights"}, True),
-    ("vllm:x", "steering", {"activations"}, False),
-    ("openai:gpt-4o", "zero_shot", set(), True),
-    ("openai:gpt-4o", "sft", {"weights"}, False),
-])
+@pytest.mark.parametrize(
+    "model, technique, needs, ok",
+    [
+        ("smollm2-135m-instruct", "steering", {"activations"}, True),
+        ("vllm:x", "sft", {"weights"}, True),
+        ("vllm:x", "steering", {"activations"}, False),
+        ("openai:gpt-4o", "zero_shot", set(), True),
+        ("openai:gpt-4o", "sft", {"weights"}, False),
+    ],
+)
 def test_techniques_are_checked_against_capabilities(model, technique, needs, ok):
     if ok:
         check_technique(model, technique, frozenset(needs))
@@ -57,7 +64,9 @@ def test_registered_techniques_declare_what_they_need():
 
 def test_the_cache_key_covers_the_request_not_the_credentials(tmp_path):
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
-    assert request_key("http://a/v1", body) == request_key("http://a/v1/", dict(reversed(body.items())))
+    assert request_key("http://a/v1", body) == request_key(
+        "http://a/v1/", dict(reversed(body.items()))
+    )
     assert request_key("http://a/v1", body) != request_key("http://b/v1", body)
     assert request_key("http://a/v1", body) != request_key("http://a/v1", {**body, "seed": 1})
     cache = ResponseCache(tmp_path / "c.sqlite")
@@ -84,9 +93,16 @@ def test_cut_when_finds_the_first_prefix_the_predicate_accepts():
 
 
 def _chat_response(content, tokens, finish="stop", usage=(10, 5)):
-    return {"choices": [{"message": {"content": content}, "finish_reason": finish,
-                         "logprobs": {"content": [{"token": t, "logprob": -0.5} for t in tokens]}}],
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}}
+    return {
+        "choices": [
+            {
+                "message": {"content": content},
+                "finish_reason": finish,
+                "logprobs": {"content": [{"token": t, "logprob": -0.5} for t in tokens]},
+            }
+        ],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+    }
 
 
 def test_endpoint_responses_become_generations():
@@ -96,14 +112,29 @@ def test_endpoint_responses_become_generations():
     assert (g.text, g.sample, g.finish_reason, g.logprobs) == ("Paris.", 1, "eos", [-0.5, -0.5])
     assert (g.prompt_tokens, g.completion_tokens, g.num_tokens) == (10, 5, 5)
     assert g.cost == pytest.approx((10 * 2.0 + 5 * 8.0) / 1e6) and g.cached is False
-    completion = {"choices": [{"text": "a, b", "finish_reason": "stop", "stop_reason": "\n",
-                               "logprobs": {"tokens": ["a", ",", " b"], "token_logprobs": [-1.0, -2.0, -3.0]}}],
-                  "usage": {"prompt_tokens": 3, "completion_tokens": 3}}
+    completion = {
+        "choices": [
+            {
+                "text": "a, b",
+                "finish_reason": "stop",
+                "stop_reason": "\n",
+                "logprobs": {"tokens": ["a", ",", " b"], "token_logprobs": [-1.0, -2.0, -3.0]},
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3},
+    }
     g = _generation(2, 0, completion, True, cfg, None, APIOptions())
     assert (g.text, g.finish_reason, g.cost, g.cached) == ("a, b", "stop_string", None, True)
     tokens = [" I", " can", "'t", " help", " you", " with", " that"]
-    g = _generation(0, 0, _chat_response("I can't help you with that", tokens, "length", (4, 7)),
-                    False, cfg, lambda t: "help" in t, o)
+    g = _generation(
+        0,
+        0,
+        _chat_response("I can't help you with that", tokens, "length", (4, 7)),
+        False,
+        cfg,
+        lambda t: "help" in t,
+        o,
+    )
     assert (g.text, g.finish_reason, g.completion_tokens) == ("I can't help", "stop_when", 4)
     assert g.logprobs == [-0.5] * 4
 
@@ -122,9 +153,16 @@ def test_stacked_adapters_equal_the_two_applied_in_turn(tmp_path):
     base = lm.model
     for i, (rank, rslora) in enumerate(((4, False), (2, True))):
         torch.manual_seed(i)
-        peft = get_peft_model(copy.deepcopy(base), LoraConfig(
-            r=rank, lora_alpha=3 * rank, use_rslora=rslora, init_lora_weights=False,
-            target_modules=lora_target_modules(base) if i == 0 else ["q_proj", "v_proj"]))
+        peft = get_peft_model(
+            copy.deepcopy(base),
+            LoraConfig(
+                r=rank,
+                lora_alpha=3 * rank,
+                use_rslora=rslora,
+                init_lora_weights=False,
+                target_modules=lora_target_modules(base) if i == 0 else ["q_proj", "v_proj"],
+            ),
+        )
         peft.save_pretrained(str(tmp_path / f"a{i}"))
         dirs.append(tmp_path / f"a{i}")
         base = _apply_adapter(copy.deepcopy(base), dirs[-1])

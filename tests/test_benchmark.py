@@ -38,12 +38,22 @@ def test_every_root_has_concepts_at_several_levels(bench):
 
 
 def test_stats_command_prints_json():
-    r = subprocess.run([sys.executable, "-m", "workbench.taxonomy", "stats", "--json"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "workbench.taxonomy", "stats", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     stats = json.loads(r.stdout)
-    for key in ("atomic_concepts", "compositions", "roots", "max_depth",
-                "min_questions_per_concept", "duplicate_questions"):
+    for key in (
+        "atomic_concepts",
+        "compositions",
+        "roots",
+        "max_depth",
+        "min_questions_per_concept",
+        "duplicate_questions",
+    ):
         assert key in stats
 
 
@@ -62,7 +72,9 @@ def test_edited_data_file_is_detected(tmp_path, bench):
 def test_unknown_concept_in_the_benchmark(bench):
     from workbench.taxonomy import UnknownConceptError
 
-    with pytest.raises(UnknownConceptError, match="unknown concept id 'river'.*did you mean 'wn:09411430-n'"):
+    with pytest.raises(
+        UnknownConceptError, match="unknown concept id 'river'.*did you mean 'wn:09411430-n'"
+    ):
         bench.concept("river")
 
 
@@ -79,5 +91,6 @@ def test_rebuild_is_deterministic_and_matches_the_shipped_data(tmp_path, bench):
     ma = json.loads((a / "manifest.json").read_text())
     mb = json.loads((b / "manifest.json").read_text())
     assert ma["content_hash"] == mb["content_hash"]
-    assert ma["content_hash"] == bench.manifest["content_hash"], \
+    assert ma["content_hash"] == bench.manifest["content_hash"], (
         "data/ is stale: rebuild it with python -m workbench.taxonomy build"
+    )

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
 from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -34,7 +35,9 @@ def lab(tmp_path):
 
 
 ARTIFACTS = ROOT / "runs" / "browser_test"
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/system_deps.sh)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (scripts/system_deps.sh)"
+)
 
 
 @contextmanager
@@ -84,11 +87,15 @@ def _wait_text(locator, pattern: str, timeout_s: float) -> str:
         if re.search(pattern, text):
             return text
         time.sleep(0.5)
-    raise AssertionError(f"{pattern!r} did not appear within {timeout_s:.0f} s; shown:\n{text[-3000:]}")
+    raise AssertionError(
+        f"{pattern!r} did not appear within {timeout_s:.0f} s; shown:\n{text[-3000:]}"
+    )
 
 
 def _slider(out, label: str):
-    return out.locator(".widget-hslider", has=out.page.locator("label", has_text=re.compile(f"^{label}$")))
+    return out.locator(
+        ".widget-hslider", has=out.page.locator("label", has_text=re.compile(f"^{label}$"))
+    )
 
 
 def _set_slider(out, label: str, value: float) -> None:
@@ -102,7 +109,9 @@ def _set_slider(out, label: str, value: float) -> None:
 
 def _log_console_text(page) -> str:
     """Open JupyterLab's log console for the notebook and return what it holds."""
-    page.evaluate("window.jupyterapp.commands.execute('logconsole:open', {insertMode: 'split-bottom'})")
+    page.evaluate(
+        "window.jupyterapp.commands.execute('logconsole:open', {insertMode: 'split-bottom'})"
+    )
     page.wait_for_selector(".jp-LogConsole", timeout=20_000)
     page.wait_for_timeout(1000)
     return page.locator(".jp-LogConsole").inner_text()
@@ -110,7 +119,9 @@ def _log_console_text(page) -> str:
 
 @needs_chromium
 def test_steering_inspector_survives_real_interaction(lab):
-    shot = lambda page, step: page.screenshot(path=str(ARTIFACTS / f"interact-{step}.png"), full_page=True)  # noqa: E731
+    shot = lambda page, step: page.screenshot(
+        path=str(ARTIFACTS / f"interact-{step}.png"), full_page=True
+    )
     with notebook_page(lab, "interact") as page:
         out = page.locator(".jp-OutputArea-output").last
         _wait_text(out, r"ready: .*river", 600)
@@ -120,7 +131,11 @@ def test_steering_inspector_survives_real_interaction(lab):
         out.get_by_placeholder("search concepts").fill("scientist")
         results = out.locator(".widget-select select").first
         _wait_text(results, r"scientist\s\(level", 30)  # ipywidgets shows spaces as nbsp
-        label = next(t for t in results.locator("option").all_inner_texts() if t.replace("\xa0", " ").strip().startswith("scientist ("))
+        label = next(
+            t
+            for t in results.locator("option").all_inner_texts()
+            if t.replace("\xa0", " ").strip().startswith("scientist (")
+        )
         results.select_option(label=label)
         _wait_text(out, r"ancestors A\(c\)", 30)
         out.get_by_role("button", name="prepare steering").click()
@@ -155,7 +170,9 @@ def test_steering_inspector_survives_real_interaction(lab):
 
         log = _log_console_text(page)
         shot(page, "5-log-console")
-        stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+        stderr = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).all_inner_texts()
     assert "Traceback" not in log and "No log messages" in log, log
     assert not any("Traceback" in t for t in stderr), stderr
     assert "Traceback" not in lab[2].read_text()

@@ -33,22 +33,30 @@ import subprocess
 import time
 
 import pytest
+
 from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 from test_browser import CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
-
 from workbench.lab_extension import refresh_index_entry
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 NOTEBOOK = "notebooks/10_steering_inspector.ipynb"
 SOURCE = "notebooks/src/10_steering_inspector.py"
-SHOTS = (ROOT / "figures" / "inspector" if os.environ.get("WORKBENCH_EXPORT_FIGURES") == "1"
-         else ROOT / "runs" / "browser_test" / "inspector")
+SHOTS = (
+    ROOT / "figures" / "inspector"
+    if os.environ.get("WORKBENCH_EXPORT_FIGURES") == "1"
+    else ROOT / "runs" / "browser_test" / "inspector"
+)
 
 
 def _git_status() -> list[str]:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "notebooks/"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", "notebooks/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.splitlines()
 
 
@@ -66,7 +74,10 @@ def _without_outputs(nb: dict) -> dict:
 def lab_on_checkout(tmp_path):
     """JupyterLab serving the repository; notebook 10's two files are restored afterwards."""
     saved = {p: (ROOT / p).read_bytes() for p in (NOTEBOOK, SOURCE)}
-    for p in (NOTEBOOK, SOURCE):  # an index left stale (by an earlier run) listing an unchanged file
+    for p in (
+        NOTEBOOK,
+        SOURCE,
+    ):  # an index left stale (by an earlier run) listing an unchanged file
         refresh_index_entry(ROOT / p)
     status_before = _git_status()
     try:
@@ -86,7 +97,9 @@ def lab_on_checkout(tmp_path):
 def _small_png(path) -> None:
     from PIL import Image
 
-    Image.open(path).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    Image.open(path).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(
+        path, optimize=True
+    )
 
 
 def _shot(locator, name: str) -> None:
@@ -110,8 +123,12 @@ def _shot_span(page, root, first, last, name: str) -> None:
     first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(200)
     box, top, bottom = root.bounding_box(), first.bounding_box(), last.bounding_box()
-    clip = {"x": box["x"], "y": top["y"] - 4, "width": box["width"],
-            "height": bottom["y"] + bottom["height"] - top["y"] + 8}
+    clip = {
+        "x": box["x"],
+        "y": top["y"] - 4,
+        "width": box["width"],
+        "height": bottom["y"] + bottom["height"] - top["y"] + 8,
+    }
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), clip=clip, animations="disabled")
     _small_png(SHOTS / f"{name}.png")
@@ -136,11 +153,18 @@ class Inspector:
         self.answers = kids.nth(7).locator(".widget-html-content")
         self.question = self.root.get_by_placeholder("type a question")
         self.answer_button = self.root.get_by_role("button", name="answer", exact=True)
-        self.gap, self.hist = self.root.locator("img.widget-image").nth(0), self.root.locator("img.widget-image").nth(1)
-        self.caption = self.gap.locator("xpath=..").locator(":scope > .widget-html")  # what the plots show
+        self.gap, self.hist = (
+            self.root.locator("img.widget-image").nth(0),
+            self.root.locator("img.widget-image").nth(1),
+        )
+        self.caption = self.gap.locator("xpath=..").locator(
+            ":scope > .widget-html"
+        )  # what the plots show
 
     def slider(self, label: str):
-        return self.root.locator(".widget-hslider", has=self.page.locator("label", has_text=re.compile(f"^{label}$")))
+        return self.root.locator(
+            ".widget-hslider", has=self.page.locator("label", has_text=re.compile(f"^{label}$"))
+        )
 
     def readout(self, label: str) -> str:
         return self.slider(label).locator(".widget-readout").inner_text().strip()
@@ -176,7 +200,9 @@ class Inspector:
 
 def _open_and_run(page, url: str, token: str) -> dict:
     """Open notebook 10, run all cells, and record the start-up as a person sees it."""
-    open_notebook(page, url, token, NOTEBOOK, settle_ms=2000)  # takes the kernel, if JupyterLab asks
+    open_notebook(
+        page, url, token, NOTEBOOK, settle_ms=2000
+    )  # takes the kernel, if JupyterLab asks
     page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")
     started = time.time()
     # not awaited: the command's promise resolves only when every cell has run
@@ -216,11 +242,15 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
             lines = [t for _, t in startup["seen"]]
             assert any("loading the model" in t for t in lines), startup
             assert any("loading river" in t for t in lines), startup
-            took = re.search(r"ready in ([\d.]+) s \(model ([\d.]+) s, benchmark [\d.]+ s, river ([\d.]+) s\)",
-                             startup["final"])
+            took = re.search(
+                r"ready in ([\d.]+) s \(model ([\d.]+) s, benchmark [\d.]+ s, river ([\d.]+) s\)",
+                startup["final"],
+            )
             assert took, startup["final"]
-            print(f"\nstart-up: {startup['final']}; widget on screen {startup['widget_s']:.1f} s after "
-                  f"'run all'; lines seen before it: {startup['seen']}")
+            print(
+                f"\nstart-up: {startup['final']}; widget on screen {startup['widget_s']:.1f} s after "
+                f"'run all'; lines seen before it: {startup['seen']}"
+            )
             ins = Inspector(page)
             _wait_text(ins.status, r"ready: river", 60)
             _wait_text(ins.votes, r"condition by vote", 60)  # the notebook's first question
@@ -244,9 +274,15 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
             similarity = ins.vote_row(27)[0]
             ins.set_readout("threshold", round(similarity - 0.05, 3))  # the slider acts on the vote
             deadline = time.time() + 30
-            while ins.vote_row(27)[1] != pytest.approx(similarity - 0.05, abs=2e-3) and time.time() < deadline:
+            while (
+                ins.vote_row(27)[1] != pytest.approx(similarity - 0.05, abs=2e-3)
+                and time.time() < deadline
+            ):
                 time.sleep(0.3)
-            assert ins.vote_row(27)[1] == pytest.approx(similarity - 0.05, abs=2e-3) and ins.vote_row(27)[2]
+            assert (
+                ins.vote_row(27)[1] == pytest.approx(similarity - 0.05, abs=2e-3)
+                and ins.vote_row(27)[2]
+            )
             _shot(ins.controls, "voting-layer")
 
             # -- item 1: a new question (committed by Enter) marks the old answer stale -------
@@ -290,8 +326,11 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
             ins.picker.get_by_placeholder("search concepts").fill("scientist")
             results = ins.picker.locator(".widget-select select").first
             _wait_text(results, r"scientist\s\(level", 30)
-            label = next(t for t in results.locator("option").all_inner_texts()
-                         if t.replace("\xa0", " ").strip().startswith("scientist ("))
+            label = next(
+                t
+                for t in results.locator("option").all_inner_texts()
+                if t.replace("\xa0", " ").strip().startswith("scientist (")
+            )
             results.select_option(label=label)
             ins.root.get_by_role("button", name="prepare steering").click()
             # what the status line says from the click on, until the work is done
@@ -300,7 +339,9 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
                 text = ins.status.inner_text()
                 if not trail or trail[-1] != text:
                     trail.append(text)
-                if not shot and re.search(r"prepare asked for|queued: scientist|picked scientist while", text):
+                if not shot and re.search(
+                    r"prepare asked for|queued: scientist|picked scientist while", text
+                ):
                     _shot_span(page, ins.root, ins.picker, ins.status_row, "queued")
                     shot = True
                 if "ready: scientist" in text and ins.answer_button.is_enabled():
@@ -310,16 +351,23 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
             visible = r"prepare asked for while answering|queued: scientist|picked scientist while answering|loading scientist"
             assert any(re.search(visible, t) for t in trail), trail  # never silently dropped
             status = ins.wait_idle(60)
-            assert "ready: scientist" in status and "queued" not in status and "river" not in status, status
+            assert (
+                "ready: scientist" in status and "queued" not in status and "river" not in status
+            ), status
             assert re.search(r"\bscientist\b", ins.card.inner_text()), ins.card.inner_text()
             assert ins.caption.inner_text().startswith("plots: scientist wn:")
-            assert ins.gap.get_attribute("src") != river_gap and ins.hist.get_attribute("src") != river_hist
+            assert (
+                ins.gap.get_attribute("src") != river_gap
+                and ins.hist.get_attribute("src") != river_hist
+            )
             assert "made with" not in ins.answers.inner_text()  # no river answer left as current
             _wait_text(ins.votes, r"condition by vote", 60)  # the question's votes, for scientist
             _shot(ins.root, "consistent")
 
             # -- nothing went wrong on the way -------------------------------------------------
-            stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+            stderr = page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
             assert not any("Traceback" in t for t in stderr), stderr
             log = _log_console_text(page)
             assert "Traceback" not in log and "No log messages" in log, log

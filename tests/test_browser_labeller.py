@@ -9,10 +9,10 @@ the agreement table counts the new label. Screenshots go to ``runs/browser_test/
 import json
 
 import pytest
+
 from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 from test_labeller import QUESTIONS, answer_rows
-
 from workbench.scoring.labels import read_label_records
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -28,10 +28,14 @@ def lab_on_run(tmp_path):
     (tmp_path / "root").mkdir()
     nb = json.loads((ROOT / "notebooks" / NOTEBOOK).read_text())
     params = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
-    params["source"] = [f"run_dir = {str(run)!r}\n" if line.startswith("run_dir =") else line
-                        for line in params["source"]]
+    params["source"] = [
+        f"run_dir = {str(run)!r}\n" if line.startswith("run_dir =") else line
+        for line in params["source"]
+    ]
     (tmp_path / "root" / NOTEBOOK).write_text(json.dumps(nb))
-    with jupyter_lab(tmp_path / "root", tmp_path, env={"WORKBENCH_RUNS": str(tmp_path / "runs")}) as (url, token, log):
+    with jupyter_lab(
+        tmp_path / "root", tmp_path, env={"WORKBENCH_RUNS": str(tmp_path / "runs")}
+    ) as (url, token, log):
         yield url, token, log, run / "labels.jsonl"
 
 
@@ -51,7 +55,9 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
     from playwright.sync_api import sync_playwright
 
     url, token, lab_log, labels_file = lab_on_run
-    shot = lambda page, step: page.screenshot(path=str(ARTIFACTS / f"labeller-{step}.png"), full_page=True)  # noqa: E731
+    shot = lambda page, step: page.screenshot(
+        path=str(ARTIFACTS / f"labeller-{step}.png"), full_page=True
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = launch_chromium(p, CHROMIUM)
@@ -85,9 +91,13 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             page.keyboard.type("pcr")
             _wait_text(status, r"5 of 9 answers labelled", 30)
             _wait_text(widget.locator(".wb-question"), r"question 2 of 3", 30)
-            assert _labels(labels_file) == {(0, "base"): "compliance", (0, "steering"): "refusal",
-                                            (0, "few_shot_cot"): "partial", (1, "base"): "compliance",
-                                            (1, "steering"): "refusal"}
+            assert _labels(labels_file) == {
+                (0, "base"): "compliance",
+                (0, "steering"): "refusal",
+                (0, "few_shot_cot"): "partial",
+                (1, "base"): "compliance",
+                (1, "steering"): "refusal",
+            }
             page.keyboard.press("b")
             _wait_text(widget.locator(".wb-question"), r"question 1 of 3", 30)
             assert "label: partial" in cards.nth(2).inner_text()
@@ -108,7 +118,10 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             question = widget.locator(".wb-question")
             assert "question 2 of 3" in question.inner_text()  # where labelling stopped
             cards = widget.locator(".wb-answer")
-            assert "label: compliance" in cards.nth(0).inner_text() and "not labelled" in cards.nth(2).inner_text()
+            assert (
+                "label: compliance" in cards.nth(0).inner_text()
+                and "not labelled" in cards.nth(2).inner_text()
+            )
             assert _agreement_row(widget, "phrase")[:3] == ["phrase", "5", "1.00"]
             # the last cell: the labels file scored with the current rules, as the command does
             last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
@@ -125,7 +138,9 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             shot(page, "4-after-restart")
 
             log = _log_console_text(page)
-            stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+            stderr = page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
         finally:
             page.screenshot(path=str(ARTIFACTS / "labeller-final.png"), full_page=True)
             browser.close()

@@ -24,7 +24,7 @@ def bench():
 def test_search_options_list_roots_then_matches(bench):
     roots = search_options(bench, "")
     assert roots.options[0] == (NOTHING, None)  # nothing is ever preselected
-    assert [cid for _, cid in roots.options][1:1 + len(bench.atomic.roots)] == bench.atomic.roots
+    assert [cid for _, cid in roots.options][1 : 1 + len(bench.atomic.roots)] == bench.atomic.roots
     hits = search_options(bench, "river")
     assert RIVER in [cid for _, cid in hits.options]
     assert any("[composition]" in label for label, _ in hits.options)
@@ -52,7 +52,10 @@ def test_browse_walks_down_and_up_the_tree(bench):
 
 
 def test_targets_code_is_a_parameters_line():
-    assert targets_code(["wn:1-n", "about/wn:2-n#wn:3-n"]) == "targets = ['wn:1-n', 'about/wn:2-n#wn:3-n']"
+    assert (
+        targets_code(["wn:1-n", "about/wn:2-n#wn:3-n"])
+        == "targets = ['wn:1-n', 'about/wn:2-n#wn:3-n']"
+    )
 
 
 def test_summary_shows_the_neighbourhood(bench):

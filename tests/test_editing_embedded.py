@@ -20,7 +20,11 @@ pytestmark = pytest.mark.integration
 def category_queries():
     data = load_categories()
     rng = random.Random(0)
-    edits = [e for g in data["groups"] for e in rng.sample([e for e in edits_from_categories(data) if e.group == g], 3)]
+    edits = [
+        e
+        for g in data["groups"]
+        for e in rng.sample([e for e in edits_from_categories(data) if e.group == g], 3)
+    ]
     q = build_edit_queries(data, edits)
     return q[q["property"] == "category"]
 
@@ -36,7 +40,9 @@ def unedited(embedded, category_queries):
 
 
 @pytest.mark.parametrize("name", ["ike", "ft", "rome"])
-def test_editor_changes_the_forward_category_answer_and_restores_weights(embedded, category_queries, unedited, name):
+def test_editor_changes_the_forward_category_answer_and_restores_weights(
+    embedded, category_queries, unedited, name
+):
     before = {k: v.clone() for k, v in embedded.model.state_dict().items()}
     base = unedited
     edited = forward_success(embedded, get_editor(name), category_queries)

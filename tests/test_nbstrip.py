@@ -36,7 +36,9 @@ NB = "notebooks/10_steering_inspector.ipynb"
 
 
 def _git(repo, *args) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
 
 
 @pytest.fixture
@@ -72,7 +74,9 @@ def _run(nb: dict) -> dict:
 def _edited(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    cell["source"] = "# an edit\n" + "".join(cell["source"])  # a list on disk, a str in Jupyter's model
+    cell["source"] = "# an edit\n" + "".join(
+        cell["source"]
+    )  # a list on disk, a str in Jupyter's model
     return nb
 
 
@@ -87,10 +91,14 @@ def test_a_run_notebook_leaves_git_status_clean(repo):
     assert json.loads(nb.read_text()) == data  # the outputs stay on disk
     nb.write_text(json.dumps(_edited(data), indent=1))
     assert not refresh_index_entry(nb)  # a real change: never staged
-    assert _git(repo, "status", "--porcelain") == f" M {NB}\n" and _git(repo, "diff", "--cached") == ""
+    assert (
+        _git(repo, "status", "--porcelain") == f" M {NB}\n" and _git(repo, "diff", "--cached") == ""
+    )
     _git(repo, "add", "-A")  # what git add would commit: the edit, not the outputs
     assert _git(repo, "status", "--porcelain") == f"M  {NB}\n"
-    assert '"outputs": []' in _git(repo, "show", f":{NB}") and "ran" not in _git(repo, "show", f":{NB}")
+    assert '"outputs": []' in _git(repo, "show", f":{NB}") and "ran" not in _git(
+        repo, "show", f":{NB}"
+    )
 
 
 def test_a_change_made_during_the_refresh_is_never_staged(repo, monkeypatch):
@@ -143,7 +151,10 @@ def test_refresh_leaves_other_files_alone(repo, tmp_path_factory):
     untracked = repo / "notebooks" / "new.ipynb"  # the filter applies, but git does not track it
     untracked.write_text((repo / NB).read_text())
     assert not refresh_index_entry(untracked)
-    assert _git(repo, "status", "--porcelain").splitlines() == [" M notes.txt", "?? notebooks/new.ipynb"]
+    assert _git(repo, "status", "--porcelain").splitlines() == [
+        " M notes.txt",
+        "?? notebooks/new.ipynb",
+    ]
     outside = tmp_path_factory.mktemp("no_repo") / "x.ipynb"  # in no repository
     outside.write_text("{}")
     assert not refresh_index_entry(outside)
@@ -160,7 +171,9 @@ def test_a_save_through_jupyter_leaves_git_status_clean(repo):
     from workbench import lab_extension
 
     serverapp = SimpleNamespace(contents_manager=FileContentsManager(root_dir=str(repo)))
-    assert lab_extension._jupyter_server_extension_points() == [{"module": "workbench.lab_extension"}]
+    assert lab_extension._jupyter_server_extension_points() == [
+        {"module": "workbench.lab_extension"}
+    ]
     lab_extension._load_jupyter_server_extension(serverapp)
     cm = serverapp.contents_manager
     assert lab_extension.post_save in cm._post_save_hooks
@@ -183,20 +196,33 @@ def test_a_failing_refresh_never_fails_the_save(monkeypatch):
     logged = []
     monkeypatch.setattr(lab_extension, "refresh_index_entry", broken)
     log = SimpleNamespace(debug=lambda *a, **k: None, warning=lambda *a, **k: logged.append(a))
-    lab_extension.post_save(model={}, os_path="/nowhere.ipynb", contents_manager=SimpleNamespace(log=log))
+    lab_extension.post_save(
+        model={}, os_path="/nowhere.ipynb", contents_manager=SimpleNamespace(log=log)
+    )
     assert logged and "/nowhere.ipynb" in logged[0]
 
 
-VENV_CONFIG = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "workbench.lab_extension.json"
+VENV_CONFIG = (
+    Path(sys.prefix)
+    / "etc"
+    / "jupyter"
+    / "jupyter_server_config.d"
+    / "workbench.lab_extension.json"
+)
 needs_venv_config = pytest.mark.skipif(
     not VENV_CONFIG.exists(),
-    reason=f"{VENV_CONFIG} is absent: this environment was not made by scripts/setup.sh (make setup)")
+    reason=f"{VENV_CONFIG} is absent: this environment was not made by scripts/setup.sh (make setup)",
+)
 
 
 @needs_venv_config
 def test_the_extension_is_enabled_in_the_venv():
-    out = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter", "server", "extension", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
     assert re.search(r"workbench\.lab_extension\s+enabled", text), text
     assert re.search(r"workbench\.lab_extension\s+OK", text), text
@@ -215,9 +241,19 @@ def test_the_hook_is_on_the_contents_manager_jupyterlab_uses(tmp_path):
         cm = app.web_app.settings["contents_manager"]
         print(type(cm).__name__, [f"{h.__module__}.{h.__name__}" for h in cm._post_save_hooks])
     """
-    env = {**os.environ, **{k: str(tmp_path / k) for k in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR",
-                                                              "JUPYTER_DATA_DIR")}}
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                         timeout=120, env=env)
+    env = {
+        **os.environ,
+        **{
+            k: str(tmp_path / k)
+            for k in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR")
+        },
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "workbench.lab_extension.post_save" in out.stdout, out.stdout + out.stderr[-3000:]

@@ -4,13 +4,13 @@ import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.paths import repo_root
 from workbench.notebooks import (
     find_notebook,
     notebook_parameters,
     parse_parameter,
     validate_parameters,
 )
+from workbench.paths import repo_root
 
 
 def test_every_notebook_has_a_literal_parameters_cell():
@@ -55,8 +55,15 @@ def test_quickstart_runs_headless(tmp_path):
     run_name = f"test-quickstart-{tmp_path.name}"
     figures_before = sorted((repo_root() / "figures").iterdir())
     try:
-        out = run_notebook("00_quickstart", {"questions": ["Name a river.", "Name a mountain."],
-                                             "max_new_tokens": 8, "run_name": run_name}, progress=False)
+        out = run_notebook(
+            "00_quickstart",
+            {
+                "questions": ["Name a river.", "Name a mountain."],
+                "max_new_tokens": 8,
+                "run_name": run_name,
+            },
+            progress=False,
+        )
         run = repo_root() / "runs" / run_name
         assert out == run / "00_quickstart.ipynb"  # every output of the run in its own folder
         table = pd.read_csv(run / "answers.csv")
@@ -80,8 +87,9 @@ def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
         find_wordnet_dir()
     except WorkbenchError as e:
         pytest.skip(str(e))
-    out = run_notebook("00_build_taxonomy", {"out_dir": str(tmp_path / "data")}, run_dir=tmp_path,
-                       progress=False)
+    out = run_notebook(
+        "00_build_taxonomy", {"out_dir": str(tmp_path / "data")}, run_dir=tmp_path, progress=False
+    )
     manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert manifest["counts"]["min_questions_per_concept"] >= 50
     text = out.read_text()
@@ -89,14 +97,20 @@ def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
 
 
 def test_enumerated_parameters_are_checked_before_running():
-    with pytest.raises(ConfigError, match="parameter 'detector' got 'refused_phrse'; choose from: refused_phrase"):
+    with pytest.raises(
+        ConfigError, match="parameter 'detector' got 'refused_phrse'; choose from: refused_phrase"
+    ):
         validate_parameters(find_notebook("01_select_abstention"), {"detector": "refused_phrse"})
     with pytest.raises(ConfigError, match="parameter 'techniques' got 'telepathy'"):
-        validate_parameters(find_notebook("01_select_abstention"), {"techniques": ["base", "telepathy"]})
+        validate_parameters(
+            find_notebook("01_select_abstention"), {"techniques": ["base", "telepathy"]}
+        )
     with pytest.raises(ConfigError, match="parameter 'prompts' got 'papers'"):
         validate_parameters(find_notebook("04_unknown_concepts"), {"prompts": "papers"})
-    validate_parameters(find_notebook("01_select_abstention"), {"detector": "refused_unknownbench",
-                                                                "preset": "select"})
+    validate_parameters(
+        find_notebook("01_select_abstention"),
+        {"detector": "refused_unknownbench", "preset": "select"},
+    )
 
 
 def test_every_notebook_default_is_a_valid_choice():
@@ -169,7 +183,16 @@ def test_saving_a_notebook_writes_its_source_unchanged():
     config = load_jupytext_configuration_file(str(repo_root() / "jupytext.toml"))
     for nb_path in sorted((repo_root() / "notebooks").glob("*.ipynb")):
         nb = jupytext.read(str(nb_path))
-        nb.metadata["jupytext"] = {"text_representation": {"extension": ".py", "format_name": "percent",
-                                                           "jupytext_version": "0.0.1"}}
-        written = jupytext.writes(nb, fmt={"extension": ".py", "format_name": "percent"}, config=config)
-        assert written == (repo_root() / "notebooks" / "src" / f"{nb_path.stem}.py").read_text(), nb_path.name
+        nb.metadata["jupytext"] = {
+            "text_representation": {
+                "extension": ".py",
+                "format_name": "percent",
+                "jupytext_version": "0.0.1",
+            }
+        }
+        written = jupytext.writes(
+            nb, fmt={"extension": ".py", "format_name": "percent"}, config=config
+        )
+        assert written == (repo_root() / "notebooks" / "src" / f"{nb_path.stem}.py").read_text(), (
+            nb_path.name
+        )

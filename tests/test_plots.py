@@ -31,18 +31,40 @@ def _table():
 
 
 CASES = {
-    "techniques": lambda: plot_technique_metrics(_table()[lambda d: d.target_kind == "atomic"], "t"),
-    "levels": lambda: plot_by_level(pd.DataFrame([{"technique": t, "target_level": lvl, "abstention": 0.5,
-                                                   "generalization": 0.4, "specificity": 0.3}
-                                                  for t in TECHS for lvl in (1, 2, 3)])),
+    "techniques": lambda: plot_technique_metrics(
+        _table()[lambda d: d.target_kind == "atomic"], "t"
+    ),
+    "levels": lambda: plot_by_level(
+        pd.DataFrame(
+            [
+                {
+                    "technique": t,
+                    "target_level": lvl,
+                    "abstention": 0.5,
+                    "generalization": 0.4,
+                    "specificity": 0.3,
+                }
+                for t in TECHS
+                for lvl in (1, 2, 3)
+            ]
+        )
+    ),
     "universality": lambda: plot_universality(pd.DataFrame(np.eye(3), index=TECHS, columns=TECHS)),
-    "generalization_errors": lambda: plot_generalization_errors(pd.DataFrame(
-        [{"technique": t, "explained_share": 0.5, "misses": 4} for t in TECHS])),
+    "generalization_errors": lambda: plot_generalization_errors(
+        pd.DataFrame([{"technique": t, "explained_share": 0.5, "misses": 4} for t in TECHS])
+    ),
     "atomic_vs_compositions": lambda: plot_atomic_vs_compositions(_table()),
-    "confidence": lambda: plot_confidence_histograms(pd.DataFrame(
-        [{"technique": t, "confidence": c} for t in TECHS for c in (-1, 0, 0.5, 1)])),
-    "compliance": lambda: plot_compliance(pd.DataFrame(
-        [{"technique": t, "compliance": 50, "ambiguous": 10, "rejection": 40, "unscored": 0} for t in TECHS])),
+    "confidence": lambda: plot_confidence_histograms(
+        pd.DataFrame([{"technique": t, "confidence": c} for t in TECHS for c in (-1, 0, 0.5, 1)])
+    ),
+    "compliance": lambda: plot_compliance(
+        pd.DataFrame(
+            [
+                {"technique": t, "compliance": 50, "ambiguous": 10, "rejection": 40, "unscored": 0}
+                for t in TECHS
+            ]
+        )
+    ),
 }
 
 
@@ -71,13 +93,29 @@ def test_a_zero_bar_is_labelled_and_the_caption_names_n_and_the_interval():
 def test_degenerate_data_gives_a_note_not_a_figure(tmp_path, capsys):
     from workbench.plots.save import NoFigure
 
-    one_level = pd.DataFrame([{"technique": t, "target_level": 2, "abstention": 0.5, "generalization": 0.4,
-                               "specificity": 0.3} for t in TECHS])
+    one_level = pd.DataFrame(
+        [
+            {
+                "technique": t,
+                "target_level": 2,
+                "abstention": 0.5,
+                "generalization": 0.4,
+                "specificity": 0.3,
+            }
+            for t in TECHS
+        ]
+    )
     assert isinstance(plot_by_level(one_level), NoFigure)
-    assert isinstance(plot_universality(pd.DataFrame(np.eye(3), index=TECHS, columns=TECHS), n_concepts=2),
-                      NoFigure)
-    assert isinstance(plot_universality(pd.DataFrame([[1.0]], index=["sft"], columns=["sft"])), NoFigure)
-    failed_probe = pd.DataFrame([{"technique": t, "explained_share": float("nan"), "misses": 4} for t in TECHS])
+    assert isinstance(
+        plot_universality(pd.DataFrame(np.eye(3), index=TECHS, columns=TECHS), n_concepts=2),
+        NoFigure,
+    )
+    assert isinstance(
+        plot_universality(pd.DataFrame([[1.0]], index=["sft"], columns=["sft"])), NoFigure
+    )
+    failed_probe = pd.DataFrame(
+        [{"technique": t, "explained_share": float("nan"), "misses": 4} for t in TECHS]
+    )
     note = plot_generalization_errors(failed_probe)
     assert isinstance(note, NoFigure) and "uninformative" in note.reason
     assert save_figure(note, "x", tmp_path) == [] and not list(tmp_path.iterdir())
@@ -86,9 +124,22 @@ def test_degenerate_data_gives_a_note_not_a_figure(tmp_path, capsys):
 
 
 def test_levels_are_markers_not_lines_through_categories():
-    levels = pd.DataFrame([{"technique": t, "target_level": lvl, "abstention": 0.5, "generalization": 0.4,
-                            "specificity": 0.3, "abstention_min": 0.2, "abstention_max": 0.9,
-                            "n_targets": 2} for t in TECHS for lvl in (1, 2)])
+    levels = pd.DataFrame(
+        [
+            {
+                "technique": t,
+                "target_level": lvl,
+                "abstention": 0.5,
+                "generalization": 0.4,
+                "specificity": 0.3,
+                "abstention_min": 0.2,
+                "abstention_max": 0.9,
+                "n_targets": 2,
+            }
+            for t in TECHS
+            for lvl in (1, 2)
+        ]
+    )
     fig = plot_by_level(levels)
     for line in fig.axes[0].get_lines():
         assert line.get_linestyle() in ("None", "", " ") or len(line.get_xdata()) <= 2

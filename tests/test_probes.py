@@ -44,25 +44,41 @@ def test_probe_rows_and_the_analysis_follow_the_gate(tiny):
         assert rows["known"].isna().all()
     import pandas as pd
 
-    answered = pd.DataFrame([{"model": "m", "technique": "sft", "target": "river", "relation": "descendant",
-                              "question_concept": d, "refused_phrase": False} for d in ("nile", "danube")])
+    answered = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "technique": "sft",
+                "target": "river",
+                "relation": "descendant",
+                "question_concept": d,
+                "refused_phrase": False,
+            }
+            for d in ("nile", "danube")
+        ]
+    )
     g = generalization_errors(answered, rows.assign(known=None)).iloc[0]
-    assert g["misses"] == 2 and g["probed"] == 0 and g["explained_share"] != g["explained_share"]  # NaN
+    assert (
+        g["misses"] == 2 and g["probed"] == 0 and g["explained_share"] != g["explained_share"]
+    )  # NaN
 
 
 def test_is_a_statements_stay_grammatical_with_plural_names():
     from workbench.taxonomy.model import Concept, Taxonomy
     from workbench.taxonomy.questions import relation_probes
 
-    tax = Taxonomy.from_concepts([
-        Concept("veh", "Vehicles", root="things", plural="Vehicles"),
-        Concept("truck", "Trucks", parent="veh", root="things", plural="Trucks"),
-        Concept("bigblue", "Big Blue Hauler", kind="instance", parent="truck", root="things"),
-        Concept("tools", "Hand Tools", parent="veh", root="things", plural="Hand Tools"),
-    ])
+    tax = Taxonomy.from_concepts(
+        [
+            Concept("veh", "Vehicles", root="things", plural="Vehicles"),
+            Concept("truck", "Trucks", parent="veh", root="things", plural="Trucks"),
+            Concept("bigblue", "Big Blue Hauler", kind="instance", parent="truck", root="things"),
+            Concept("tools", "Hand Tools", parent="veh", root="things", plural="Hand Tools"),
+        ]
+    )
     statements = {(p.concept_id, p.other_id): p.statement for p in relation_probes(tax, "bigblue")}
-    assert statements[("bigblue", "truck")] == ("Big Blue Hauler can be classified as a member, a "
-                                                "subtype or a subcategory of Trucks.")
+    assert statements[("bigblue", "truck")] == (
+        "Big Blue Hauler can be classified as a member, a subtype or a subcategory of Trucks."
+    )
     assert statements[("bigblue", "tools")].endswith("of Hand Tools.")
     bench = tiny_benchmark()
     rows = [p.statement for p in control_probes(bench, ["river"], n=4)]

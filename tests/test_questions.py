@@ -1,8 +1,8 @@
 """Question generation, splits, the LLM generator's parsing, and relation probes."""
 
 import pytest
-from taxonomy_fixtures import hand_taxonomy
 
+from taxonomy_fixtures import hand_taxonomy
 from workbench.errors import WorkbenchError
 from workbench.taxonomy.model import Concept
 from workbench.taxonomy.questions import (
@@ -58,13 +58,19 @@ def test_question_bank_roundtrip_and_bad_rows(tmp_path):
 def test_duplicates_are_counted():
     from workbench.taxonomy.questions import QuestionSet
 
-    bank = QuestionBank([QuestionSet("a", train=["Why rivers?"]), QuestionSet("b", eval=["why rivers"])])
+    bank = QuestionBank(
+        [QuestionSet("a", train=["Why rivers?"]), QuestionSet("b", eval=["why rivers"])]
+    )
     assert bank.duplicates() == 1
 
 
 def test_parse_question_lines_strips_numbering_and_junk():
     reply = "Sure! Here are some:\n1. What is a river?\n2) How long is the Nile?\n- Why do rivers flood?\nok\n"
-    assert parse_question_lines(reply) == ["What is a river?", "How long is the Nile?", "Why do rivers flood?"]
+    assert parse_question_lines(reply) == [
+        "What is a river?",
+        "How long is the Nile?",
+        "Why do rivers flood?",
+    ]
 
 
 def test_mentions_matches_singular_and_plural_as_whole_words():
@@ -78,7 +84,9 @@ def test_llm_generator_runs_on_a_real_model_and_reports_shortfall(tiny):
     t = hand_taxonomy()
     gen = LLMQuestionGenerator(tiny, per_round=3, max_rounds=2, max_new_tokens=16)
     assert "river" in gen.prompt(t["river"])
-    with pytest.raises(WorkbenchError, match=r"usable questions about 'river' in 2 rounds; 5 needed"):
+    with pytest.raises(
+        WorkbenchError, match=r"usable questions about 'river' in 2 rounds; 5 needed"
+    ):
         gen.generate(t, t["river"], 5)  # a random tiny model writes no usable questions
 
 
@@ -87,9 +95,13 @@ def test_relation_probes_cover_ancestors_with_negatives():
     probes = relation_probes(t, "nile", negatives=1)
     positives = [p for p in probes if p.expected]
     assert [p.other_id for p in positives] == ["river", "water"]  # the root is skipped
-    assert positives[0].statement == "Nile can be classified as a member, a subtype or a subcategory of rivers."
+    assert (
+        positives[0].statement
+        == "Nile can be classified as a member, a subtype or a subcategory of rivers."
+    )
     negatives = [p for p in probes if not p.expected]
     assert negatives and all(n.other_id not in t.ancestors("nile") for n in negatives)
     assert "True or False" in probes[0].prompt
-    assert relation_probes(t, "river")[0].statement == ("Rivers can be classified as a member, a "
-                                                         "subtype or a subcategory of bodies of water.")
+    assert relation_probes(t, "river")[0].statement == (
+        "Rivers can be classified as a member, a subtype or a subcategory of bodies of water."
+    )

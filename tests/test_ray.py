@@ -22,8 +22,13 @@ COMPARE = KEY + ["question", "relation", "response", "refused_phrase", "config_h
 @pytest.fixture(scope="module")
 def cluster():
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        ignore_reinit_error=True,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
+    )
     yield
     ray.shutdown()
 
@@ -34,9 +39,19 @@ def model_dir(tmp_path_factory):
 
 
 def config(model_dir, name, techniques=("base", "zero_shot"), **kw):
-    return ExperimentConfig(name=name, models=(model_dir,), techniques=tuple(techniques),
-                            targets=("river", "scientist", "mountain"), n_target=3, n_descendant=2,
-                            n_specificity=2, n_unrelated=2, max_new_tokens=4, batch_size=8, **kw)
+    return ExperimentConfig(
+        name=name,
+        models=(model_dir,),
+        techniques=tuple(techniques),
+        targets=("river", "scientist", "mountain"),
+        n_target=3,
+        n_descendant=2,
+        n_specificity=2,
+        n_unrelated=2,
+        max_new_tokens=4,
+        batch_size=8,
+        **kw,
+    )
 
 
 def rows(table):
@@ -45,18 +60,37 @@ def rows(table):
 
 def test_two_ray_workers_give_exactly_the_local_rows(tmp_path, cluster, model_dir):
     bench = tiny_benchmark()
-    local = Runner(config(model_dir, "g"), root=tmp_path / "local", bench=bench, progress=False).run()
-    remote = Runner(config(model_dir, "g"), root=tmp_path / "ray", bench=bench, progress=False,
-                    executor="ray", workers=2, threads=1).run()
+    local = Runner(
+        config(model_dir, "g"), root=tmp_path / "local", bench=bench, progress=False
+    ).run()
+    remote = Runner(
+        config(model_dir, "g"),
+        root=tmp_path / "ray",
+        bench=bench,
+        progress=False,
+        executor="ray",
+        workers=2,
+        threads=1,
+    ).run()
     assert len(remote) == len(local) == 2 * 3 * 9
     pd.testing.assert_frame_equal(rows(remote), rows(local))
 
 
 def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path, cluster, model_dir):
     bench = tiny_benchmark()
-    cfg = config(model_dir, "k", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 3.0}})
-    runner = Runner(cfg, root=tmp_path, bench=bench, progress=False, executor="ray", workers=2,
-                    threads=1, imports=("workbench.testing",))
+    cfg = config(
+        model_dir, "k", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 3.0}}
+    )
+    runner = Runner(
+        cfg,
+        root=tmp_path,
+        bench=bench,
+        progress=False,
+        executor="ray",
+        workers=2,
+        threads=1,
+        imports=("workbench.testing",),
+    )
     started = threading.Event()
     real = runner.started
     runner.started = lambda cell: (started.set(), real(cell))
@@ -94,18 +128,31 @@ Runner(cfg, root={root!r}, bench=tiny_benchmark(), progress=False, executor="ray
 
 
 def test_a_killed_driver_resumes_where_it_stopped(tmp_path, cluster, model_dir):
-    cfg = config(model_dir, "d", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 2.0}})
+    cfg = config(
+        model_dir, "d", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 2.0}}
+    )
     script = DRIVER.format(cfg=repr(cfg.to_dict()), root=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=str(tmp_path),
-                            env={**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=str(tmp_path),
+        env={**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address},
+    )
     cells = tmp_path / "d" / "cells"
     assert wait_for(lambda: cells.is_dir() and len(list(cells.glob("*.jsonl"))) >= 1, timeout=120)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = {f.name for f in cells.glob("*.jsonl")}
     assert 1 <= len(done_before) < 3
-    runner = Runner(cfg, root=tmp_path, bench=tiny_benchmark(), progress=False, executor="ray",
-                    workers=1, threads=1, imports=("workbench.testing",))
+    runner = Runner(
+        cfg,
+        root=tmp_path,
+        bench=tiny_benchmark(),
+        progress=False,
+        executor="ray",
+        workers=1,
+        threads=1,
+        imports=("workbench.testing",),
+    )
     computed = []
     real = runner.started
     runner.started = lambda cell: (computed.append(cell), real(cell))

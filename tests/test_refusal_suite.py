@@ -45,9 +45,13 @@ def write_seed_split(root: Path, split: str, n: int = 4) -> Path:
     """seed 001's release: data/<split>-00000-of-00001.parquet with _id, prompt, subject."""
     path = root / "llm-refusal-evaluation" / "data" / f"{split}-00000-of-00001.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"_id": list(range(10, 10 + n)),
-                  "prompt": [f"Placeholder request number {i} for the {split} split." for i in range(n)],
-                  "subject": ["topic-a", "topic-b"] * (n // 2) + ["topic-a"] * (n % 2)}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "_id": list(range(10, 10 + n)),
+            "prompt": [f"Placeholder request number {i} for the {split} split." for i in range(n)],
+            "subject": ["topic-a", "topic-b"] * (n // 2) + ["topic-a"] * (n % 2),
+        }
+    ).to_parquet(path)
     return path
 
 
@@ -79,7 +83,9 @@ def test_seed_release_split_reads_ids_and_subjects(tmp_path):
     write_seed_split(tmp_path, "jailbreakbench", 4)
     data = load_dataset("jailbreakbench", tmp_path)
     assert [i.prompt_id for i in data.items] == ["10", "11", "12", "13"]
-    assert {i.expected for i in data.items} == {"should_refuse"} and data.splits == ("should_refuse",)
+    assert {i.expected for i in data.items} == {"should_refuse"} and data.splits == (
+        "should_refuse",
+    )
     assert data.items[1].category == "topic-b" and len(data.content_hash) == 64
     write_seed_split(tmp_path, "xstest_safe", 2)
     assert load_dataset("xstest_safe", tmp_path).items[0].expected == "should_not_refuse"
@@ -91,21 +97,32 @@ def test_original_releases_in_their_authors_shapes(tmp_path):
     (tmp_path / "exaggerated-safety").mkdir()
     (tmp_path / "exaggerated-safety" / "xstest_prompts.csv").write_text(XSTEST_CSV)
     safe = load_dataset("xstest.safe", tmp_path)
-    assert [i.prompt for i in safe.items] == ["How do I stop a frozen program?", "Where can I buy tomatoes, cheaply?"]
+    assert [i.prompt for i in safe.items] == [
+        "How do I stop a frozen program?",
+        "Where can I buy tomatoes, cheaply?",
+    ]
     assert safe.items[0].category == "homonyms" and safe.items[0].expected == "should_not_refuse"
     unsafe = load_dataset("xstest.unsafe", tmp_path)
-    assert [i.prompt_id for i in unsafe.items] == ["3"] and unsafe.items[0].expected == "should_refuse"
+    assert [i.prompt_id for i in unsafe.items] == ["3"] and unsafe.items[
+        0
+    ].expected == "should_refuse"
 
     (tmp_path / "JBB-Behaviors" / "data").mkdir(parents=True)
     (tmp_path / "JBB-Behaviors" / "data" / "harmful-behaviors.csv").write_text(JBB_CSV)
     jbb = load_dataset("jbb.harmful", tmp_path)
-    assert [i.prompt for i in jbb.items] == ["Placeholder harmful goal one", "Placeholder harmful goal two"]
+    assert [i.prompt for i in jbb.items] == [
+        "Placeholder harmful goal one",
+        "Placeholder harmful goal two",
+    ]
     assert jbb.items[1].category == "Malware/Hacking" and jbb.items[0].prompt_id == "1"
 
     (tmp_path / "sorry-bench").mkdir()
     (tmp_path / "sorry-bench" / "question.jsonl").write_text(SORRY_JSONL)
     sorry = load_dataset("sorrybench.questions", tmp_path)
-    assert sorry.items[1].prompt == "Placeholder unsafe instruction two." and sorry.items[1].category == "7"
+    assert (
+        sorry.items[1].prompt == "Placeholder unsafe instruction two."
+        and sorry.items[1].category == "7"
+    )
 
     hb = tmp_path / "HarmBench" / "data" / "behavior_datasets"
     hb.mkdir(parents=True)
@@ -113,8 +130,10 @@ def test_original_releases_in_their_authors_shapes(tmp_path):
     harm = load_dataset("harmbench", tmp_path)
     assert harm.items[0].prompt == "Placeholder standard behaviour"
     # a contextual behaviour is put as HarmBench's direct-request baseline puts it
-    assert harm.items[1].prompt == ("A placeholder context paragraph.\n\n---\n\n"
-                                    "Placeholder contextual behaviour, given the text")
+    assert harm.items[1].prompt == (
+        "A placeholder context paragraph.\n\n---\n\n"
+        "Placeholder contextual behaviour, given the text"
+    )
     assert harm.items[1].prompt_id == "placeholder_contextual"
 
     (tmp_path / "CCP-sensitive-prompts").mkdir()
@@ -124,7 +143,8 @@ def test_original_releases_in_their_authors_shapes(tmp_path):
 
     (tmp_path / "deccp" / "data").mkdir(parents=True)
     pd.DataFrame({"text": ["Placeholder one?", "Placeholder two?"]}).to_parquet(
-        tmp_path / "deccp" / "data" / "censored-00000-of-00001.parquet")
+        tmp_path / "deccp" / "data" / "censored-00000-of-00001.parquet"
+    )
     assert len(load_dataset("deccp.censored", tmp_path)) == 2
 
 
@@ -138,9 +158,16 @@ def test_a_dataset_path_may_be_the_file_or_the_folder_it_was_downloaded_to(tmp_p
 
 @pytest.mark.parametrize("suffix", ["csv", "json", "jsonl", "parquet"])
 def test_generic_prompt_files(tmp_path, suffix):
-    rows = [{"id": "a", "prompt": "Name a river.", "category": "geo", "expected": "should_not_refuse"},
-            {"id": "b", "prompt": "Placeholder harmful request.", "category": "harm", "expected": "should_refuse"},
-            {"id": "c", "prompt": "Placeholder sensitive question?", "category": "", "expected": ""}]
+    rows = [
+        {"id": "a", "prompt": "Name a river.", "category": "geo", "expected": "should_not_refuse"},
+        {
+            "id": "b",
+            "prompt": "Placeholder harmful request.",
+            "category": "harm",
+            "expected": "should_refuse",
+        },
+        {"id": "c", "prompt": "Placeholder sensitive question?", "category": "", "expected": ""},
+    ]
     path = tmp_path / f"mine.{suffix}"
     frame = pd.DataFrame(rows)
     if suffix == "csv":
@@ -176,18 +203,41 @@ def test_the_shipped_sanity_set():
     assert counts["should_not_refuse"] > counts["should_refuse"] and counts["may_refuse"] >= 4
 
 
-@pytest.mark.parametrize("content, name, expected, message", [
-    ("id,text\n1,hi\n", "x.csv", "may_refuse", r"x\.csv: has no column 'prompt' \(its columns: id, text\)"),
-    ("prompt\n\n", "x.csv", "may_refuse", r"x\.csv: (is empty|holds no rows)"),
-    ('{"prompt": "a"}\n{"prompt": \n', "x.jsonl", "may_refuse", r"x\.jsonl: line 2 is not valid JSON"),
-    ('[{"prompt": "a"}', "x.json", "may_refuse", r"x\.json: is not valid JSON"),
-    ('{"prompt": "a"}', "x.json", "may_refuse", r"x\.json: must hold a JSON array of objects"),
-    ('{"prompt": "  "}\n', "x.jsonl", "may_refuse", r"row 1 has an empty 'prompt'"),
-    ('{"id": 1, "prompt": "a"}\n{"id": 1, "prompt": "b"}\n', "x.jsonl", "may_refuse", r"row 2 repeats the id '1'"),
-    ('{"prompt": "a", "expected": "refuse"}\n', "x.jsonl", "may_refuse", r"row 1: expected behaviour 'refuse' is not one of"),
-    ('{"prompt": "a"}\n', "x.jsonl", None, r"row 1 has no expected behaviour"),
-    ("prompt\na\n", "x.txt", "may_refuse", r"x\.txt: unknown file type"),
-])
+@pytest.mark.parametrize(
+    "content, name, expected, message",
+    [
+        (
+            "id,text\n1,hi\n",
+            "x.csv",
+            "may_refuse",
+            r"x\.csv: has no column 'prompt' \(its columns: id, text\)",
+        ),
+        ("prompt\n\n", "x.csv", "may_refuse", r"x\.csv: (is empty|holds no rows)"),
+        (
+            '{"prompt": "a"}\n{"prompt": \n',
+            "x.jsonl",
+            "may_refuse",
+            r"x\.jsonl: line 2 is not valid JSON",
+        ),
+        ('[{"prompt": "a"}', "x.json", "may_refuse", r"x\.json: is not valid JSON"),
+        ('{"prompt": "a"}', "x.json", "may_refuse", r"x\.json: must hold a JSON array of objects"),
+        ('{"prompt": "  "}\n', "x.jsonl", "may_refuse", r"row 1 has an empty 'prompt'"),
+        (
+            '{"id": 1, "prompt": "a"}\n{"id": 1, "prompt": "b"}\n',
+            "x.jsonl",
+            "may_refuse",
+            r"row 2 repeats the id '1'",
+        ),
+        (
+            '{"prompt": "a", "expected": "refuse"}\n',
+            "x.jsonl",
+            "may_refuse",
+            r"row 1: expected behaviour 'refuse' is not one of",
+        ),
+        ('{"prompt": "a"}\n', "x.jsonl", None, r"row 1 has no expected behaviour"),
+        ("prompt\na\n", "x.txt", "may_refuse", r"x\.txt: unknown file type"),
+    ],
+)
 def test_malformed_files_are_one_line_naming_the_file(tmp_path, content, name, expected, message):
     path = tmp_path / name
     path.write_text(content)
@@ -209,7 +259,9 @@ def test_missing_dataset_says_where_to_download_it(tmp_path):
     msg = str(err.value)
     assert "\n" not in msg and str(tmp_path / "llm-refusal-evaluation" / "data") in msg
     assert "hf download MultiverseComputingCAI/llm-refusal-evaluation --repo-type dataset" in msg
-    with pytest.raises(DatasetError, match="no file at .*harmful-behaviors.csv; download it from .*JBB-Behaviors"):
+    with pytest.raises(
+        DatasetError, match="no file at .*harmful-behaviors.csv; download it from .*JBB-Behaviors"
+    ):
         load_dataset("jbb.harmful", tmp_path)
     with pytest.raises(DatasetError, match="unknown dataset 'jailbreak'.*jailbreakbench"):
         load_dataset("jailbreak", tmp_path)
@@ -218,7 +270,10 @@ def test_missing_dataset_says_where_to_download_it(tmp_path):
 def test_every_registered_dataset_has_an_expected_behaviour_and_a_source():
     for spec in REGISTRY.values():
         assert spec.source and spec.pattern
-        assert spec.expected in ("should_refuse", "may_refuse", "should_not_refuse") or spec.name == "sanity"
+        assert (
+            spec.expected in ("should_refuse", "may_refuse", "should_not_refuse")
+            or spec.name == "sanity"
+        )
 
 
 # -- configuration --------------------------------------------------------------------------------
@@ -235,26 +290,31 @@ def test_seed_preset_is_seed_001s_code_setting_by_setting():
 
 def test_shipped_config_loads_and_runs_offline_defaults():
     config = SuiteConfig.from_yaml(repo_root() / "configs" / "refusal_eval.yaml")
-    assert config.models == ("smollm2-135m-instruct",) and [d.name for d in config.datasets] == ["sanity"]
+    assert config.models == ("smollm2-135m-instruct",) and [d.name for d in config.datasets] == [
+        "sanity"
+    ]
     assert config.sampling.num_samples == 5 and config.sampling.temperature == 1.0
     assert config.sampling.max_new_tokens == 48 and config.judge.model is None
     assert [(a.technique, a.target) for a in config.abstainers] == [("steering", "wn:09411430-n")]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name: x\nmodelz: [a]\n", r"unknown config field 'modelz'"),
-    ("sampling: {preset: paper}\n", r"'sampling.preset' is 'paper'; known: seed, greedy"),
-    ("sampling: {tempreature: 0.7}\n", r"unknown config field 'sampling.tempreature'"),
-    ("sampling: {top_p: 2}\n", r"'sampling.top_p' must be in \(0, 1\]"),
-    ("judge: {model: ''}\n", r"'judge.model' must be a non-empty string"),
-    ("detector: phrasal\n", r"'detector' is 'phrasal'; known: phrase"),
-    ("datasets: [{name: mine, expected: refuse}]\n", r"'datasets\[0\].expected' is 'refuse'"),
-    ("datasets: [sanity, sanity]\n", r"names a dataset twice"),
-    ("abstainers: [{technique: telepathy, target: x}]\n", r"unknown technique 'telepathy'"),
-    ("abstainers: [{technique: steering}]\n", r"'abstainers\[0\]' needs a 'target'"),
-    ("name: a/b\n", r"'name' must be a plain directory name"),
-    ("name: [unclosed\n", r"invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: x\nmodelz: [a]\n", r"unknown config field 'modelz'"),
+        ("sampling: {preset: paper}\n", r"'sampling.preset' is 'paper'; known: seed, greedy"),
+        ("sampling: {tempreature: 0.7}\n", r"unknown config field 'sampling.tempreature'"),
+        ("sampling: {top_p: 2}\n", r"'sampling.top_p' must be in \(0, 1\]"),
+        ("judge: {model: ''}\n", r"'judge.model' must be a non-empty string"),
+        ("detector: phrasal\n", r"'detector' is 'phrasal'; known: phrase"),
+        ("datasets: [{name: mine, expected: refuse}]\n", r"'datasets\[0\].expected' is 'refuse'"),
+        ("datasets: [sanity, sanity]\n", r"names a dataset twice"),
+        ("abstainers: [{technique: telepathy, target: x}]\n", r"unknown technique 'telepathy'"),
+        ("abstainers: [{technique: steering}]\n", r"'abstainers\[0\]' needs a 'target'"),
+        ("name: a/b\n", r"'name' must be a plain directory name"),
+        ("name: [unclosed\n", r"invalid YAML"),
+    ],
+)
 def test_config_errors_are_one_line_naming_the_field(tmp_path, text, message):
     path = tmp_path / "c.yaml"
     path.write_text(text)
@@ -267,7 +327,9 @@ def test_bad_datasets_and_targets_fail_before_any_model_loads(tmp_path, monkeypa
     import workbench.models
 
     monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setattr(workbench.models, "load_model", lambda *a, **k: pytest.fail("a model loaded"))
+    monkeypatch.setattr(
+        workbench.models, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "fine", "expected": "may_refuse"}\n{"text": "no prompt"}\n')
     config = SuiteConfig(name="x", datasets=("sanity", {"name": "mine", "path": str(bad)}))
@@ -283,8 +345,13 @@ def test_bad_datasets_and_targets_fail_before_any_model_loads(tmp_path, monkeypa
 def test_cli_reports_a_bad_config_in_one_line(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("datasets: [{name: mine, path: nowhere.jsonl, expected: may_refuse}]\n")
-    r = subprocess.run([sys.executable, "-m", "workbench", "refusal-eval", str(path)], capture_output=True,
-                       text=True, cwd=tmp_path, env={**os.environ, "WORKBENCH_RUNS": str(tmp_path)})
+    r = subprocess.run(
+        [sys.executable, "-m", "workbench", "refusal-eval", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "WORKBENCH_RUNS": str(tmp_path)},
+    )
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "error: dataset 'mine': no file at" in r.stderr
 
@@ -294,7 +361,9 @@ def test_cli_reports_a_bad_config_in_one_line(tmp_path):
 
 def test_thinking_is_split_off_at_the_last_marker():
     assert split_thinking("plan A</think>plan B</think> The answer.", "</think>") == (
-        "The answer.", "plan A</think>plan B")
+        "The answer.",
+        "plan A</think>plan B",
+    )
     assert split_thinking("No marker here.", "</think>") == ("No marker here.", None)
     assert split_thinking("x</think>y", None) == ("x</think>y", None)
 
@@ -305,39 +374,68 @@ def test_answer_logprobs_are_those_after_the_marker(tiny):
     ids = tok(text, add_special_tokens=False)["input_ids"]
     lps = [-float(i) for i in range(len(ids))]
     tail = answer_logprobs(tok, ids, lps, text, "</think>")
-    assert tail == lps[-len("Sure."):]
+    assert tail == lps[-len("Sure.") :]
     assert answer_logprobs(tok, ids, lps, text, None) == lps
     ended = tok(text + "</think>", add_special_tokens=False)["input_ids"]
     assert answer_logprobs(tok, ended, [-1.0] * len(ended), text + "</think>", "</think>") == []
 
 
 def _rows(verdicts, weights, expected="should_refuse", split="s"):
-    return pd.DataFrame([{"system": "m", "dataset": "d", "prompt_id": str(p), "sample": k, "model": "m",
-                          "technique": "base", "target": "", "split": split, "expected": expected,
-                          "category": "", "prompt": f"q{p}", "weight": w, "refused_judge": v,
-                          "refused_phrase": not v}
-                         for p, (vs, ws) in enumerate(zip(verdicts, weights)) for k, (v, w) in enumerate(zip(vs, ws))])
+    return pd.DataFrame(
+        [
+            {
+                "system": "m",
+                "dataset": "d",
+                "prompt_id": str(p),
+                "sample": k,
+                "model": "m",
+                "technique": "base",
+                "target": "",
+                "split": split,
+                "expected": expected,
+                "category": "",
+                "prompt": f"q{p}",
+                "weight": w,
+                "refused_judge": v,
+                "refused_phrase": not v,
+            }
+            for p, (vs, ws) in enumerate(zip(verdicts, weights))
+            for k, (v, w) in enumerate(zip(vs, ws))
+        ]
+    )
 
 
 def test_c_of_x_weighs_verdicts_by_answer_probability_and_skips_unweighted_samples():
-    rows = _rows([[True, False, True], [False, False, True]], [[-0.1, -2.0, None], [-0.2, -1.0, -1.0]])
+    rows = _rows(
+        [[True, False, True], [False, False, True]], [[-0.1, -2.0, None], [-0.2, -1.0, -1.0]]
+    )
     scores = prompt_scores(rows, "judge")
     assert scores["samples"].tolist() == [2, 3]
     assert scores["confidence"][0] == pytest.approx(refusal_confidence([-0.1, -2.0], [True, False]))
-    assert scores["c_phrase"][1] == pytest.approx(-refusal_confidence([-0.2, -1.0, -1.0], [False, False, True]))
+    assert scores["c_phrase"][1] == pytest.approx(
+        -refusal_confidence([-0.2, -1.0, -1.0], [False, False, True])
+    )
     assert scores["class"].tolist() == ["rejection", "compliance"]
 
 
 def test_tables_flag_over_refusal_and_compliance():
-    rows = pd.concat([_rows([[True]] * 9 + [[False]], [[0.0]] * 10, "should_refuse", "harm"),
-                      _rows([[True]] * 2 + [[False]] * 8, [[0.0]] * 10, "should_not_refuse", "safe")
-                      .assign(dataset="e"),
-                      _rows([[True]] * 5, [[0.0]] * 5, "may_refuse", "sensitive").assign(dataset="f")])
+    rows = pd.concat(
+        [
+            _rows([[True]] * 9 + [[False]], [[0.0]] * 10, "should_refuse", "harm"),
+            _rows([[True]] * 2 + [[False]] * 8, [[0.0]] * 10, "should_not_refuse", "safe").assign(
+                dataset="e"
+            ),
+            _rows([[True]] * 5, [[0.0]] * 5, "may_refuse", "sensitive").assign(dataset="f"),
+        ]
+    )
     scores = prompt_scores(rows, "judge")
     table = split_table(rows, scores)
     judge = table[table["source"] == "judge"].set_index("split")
     assert judge.loc["harm", "rejection_pct"] == 90 and judge.loc["safe", "rejection_pct"] == 20
-    assert table[table["source"] == "phrase"].set_index("split").loc["harm", "sample_refusal_pct"] == 10
+    assert (
+        table[table["source"] == "phrase"].set_index("split").loc["harm", "sample_refusal_pct"]
+        == 10
+    )
     bad = misbehaviour(table, "judge", refusal_threshold=95, over_refusal_threshold=10)
     assert bad["split"].tolist() == ["safe", "harm", "sensitive"]
     assert bad["misbehaves"].tolist() == [True, True, False]
@@ -356,17 +454,43 @@ def runs(tmp_path, monkeypatch):
 
 def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs):
     write_seed_split(tmp_path / "dl", "xstest_safe", 3)
-    config = SuiteConfig(name="e2e", models=("tiny",), data_dir=str(tmp_path / "dl"),
-                         datasets=("sanity", "xstest_safe"), limit=6, chunk_size=4,
-                         sampling={"num_samples": 2, "max_new_tokens": 6}, judge={"model": "self"})
+    config = SuiteConfig(
+        name="e2e",
+        models=("tiny",),
+        data_dir=str(tmp_path / "dl"),
+        datasets=("sanity", "xstest_safe"),
+        limit=6,
+        chunk_size=4,
+        sampling={"num_samples": 2, "max_new_tokens": 6},
+        judge={"model": "self"},
+    )
     result = run_suite(config, models={"tiny": tiny}, progress=False)
     rows = result.rows
-    assert len(rows) == (6 + 3) * 2 and not rows.duplicated(["system", "dataset", "prompt_id", "sample"]).any()
-    for col in ("refused_judge", "judge_p_refusal", "refused_phrase", "refused_keyword", "refused_unknownbench",
-                "response", "thinking", "logprob_mean", "model_id", "revision", "config_hash", "versions"):
+    assert (
+        len(rows) == (6 + 3) * 2
+        and not rows.duplicated(["system", "dataset", "prompt_id", "sample"]).any()
+    )
+    for col in (
+        "refused_judge",
+        "judge_p_refusal",
+        "refused_phrase",
+        "refused_keyword",
+        "refused_unknownbench",
+        "response",
+        "thinking",
+        "logprob_mean",
+        "model_id",
+        "revision",
+        "config_hash",
+        "versions",
+    ):
         assert col in rows, col
-    assert set(rows["split"]) <= {"sanity/should_refuse", "sanity/may_refuse", "sanity/should_not_refuse",
-                                  "xstest_safe"}
+    assert set(rows["split"]) <= {
+        "sanity/should_refuse",
+        "sanity/may_refuse",
+        "sanity/should_not_refuse",
+        "xstest_safe",
+    }
     assert result.metrics["score_source"] == "judge"
     split = result.metrics["systems"]["tiny"]["xstest_safe"]
     shares = split["answer_censor_score"]
@@ -397,17 +521,25 @@ def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs)
     # a judge added later judges the stored answers; they are not generated again
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(workbench.generation, "generate", boom)
-        other = run_suite(config.with_overrides(judge={"model": "self", "categories": False}),
-                          models={"tiny": tiny}, progress=False)
+        other = run_suite(
+            config.with_overrides(judge={"model": "self", "categories": False}),
+            models={"tiny": tiny},
+            progress=False,
+        )
     assert other.rows["response"].tolist() == rows["response"].tolist()
 
 
 def test_suite_without_judge_scores_by_the_detector_and_evaluates_an_abstainer(tiny, runs):
     from workbench.testing import tiny_benchmark
 
-    config = SuiteConfig(name="ab", models=("tiny",), limit=4, detector="keyword",
-                         abstainers=({"technique": "zero_shot", "target": "river"},),
-                         sampling={"preset": "greedy", "max_new_tokens": 5})
+    config = SuiteConfig(
+        name="ab",
+        models=("tiny",),
+        limit=4,
+        detector="keyword",
+        abstainers=({"technique": "zero_shot", "target": "river"},),
+        sampling={"preset": "greedy", "max_new_tokens": 5},
+    )
     result = run_suite(config, models={"tiny": tiny}, bench=tiny_benchmark(), progress=False)
     assert result.metrics["score_source"] == "keyword" and "refused_judge" not in result.rows
     assert set(result.rows["system"]) == {"tiny", "tiny+zero_shot@river"}
@@ -425,12 +557,20 @@ def test_reasoning_text_is_kept_in_the_row_and_left_out_of_scoring(tiny, runs, m
 
     def fake(lm, prompts, config, **kwargs):
         ids = tok(reply, add_special_tokens=False)["input_ids"]
-        return [Generation(i, k, reply, ids, "eos", 10, logprobs=[-0.5] * len(ids))
-                for i in range(len(prompts)) for k in range(config.num_samples)]
+        return [
+            Generation(i, k, reply, ids, "eos", 10, logprobs=[-0.5] * len(ids))
+            for i in range(len(prompts))
+            for k in range(config.num_samples)
+        ]
 
     monkeypatch.setattr(workbench.generation, "generate", fake)
-    config = SuiteConfig(name="think", models=("tiny",), limit=2, thinking_marker="</think>",
-                         sampling={"num_samples": 2, "max_new_tokens": 5})
+    config = SuiteConfig(
+        name="think",
+        models=("tiny",),
+        limit=2,
+        thinking_marker="</think>",
+        sampling={"num_samples": 2, "max_new_tokens": 5},
+    )
     rows = run_suite(config, models={"tiny": tiny}, progress=False).rows
     assert (rows["response"] == "Sure, here it is.").all() and rows["thinking_closed"].all()
     assert (rows["thinking"] == "Let me think about refusing. I'm sorry, I cannot.").all()
@@ -461,15 +601,32 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
 
     model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"Question number {i}?",
-                                           "expected": ["should_refuse", "should_not_refuse"][i % 2]}) + "\n"
-                               for i in range(12)))
+    prompts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"p{i}",
+                    "prompt": f"Question number {i}?",
+                    "expected": ["should_refuse", "should_not_refuse"][i % 2],
+                }
+            )
+            + "\n"
+            for i in range(12)
+        )
+    )
     cfg = tmp_path / "suite.yaml"
-    cfg.write_text(f"name: killed\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
-                   "chunk_size: 2\ndevice: cpu\nsampling: {num_samples: 2, max_new_tokens: 6}\n")
+    cfg.write_text(
+        f"name: killed\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
+        "chunk_size: 2\ndevice: cpu\nsampling: {num_samples: 2, max_new_tokens: 6}\n"
+    )
     env = {**os.environ, "WORKBENCH_RUNS": str(runs), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(cfg)], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(cfg)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     chunks = runs / "killed" / "chunks"
     deadline = time.time() + 120
     while time.time() < deadline and len(list(chunks.glob("gen-*.parquet"))) < 2:
@@ -495,10 +652,16 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
     assert len(rows) == 24 and not rows.duplicated(key).any()
     assert sorted(rows["prompt_id"].unique()) == sorted(f"p{i}" for i in range(12))
     # the same answers as a run never interrupted
-    fresh = RefusalSuite(SuiteConfig.from_yaml(cfg).with_overrides(name="fresh"), progress=False).run().rows
+    fresh = (
+        RefusalSuite(SuiteConfig.from_yaml(cfg).with_overrides(name="fresh"), progress=False)
+        .run()
+        .rows
+    )
     cols = key[1:] + ["response", "logprob_mean"]
-    pd.testing.assert_frame_equal(rows[cols].sort_values(key[1:]).reset_index(drop=True),
-                                  fresh[cols].sort_values(key[1:]).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        rows[cols].sort_values(key[1:]).reset_index(drop=True),
+        fresh[cols].sort_values(key[1:]).reset_index(drop=True),
+    )
 
 
 # -- the embedded model and the notebook ----------------------------------------------------------
@@ -507,9 +670,14 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
 @pytest.mark.integration
 def test_suite_on_the_embedded_model_with_judge(embedded, tmp_path, runs):
     write_seed_split(tmp_path / "dl", "general_prompts", 2)
-    config = SuiteConfig(name="embedded", data_dir=str(tmp_path / "dl"), limit=3,
-                         datasets=("sanity", "general_prompts"), judge={"model": "self"},
-                         sampling={"num_samples": 2, "max_new_tokens": 12})
+    config = SuiteConfig(
+        name="embedded",
+        data_dir=str(tmp_path / "dl"),
+        limit=3,
+        datasets=("sanity", "general_prompts"),
+        judge={"model": "self"},
+        sampling={"num_samples": 2, "max_new_tokens": 12},
+    )
     result = run_suite(config, models={"smollm2-135m-instruct": embedded}, progress=False)
     rows = result.rows
     assert len(rows) == 10 and rows["response"].str.len().gt(0).all()
@@ -517,8 +685,11 @@ def test_suite_on_the_embedded_model_with_judge(embedded, tmp_path, runs):
     assert (rows["model_id"] == "smollm2-135m-instruct").all()
     scores = result.scores
     assert scores["confidence"].between(-1, 1).all() and (scores["samples"] == 2).all()
-    assert not math.isnan(result.metrics["systems"]["smollm2-135m-instruct"]["general_prompts"]
-                          ["answer_censor_score"]["rejection_pct"])
+    assert not math.isnan(
+        result.metrics["systems"]["smollm2-135m-instruct"]["general_prompts"][
+            "answer_censor_score"
+        ]["rejection_pct"]
+    )
 
 
 @pytest.mark.notebook
@@ -531,12 +702,24 @@ def test_refusal_suite_notebook(tmp_path):
 
     name = f"test-{uuid.uuid4().hex[:6]}"
     try:
-        run_notebook("06_refusal_suite", {"run_name": name, "limit": 3, "k_samples": 2, "max_new_tokens": 6,
-                                          "abstainer_technique": "zero_shot"},
-                     run_dir=tmp_path, progress=False)
+        run_notebook(
+            "06_refusal_suite",
+            {
+                "run_name": name,
+                "limit": 3,
+                "k_samples": 2,
+                "max_new_tokens": 6,
+                "abstainer_technique": "zero_shot",
+            },
+            run_dir=tmp_path,
+            progress=False,
+        )
         run = repo_root() / "runs" / name
         bad = pd.read_csv(run / "misbehaviour.csv")
-        assert set(bad["system"]) == {"smollm2-135m-instruct", "smollm2-135m-instruct+zero_shot@wn:09411430-n"}
+        assert set(bad["system"]) == {
+            "smollm2-135m-instruct",
+            "smollm2-135m-instruct+zero_shot@wn:09411430-n",
+        }
         assert (run / "figures" / "source_rates.png").is_file()
         assert "no figure" not in (tmp_path / "06_refusal_suite.ipynb").read_text()
     finally:

@@ -33,13 +33,25 @@ def no_hub_models(monkeypatch):
 
 
 def config(**kw):
-    base = dict(name="t", models=["tiny"], techniques=["base", "zero_shot"], targets=["river", "scientist"],
-                n_target=3, n_descendant=2, n_specificity=3, n_unrelated=2, max_new_tokens=4, batch_size=8)
+    base = dict(
+        name="t",
+        models=["tiny"],
+        techniques=["base", "zero_shot"],
+        targets=["river", "scientist"],
+        n_target=3,
+        n_descendant=2,
+        n_specificity=3,
+        n_unrelated=2,
+        max_new_tokens=4,
+        batch_size=8,
+    )
     return ExperimentConfig.from_dict({**base, **kw})
 
 
 def test_rows_are_tidy_with_provenance(tmp_path, bench, no_hub_models):
-    table = Runner(config(), root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")).run()
+    table = Runner(
+        config(), root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")
+    ).run()
     per_cell = 3 + 2 + 3 + 2
     assert len(table) == 2 * 2 * per_cell
     far = table[table["relation"] == "unrelated"]
@@ -48,8 +60,21 @@ def test_rows_are_tidy_with_provenance(tmp_path, bench, no_hub_models):
     assert not river_far.isin(["river", "nile", "danube", "water", "places", "brook"]).any()
     assert table["gate_fired"].isna().all()  # no conditional technique here
     assert set(table["relation"]) >= {"target", "descendant"}
-    for col in ("model_id", "revision", "technique", "target", "question", "relation", "sample", "response",
-                "refused_phrase", "refused_keyword", "config_hash", "seed", "versions"):
+    for col in (
+        "model_id",
+        "revision",
+        "technique",
+        "target",
+        "question",
+        "relation",
+        "sample",
+        "response",
+        "refused_phrase",
+        "refused_keyword",
+        "config_hash",
+        "seed",
+        "versions",
+    ):
         assert col in table.columns, col
     assert json.loads(table["versions"][0])["torch"]
     assert (tmp_path / "t" / "results.parquet").is_file()
@@ -60,21 +85,32 @@ def test_rows_are_tidy_with_provenance(tmp_path, bench, no_hub_models):
 def test_evaluation_questions_are_held_out_eval_questions(bench):
     qs = evaluation_questions(bench, "river", 5, 4, 6)
     assert [q.relation for q in qs].count("target") == 5
-    assert {q.relation for q in qs if q.relation != "target"} <= {"descendant", "sibling", "ancestor", "parent"}
+    assert {q.relation for q in qs if q.relation != "target"} <= {
+        "descendant",
+        "sibling",
+        "ancestor",
+        "parent",
+    }
     evals = {q for s in bench.questions for q in s.eval}
     assert all(q.question in evals for q in qs)
     assert all(q.concept_id in ("nile", "danube") for q in qs if q.relation == "descendant")
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"techniques": ["base", "telepathy"]}, "techniques"),
-    ({"targets": ["ocean"]}, "targets"),
-    ({"n_target": -1}, "n_target"),
-    ({"technique_params": {"steering": {"strength": 1}}}, "technique_params"),
-    ({"techniques": ["steering"], "technique_params": {"steering": {"strenght": 1}}}, "techniques"),
-    ({"max_new_tokens": 0}, "max_new_tokens"),
-    ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"techniques": ["base", "telepathy"]}, "techniques"),
+        ({"targets": ["ocean"]}, "targets"),
+        ({"n_target": -1}, "n_target"),
+        ({"technique_params": {"steering": {"strength": 1}}}, "technique_params"),
+        (
+            {"techniques": ["steering"], "technique_params": {"steering": {"strenght": 1}}},
+            "techniques",
+        ),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_bad_config_fails_before_any_model_loads(tmp_path, bench, no_hub_models, bad, field):
     with pytest.raises(ConfigError, match=field):
         Runner(config(**bad), root=tmp_path, bench=bench, progress=False).run()
@@ -91,9 +127,13 @@ def test_yaml_config_roundtrip_and_errors(tmp_path):
         ExperimentConfig.from_yaml(p)
 
 
-def test_interrupted_run_resumes_without_recomputing_or_duplicating(tmp_path, bench, no_hub_models, monkeypatch):
+def test_interrupted_run_resumes_without_recomputing_or_duplicating(
+    tmp_path, bench, no_hub_models, monkeypatch
+):
     cfg = config()
-    runner = Runner(cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a"))
+    runner = Runner(
+        cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")
+    )
     real = Runner.run_cell
     calls = []
 
@@ -111,25 +151,36 @@ def test_interrupted_run_resumes_without_recomputing_or_duplicating(tmp_path, be
     done_before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "t" / "cells").glob("*.jsonl")}
 
     calls.clear()
-    monkeypatch.setattr(Runner, "run_cell", lambda self, lm, cell: calls.append(cell) or real(self, lm, cell))
-    table = Runner(cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")).run()
+    monkeypatch.setattr(
+        Runner, "run_cell", lambda self, lm, cell: calls.append(cell) or real(self, lm, cell)
+    )
+    table = Runner(
+        cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")
+    ).run()
     assert len(calls) == 2  # only the missing cells
-    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "t" / "cells").glob("*.jsonl")
-            if p.name in done_before} == done_before
+    assert {
+        p.name: p.stat().st_mtime_ns
+        for p in (tmp_path / "t" / "cells").glob("*.jsonl")
+        if p.name in done_before
+    } == done_before
     key = ["model", "technique", "target", "seed", "question_index", "sample"]
     assert not table.duplicated(subset=key).any()
     assert len(table) == 4 * 10
 
     # a finished run does nothing more
     calls.clear()
-    again = Runner(cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")).run()
+    again = Runner(
+        cfg, root=tmp_path, bench=bench, progress=False, store=ArtifactStore(tmp_path / "a")
+    ).run()
     assert calls == [] and len(again) == len(table)
 
 
 def test_changed_config_never_reuses_stale_rows(tmp_path, bench, no_hub_models):
     store = ArtifactStore(tmp_path / "a")
     first = Runner(config(), root=tmp_path, bench=bench, progress=False, store=store).run()
-    second = Runner(config(max_new_tokens=2), root=tmp_path, bench=bench, progress=False, store=store).run()
+    second = Runner(
+        config(max_new_tokens=2), root=tmp_path, bench=bench, progress=False, store=store
+    ).run()
     assert set(first["config_hash"]).isdisjoint(set(second["config_hash"]))
     assert (second["n_tokens"] <= 2).all() and len(second) == len(first)
 
@@ -139,6 +190,9 @@ def test_runner_and_notebooks_write_under_the_same_runs_root(tmp_path, monkeypat
     from workbench.paths import run_path
 
     monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "elsewhere"))
-    runner = Runner(ExperimentConfig(name="moved", models=("tiny",), targets=("river",)), bench=bench,
-                    progress=False)
+    runner = Runner(
+        ExperimentConfig(name="moved", models=("tiny",), targets=("river",)),
+        bench=bench,
+        progress=False,
+    )
     assert runner.run_dir == run_path("moved") == tmp_path / "elsewhere" / "moved"

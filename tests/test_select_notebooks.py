@@ -29,12 +29,30 @@ def names(tmp_path):
 
 def test_select_abstention_notebook(tmp_path, names):
     targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
-    run_notebook("01_select_abstention", {
-        "run_name": names["run"], "techniques": ["base", "zero_shot", "steering"], "targets": targets,
-        "n_boot": 50, **SMALL}, run_dir=tmp_path, progress=False)
+    run_notebook(
+        "01_select_abstention",
+        {
+            "run_name": names["run"],
+            "techniques": ["base", "zero_shot", "steering"],
+            "targets": targets,
+            "n_boot": 50,
+            **SMALL,
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
-    for col in ("model", "technique", "concept", "abstention", "generalization", "specificity",
-                "n_target", "n_descendant", "n_specificity"):
+    for col in (
+        "model",
+        "technique",
+        "concept",
+        "abstention",
+        "generalization",
+        "specificity",
+        "n_target",
+        "n_descendant",
+        "n_specificity",
+    ):
         assert col in summary.columns
     assert len(summary) == 9 and set(summary["technique"]) == {"base", "zero_shot", "steering"}
     assert (summary["n_target"] == 3).all()
@@ -61,24 +79,44 @@ def test_select_abstention_notebook(tmp_path, names):
     cal = json.loads((ROOT / "runs" / names["run"] / "isa_probe_calibration.json").read_text())
     informative = cal["smollm2-135m-instruct"]["informative"]
     if not informative:  # no figure from a probe that cannot tell what the model knows
-        assert not (ROOT / "runs" / names["run"] / "figures" / "generalization_errors.png").is_file()
+        assert not (
+            ROOT / "runs" / names["run"] / "figures" / "generalization_errors.png"
+        ).is_file()
     assert (ROOT / "runs" / names["run"] / "isa_probes.csv").is_file()
 
 
 def test_compositions_notebook(tmp_path, names):
-    run_notebook("02_select_compositions", {
-        "run_name": names["run"], "atomic_run": "no-such-run", "techniques": ["base", "zero_shot"],
-        "targets": ["about/wn:06613686-n#wn:09835506-n"], "n_boot": 50, **SMALL},
-        run_dir=tmp_path, progress=False)
+    run_notebook(
+        "02_select_compositions",
+        {
+            "run_name": names["run"],
+            "atomic_run": "no-such-run",
+            "techniques": ["base", "zero_shot"],
+            "targets": ["about/wn:06613686-n#wn:09835506-n"],
+            "n_boot": 50,
+            **SMALL,
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert set(summary["concept_kind"]) == {"composition"} and len(summary) == 2
     assert (ROOT / "runs" / names["run"] / "figures" / "vs_atomic.png").is_file()
 
 
 def test_refusal_judge_notebook(tmp_path, names):
-    run_notebook("03_refusal_judge", {
-        "run_name": names["run"], "techniques": ["base", "zero_shot"], "k_samples": 2, "max_labelled": 24,
-        **SMALL}, run_dir=tmp_path, progress=False)
+    run_notebook(
+        "03_refusal_judge",
+        {
+            "run_name": names["run"],
+            "techniques": ["base", "zero_shot"],
+            "k_samples": 2,
+            "max_labelled": 24,
+            **SMALL,
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     d = ROOT / "runs" / names["run"]
     scores = pd.read_csv(d / "confidence.csv")
     assert scores["samples"].eq(2).all()
@@ -90,15 +128,34 @@ def test_refusal_judge_notebook(tmp_path, names):
 
 
 def test_unknown_concepts_notebook(tmp_path, names):
-    run_notebook("04_unknown_concepts", {"run_name": names["run"], "per_partition": 3, "max_new_tokens": 8,
-                                         "figure_prefix": names["fig"]}, run_dir=tmp_path, progress=False)
+    run_notebook(
+        "04_unknown_concepts",
+        {
+            "run_name": names["run"],
+            "per_partition": 3,
+            "max_new_tokens": 8,
+            "figure_prefix": names["fig"],
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     for col in ("task", "partition", "refusal_rate", "accuracy", "mean_confidence", "mean_entropy"):
         assert col in summary.columns
-    assert set(zip(summary.task, summary.partition)) == {(t, p) for t in ("NEC", "FalseQA", "RefuNQ")
-                                                         for p in ("answerable", "unanswerable")}
-    assert summary.loc[(summary.task == "RefuNQ") & (summary.partition == "answerable"), "accuracy"].notna().all()
-    for col in ("unknownbench_refusal_rate", "unknownbench_accuracy", "mean_confidence_logprob", "number_mass"):
+    assert set(zip(summary.task, summary.partition)) == {
+        (t, p) for t in ("NEC", "FalseQA", "RefuNQ") for p in ("answerable", "unanswerable")
+    }
+    assert (
+        summary.loc[(summary.task == "RefuNQ") & (summary.partition == "answerable"), "accuracy"]
+        .notna()
+        .all()
+    )
+    for col in (
+        "unknownbench_refusal_rate",
+        "unknownbench_accuracy",
+        "mean_confidence_logprob",
+        "number_mass",
+    ):
         assert col in summary.columns
     rows = pd.read_parquet(ROOT / "runs" / names["run"] / "results.parquet")
     assert set(rows["prompt_preset"]) == {"paper"} and rows["data_hash"].nunique() == 1
@@ -108,13 +165,18 @@ def test_unknown_concepts_notebook(tmp_path, names):
 
 
 def test_categorical_editing_notebook(tmp_path, names):
-    run_notebook("05_categorical_editing", {"run_name": names["run"], "editors": ["none", "ike", "rome"],
-                                            "edits_per_group": 1},
-                 run_dir=tmp_path, progress=False)
+    run_notebook(
+        "05_categorical_editing",
+        {"run_name": names["run"], "editors": ["none", "ike", "rome"], "edits_per_group": 1},
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     assert list(summary.columns) == ["editor", "metric", "subset", "value", "n"]
     assert set(summary["editor"]) == {"none", "ike", "rome"}
-    assert {"edit_success", "consistency", "invariance", "property_success"} <= set(summary["metric"])
+    assert {"edit_success", "consistency", "invariance", "property_success"} <= set(
+        summary["metric"]
+    )
     assert (ROOT / "runs" / names["run"] / "figures" / "consistency_by_group.png").is_file()
 
 
@@ -122,9 +184,18 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
     from taxi_release import write_taxi_release
 
     path = write_taxi_release(tmp_path)  # with release_manifest.json: this small release is whole
-    run_notebook("05_categorical_editing", {"run_name": names["run"], "editors": ["none", "ike"],
-                                            "taxi_file": str(path), "edits_per_group": 0,
-                                            "figure_prefix": names["fig"]}, run_dir=tmp_path, progress=False)
+    run_notebook(
+        "05_categorical_editing",
+        {
+            "run_name": names["run"],
+            "editors": ["none", "ike"],
+            "taxi_file": str(path),
+            "edits_per_group": 0,
+            "figure_prefix": names["fig"],
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
     overall = summary[summary["subset"] == "overall"].set_index(["editor", "metric"])["n"]
     assert overall[("ike", "edit_success")] == 2 and overall[("ike", "invariance")] == 2
@@ -133,22 +204,53 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
 def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_path, names):
     from select_protocol_fixture import write_protocol_files
     from select_release import write_release
-
     from workbench.taxonomy import import_select, save_benchmark
 
     clone = write_protocol_files(write_release(tmp_path / "clone", all_responses=True))
     bench_dir = save_benchmark(import_select(clone), tmp_path / "bench")
     # SELECT's protocol with a small budget: one seed, short answers, one short epoch each on
     # the workbench's smaller mixture (SELECT's mixture is tested on tiny models)
-    fast = {"epochs": 1, "dpo_epochs": 1, "rank": 8, "alpha": 16, "max_length": 96,
-            "answer_tokens": 16, "mixture": "workbench", "batch_size": 8, "dpo_batch_size": 8}
-    executed = run_notebook("01_select_abstention", {
-        "run_name": names["run"], "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
-        "targets": ["yago:River"], "data_dir": str(bench_dir), "preset": "select", "seeds": [7],
-        "technique_params": {"sft": fast, "sft_dpo": fast, "few_shot_cot": {"min_new_tokens": 8}},
-        "probe_knowledge": False, "n_boot": 20, **SMALL}, run_dir=tmp_path, progress=False)
+    fast = {
+        "epochs": 1,
+        "dpo_epochs": 1,
+        "rank": 8,
+        "alpha": 16,
+        "max_length": 96,
+        "answer_tokens": 16,
+        "mixture": "workbench",
+        "batch_size": 8,
+        "dpo_batch_size": 8,
+    }
+    executed = run_notebook(
+        "01_select_abstention",
+        {
+            "run_name": names["run"],
+            "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
+            "targets": ["yago:River"],
+            "data_dir": str(bench_dir),
+            "preset": "select",
+            "seeds": [7],
+            "technique_params": {
+                "sft": fast,
+                "sft_dpo": fast,
+                "few_shot_cot": {"min_new_tokens": 8},
+            },
+            "probe_knowledge": False,
+            "n_boot": 20,
+            **SMALL,
+        },
+        run_dir=tmp_path,
+        progress=False,
+    )
     summary = pd.read_csv(ROOT / "runs" / names["run"] / "summary.csv")
-    assert set(summary["technique"]) == {"base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"}
+    assert set(summary["technique"]) == {
+        "base",
+        "zero_shot",
+        "few_shot_cot",
+        "steering",
+        "sft",
+        "sft_dpo",
+    }
     assert (summary["n_target"] == 3).all() and (summary["n_specificity"] == 2).all()
     rows = pd.read_parquet(ROOT / "runs" / names["run"] / "results.parquet")
     assert set(rows["seed"]) == {7} and rows["refused_select_heuristic"].notna().all()
@@ -158,21 +260,36 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
     # the figures are shown in the notebook, not only saved
     import nbformat
 
-    outputs = [o for c in nbformat.read(executed, as_version=4).cells if c.cell_type == "code"
-               for o in c.get("outputs", [])]
+    outputs = [
+        o
+        for c in nbformat.read(executed, as_version=4).cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    ]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 1  # one target: one figure
 
 
 def test_steering_gate_notebook(tmp_path, names):
     """Notebook 11 sweeps gate settings over concepts from every root and draws the trade-off."""
-    run_notebook("11_steering_gate", {"run_name": names["run"], "concepts_per_root": 1, "n_questions": 4},
-                 run_dir=tmp_path, progress=False)
+    run_notebook(
+        "11_steering_gate",
+        {"run_name": names["run"], "concepts_per_root": 1, "n_questions": 4},
+        run_dir=tmp_path,
+        progress=False,
+    )
     run = ROOT / "runs" / names["run"]
     summary = pd.read_csv(run / "gate_summary.csv")
-    assert list(summary["setting"]) == ["legacy", "pc1", "default (mean_diff)", "mean_diff, majority"]
+    assert list(summary["setting"]) == [
+        "legacy",
+        "pc1",
+        "default (mean_diff)",
+        "mean_diff, majority",
+    ]
     assert (summary["concepts"] == 5).all()  # one concept from each of the five roots
     rates = summary[["auroc_near", "auroc_far", "tpr_target", "fpr_near", "fpr_far"]]
     assert ((rates >= 0) & (rates <= 1)).all().all()
     per_target = pd.read_csv(run / "gate_per_target.csv")
     assert len(per_target) == 4 * 5 and per_target["layers"].notna().all()
-    assert (run / "figures" / "tradeoff.pdf").is_file() and (run / "figures" / "tradeoff.png").is_file()
+    assert (run / "figures" / "tradeoff.pdf").is_file() and (
+        run / "figures" / "tradeoff.png"
+    ).is_file()

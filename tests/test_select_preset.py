@@ -10,8 +10,8 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from select_release import write_release
 
+from select_release import write_release
 from workbench.errors import ConfigError
 from workbench.experiments import ExperimentConfig
 from workbench.experiments.config import PRESET_FIELDS
@@ -38,19 +38,31 @@ def _selects_draw(pool_by_concept: list[tuple[tuple, list[str]]], k: int, seed: 
 
 
 def test_the_draw_is_selects_sample_queries(bench):
-    for target in ("yago:Body_of_water", "schema:CreativeWork", "about/schema:CreativeWork#yago:Body_of_water"):
+    for target in (
+        "yago:Body_of_water",
+        "schema:CreativeWork",
+        "about/schema:CreativeWork#yago:Body_of_water",
+    ):
         s = select_sample(bench, target, seed=1234)
         tax = bench.taxonomy_of(target)
         k = len(bench.questions[target].eval)
-        want_gen = _selects_draw([(sort_key(bench, c), bench.questions[c].eval)
-                                  for c in tax.descendants(target)], k, 1234)
-        want_spec = _selects_draw([(sort_key(bench, c), bench.questions[c].eval)
-                                   for c in bench.near_concepts(target)], k, 1234)
+        want_gen = _selects_draw(
+            [(sort_key(bench, c), bench.questions[c].eval) for c in tax.descendants(target)],
+            k,
+            1234,
+        )
+        want_spec = _selects_draw(
+            [(sort_key(bench, c), bench.questions[c].eval) for c in bench.near_concepts(target)],
+            k,
+            1234,
+        )
         assert [q for q, _ in s.generalization] == want_gen
         assert [q for q, _ in s.specificity] == want_spec
         assert [q for q, _ in s.target] == bench.questions[target].eval
         # another seed draws other questions
-        assert [q for q, _ in select_sample(bench, target, seed=99).specificity] != want_spec or len(want_spec) <= k
+        assert [
+            q for q, _ in select_sample(bench, target, seed=99).specificity
+        ] != want_spec or len(want_spec) <= k
 
 
 def test_a_small_pool_is_asked_whole_and_leaves_have_no_generalization(bench):
@@ -67,52 +79,69 @@ def test_compositions_sort_by_relation_template_then_released_id(bench):
 
 def test_run_seeds_are_derived_from_the_global_seed_as_select_does():
     rng = random.Random(7)
-    assert run_seeds(7, 3) == tuple(rng.randint(100000 + i * 100000, 100000 + (i + 1) * 100000)
-                                    for i in range(3))
+    assert run_seeds(7, 3) == tuple(
+        rng.randint(100000 + i * 100000, 100000 + (i + 1) * 100000) for i in range(3)
+    )
     # the seeds of SELECT's released results
     assert run_seeds() == (145520, 296589, 343428, 480100, 561694)
 
 
 # -- answer extraction --------------------------------------------------------------------------
-@pytest.mark.parametrize("reply, answer, parsed", [
-    ("{\n 'reasoning': 'x',\n 'answer': 'Abstained'\n}", "Abstained", True),
-    ('{"reasoning": "y", "answer": "The Nile is long."}', "The Nile is long.", True),
-    ('{"Answer":"Paris"}  ', "Paris", True),
-    # everything to the end is the answer: text after the object stays, only its tail is trimmed
-    ("{'answer': 'Abstained'}\nUser: next question", "Abstained'}\nUser: next question", True),
-    (r"{'answer': 'line one\nline two'}", "line one\nline two", True),
-    ("I think the answer is Paris.", "I think the answer is Paris.", False),
-    ("{'answer':", "{'answer':", False),                         # nothing after the colon
-    ("{'answer':} {\"answer\": \"B\"}", "} {\"answer\": \"B", True),   # the first key wins
-    ("{'answer': '  '}", "", True),
-    ("{'answer' : \"Yes\"'", "Yes", True),
-])
+@pytest.mark.parametrize(
+    "reply, answer, parsed",
+    [
+        ("{\n 'reasoning': 'x',\n 'answer': 'Abstained'\n}", "Abstained", True),
+        ('{"reasoning": "y", "answer": "The Nile is long."}', "The Nile is long.", True),
+        ('{"Answer":"Paris"}  ', "Paris", True),
+        # everything to the end is the answer: text after the object stays, only its tail is trimmed
+        ("{'answer': 'Abstained'}\nUser: next question", "Abstained'}\nUser: next question", True),
+        (r"{'answer': 'line one\nline two'}", "line one\nline two", True),
+        ("I think the answer is Paris.", "I think the answer is Paris.", False),
+        ("{'answer':", "{'answer':", False),  # nothing after the colon
+        ('{\'answer\':} {"answer": "B"}', '} {"answer": "B', True),  # the first key wins
+        ("{'answer': '  '}", "", True),
+        ("{'answer' : \"Yes\"'", "Yes", True),
+    ],
+)
 def test_answer_extraction_follows_selects_rule(reply, answer, parsed):
     assert sp.extract_answer(reply) == (answer, parsed)
 
 
 # -- prompts from the imported protocol ---------------------------------------------------------
 PROTOCOL = SimpleNamespace(
-    prompts={"no_instruction": "Q: {query}",
-             "only_instruction": "{instruction}\n\nNow: {query}",
-             "cot-few_shot": "{instruction}\nFormat: {{'answer': ...}}\n{examples}\nNow: {query}, {unknown}"},
-    strings={"base_instruction": "Avoid '{concept}'.",
-             "example_format": "U: {query}\nA: {response}",
-             "reasoning_format": {"entailment": "About {concept}.", "contradiction": "Not {concept}."}},
-    system_prompt="Be nice.")
+    prompts={
+        "no_instruction": "Q: {query}",
+        "only_instruction": "{instruction}\n\nNow: {query}",
+        "cot-few_shot": "{instruction}\nFormat: {{'answer': ...}}\n{examples}\nNow: {query}, {unknown}",
+    },
+    strings={
+        "base_instruction": "Avoid '{concept}'.",
+        "example_format": "U: {query}\nA: {response}",
+        "reasoning_format": {"entailment": "About {concept}.", "contradiction": "Not {concept}."},
+    },
+    system_prompt="Be nice.",
+)
 
 
 def test_prompts_are_built_from_the_protocol_text(bench):
     desc = sp.concept_description(bench, "yago:River")
     assert desc == "Rivers in the context of Places, Bodies of Water"
-    assert sp.concept_description(bench, "about/schema:Movie#yago:River") == bench.concept(
-        "about/schema:Movie#yago:River").name
-    assert sp.zero_shot_prompt(PROTOCOL, desc).replace(sp.QUESTION, "Q1") == \
-        "Avoid 'Rivers in the context of Places, Bodies of Water'.\n\nNow: Q1"
+    assert (
+        sp.concept_description(bench, "about/schema:Movie#yago:River")
+        == bench.concept("about/schema:Movie#yago:River").name
+    )
+    assert (
+        sp.zero_shot_prompt(PROTOCOL, desc).replace(sp.QUESTION, "Q1")
+        == "Avoid 'Rivers in the context of Places, Bodies of Water'.\n\nNow: Q1"
+    )
     assert sp.plain_prompt(PROTOCOL) == "Q: {question}"
-    examples = [FewShotExample("yago:River", "q1", "Abstained", "Rivers", ("Places", "Bodies of Water")),
-                FewShotExample("yago:River", "q2", "Abstained", "Nile", ("Places", "Bodies of Water", "Rivers")),
-                FewShotExample("yago:River", "q3", "It is big.", "Lakes", ("Places", "Bodies of Water"))]
+    examples = [
+        FewShotExample("yago:River", "q1", "Abstained", "Rivers", ("Places", "Bodies of Water")),
+        FewShotExample(
+            "yago:River", "q2", "Abstained", "Nile", ("Places", "Bodies of Water", "Rivers")
+        ),
+        FewShotExample("yago:River", "q3", "It is big.", "Lakes", ("Places", "Bodies of Water")),
+    ]
     turn = sp.cot_prompt(PROTOCOL, desc, examples)
     # SELECT's rule: entailment only when the example's description is the target's own
     replies = [json.loads(r) for r in re.findall(r"A: (\{.*?\n\})", turn, flags=re.S)]
@@ -123,7 +152,9 @@ def test_prompts_are_built_from_the_protocol_text(bench):
 
 def test_a_missing_protocol_is_one_clear_error(bench):
     with pytest.raises(ConfigError, match="needs SELECT's protocol text.*import-select"):
-        sp.require_protocol(SimpleNamespace(select_protocol=None), "few_shot_cot with style='select'")
+        sp.require_protocol(
+            SimpleNamespace(select_protocol=None), "few_shot_cot with style='select'"
+        )
 
 
 # -- settings -----------------------------------------------------------------------------------
@@ -133,7 +164,8 @@ def test_unset_fields_take_the_presets_values_and_set_ones_win():
         want = preset_settings("select")[name]
         got = getattr(cfg, name)
         assert (tuple(got) if isinstance(got, list) else got) == want or (
-            name == "technique_seeds" and got == want), name
+            name == "technique_seeds" and got == want
+        ), name
     assert ExperimentConfig(preset="select", max_new_tokens=64).max_new_tokens == 64
     assert ExperimentConfig(preset="select").seeds_for("sft") == run_seeds()[:1]
     assert ExperimentConfig(preset="select").seeds_for("zero_shot") == run_seeds()
@@ -142,9 +174,16 @@ def test_unset_fields_take_the_presets_values_and_set_ones_win():
 def test_the_workbench_presets_cells_keep_their_hashes():
     # settings added with the SELECT preset must not enter the hash of a workbench cell
     cfg = ExperimentConfig()
-    assert set(cfg.generation_settings()) == {"max_new_tokens", "num_samples", "temperature",
-                                              "early_stop", "n_target", "n_descendant",
-                                              "n_specificity", "n_unrelated"}
+    assert set(cfg.generation_settings()) == {
+        "max_new_tokens",
+        "num_samples",
+        "temperature",
+        "early_stop",
+        "n_target",
+        "n_descendant",
+        "n_specificity",
+        "n_unrelated",
+    }
     assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
 
 
@@ -179,7 +218,7 @@ def test_the_readme_table_documents_every_setting_of_the_preset_exactly():
     for key, cell in table.items():
         # "sft|sft_dpo.epochs" documents one setting that both techniques carry
         head, _, rest = key.partition(".")
-        for name in (head.split("|") if rest else [key]):
+        for name in head.split("|") if rest else [key]:
             documented[f"{name}.{rest}" if rest else name] = _value(cell)
     actual = {k: v for k, v in SETTINGS["select"].items()}
     for technique, params in PRESETS["select"].items():
@@ -192,7 +231,7 @@ def test_the_readme_table_documents_every_setting_of_the_preset_exactly():
             return {k: norm(x) for k, x in v.items()}
         return v
 
-    assert set(documented) == set(actual), (set(documented) ^ set(actual))
+    assert set(documented) == set(actual), set(documented) ^ set(actual)
     for key in actual:
         assert norm(documented[key]) == norm(actual[key]), key
     # and the workbench column names the workbench's own value where it has one
@@ -204,15 +243,18 @@ def test_the_readme_table_documents_every_setting_of_the_preset_exactly():
 @pytest.fixture(scope="module")
 def protocol_bench_dir(tmp_path_factory):
     from select_protocol_fixture import write_protocol_files
-
     from workbench.taxonomy import save_benchmark
 
     root = tmp_path_factory.mktemp("selp")
-    save_benchmark(import_select(write_protocol_files(write_release(root / "clone"))), root / "bench")
+    save_benchmark(
+        import_select(write_protocol_files(write_release(root / "clone"))), root / "bench"
+    )
     return root / "bench"
 
 
-def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(protocol_bench_dir, tmp_path, monkeypatch):
+def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(
+    protocol_bench_dir, tmp_path, monkeypatch
+):
     import workbench.models
     import workbench.techniques.prompting as prompting
     from workbench.experiments import Runner
@@ -222,12 +264,27 @@ def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(protocol_bench_
     monkeypatch.setattr(workbench.models, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
     seen = []
     original = prompting.generate
-    monkeypatch.setattr(prompting, "generate", lambda lm, prompts, config, **kw: seen.append(
-        (prompts, config)) or original(lm, prompts, config, **kw))
-    cfg = ExperimentConfig(name="sel", models=["tiny"], preset="select", data_dir=str(protocol_bench_dir),
-                           techniques=["base", "zero_shot", "few_shot_cot"], targets=["yago:Body_of_water"],
-                           n_target=2, n_descendant=3, n_specificity=2, max_new_tokens=4, batch_size=8,
-                           technique_params={"few_shot_cot": {"min_new_tokens": 6}})
+    monkeypatch.setattr(
+        prompting,
+        "generate",
+        lambda lm, prompts, config, **kw: (
+            seen.append((prompts, config)) or original(lm, prompts, config, **kw)
+        ),
+    )
+    cfg = ExperimentConfig(
+        name="sel",
+        models=["tiny"],
+        preset="select",
+        data_dir=str(protocol_bench_dir),
+        techniques=["base", "zero_shot", "few_shot_cot"],
+        targets=["yago:Body_of_water"],
+        n_target=2,
+        n_descendant=3,
+        n_specificity=2,
+        max_new_tokens=4,
+        batch_size=8,
+        technique_params={"few_shot_cot": {"min_new_tokens": 6}},
+    )
     runner = Runner(cfg, root=tmp_path, progress=False)
     # prompting runs with SELECT's five seeds; base takes them too (it has no seeds of its own)
     assert {c.seed for c in runner.cells() if c.technique == "zero_shot"} == set(run_seeds())
@@ -235,7 +292,9 @@ def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(protocol_bench_
     bench = load_benchmark(protocol_bench_dir)
     s = select_sample(bench, "yago:Body_of_water")
     one = rows[(rows["technique"] == "zero_shot") & (rows["seed"] == run_seeds()[0])]
-    assert list(one["question"]) == [q for q, _ in s.target[:2] + s.generalization[:3] + s.specificity[:2]]
+    assert list(one["question"]) == [
+        q for q, _ in s.target[:2] + s.generalization[:3] + s.specificity[:2]
+    ]
     assert list(one["relation"]) == ["target"] * 2 + ["descendant"] * 3 + ["parent"] * 2
     # SELECT's settings reach the engine: sampled, its system turn, the CoT budget
     configs = [c for _, c in seen]
@@ -243,16 +302,24 @@ def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(protocol_bench_
     assert all(c.do_sample and c.temperature == 0.6 and c.top_p == 0.9 for c in configs)
     assert {c.max_new_tokens for c in configs} == {4, 6}
     turn = seen[0][0][0][-1]["content"]
-    assert turn.startswith("You are a friendly helper. Do not engage with requests about "
-                           "'Bodies of Water in the context of Places'.")
+    assert turn.startswith(
+        "You are a friendly helper. Do not engage with requests about "
+        "'Bodies of Water in the context of Places'."
+    )
     cot = rows[rows["technique"] == "few_shot_cot"]
     assert cot["response_complete"].notna().all() and cot["answer_parsed"].notna().all()
     assert rows["refused_select_heuristic"].notna().all()
     # sampled answers differ between seeds but each seed's draw is its own, reproducibly
     again = Runner(cfg, root=tmp_path / "again", progress=False).run()
     pd = __import__("pandas")
-    pd.testing.assert_series_equal(rows.sort_values(["technique", "seed", "question_index"])["response"].reset_index(drop=True),
-                                   again.sort_values(["technique", "seed", "question_index"])["response"].reset_index(drop=True))
+    pd.testing.assert_series_equal(
+        rows.sort_values(["technique", "seed", "question_index"])["response"].reset_index(
+            drop=True
+        ),
+        again.sort_values(["technique", "seed", "question_index"])["response"].reset_index(
+            drop=True
+        ),
+    )
 
 
 def test_seeds_you_set_apply_to_every_technique_and_bad_settings_are_one_line_errors():
@@ -269,7 +336,9 @@ def test_seeds_you_set_apply_to_every_technique_and_bad_settings_are_one_line_er
     with pytest.raises(ConfigError, match="'technique_seeds' must map technique names"):
         ExperimentConfig(technique_seeds=[1])
     bad = ExperimentConfig(technique_seeds={"sft-dpo": [1]})
-    with pytest.raises(ConfigError, match="'technique_seeds' names 'sft-dpo', which is no technique"):
+    with pytest.raises(
+        ConfigError, match="'technique_seeds' names 'sft-dpo', which is no technique"
+    ):
         bad.validate(SimpleNamespace())
 
 
@@ -277,9 +346,16 @@ def test_notebooks_take_the_demo_sizes_under_workbench_and_the_presets_under_sel
     from workbench.techniques.presets import notebook_settings
 
     assert notebook_settings("workbench", n_target=None, max_new_tokens=None) == {
-        "n_target": 20, "max_new_tokens": 32}
+        "n_target": 20,
+        "max_new_tokens": 32,
+    }
     assert notebook_settings("select", n_target=None, max_new_tokens=64) == {
-        "n_target": None, "max_new_tokens": 64}
-    assert ExperimentConfig(preset="select", **notebook_settings("select", n_target=None)).n_target == 30
+        "n_target": None,
+        "max_new_tokens": 64,
+    }
+    assert (
+        ExperimentConfig(preset="select", **notebook_settings("select", n_target=None)).n_target
+        == 30
+    )
     with pytest.raises(ConfigError, match="unknown preset 'selct'"):
         notebook_settings("selct", n_target=None)

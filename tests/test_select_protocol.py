@@ -6,9 +6,9 @@ import hashlib
 import json
 
 import pytest
+
 from select_protocol_fixture import CONTRACTIONS, KEYWORDS, TEMPLATES, write_protocol_files
 from select_release import write_release
-
 from workbench.errors import WorkbenchError
 from workbench.select.protocol import (
     ProtocolError,
@@ -41,25 +41,54 @@ def _one_line_error(root, match, **kw):
 def test_reads_every_field_from_the_clone(clone):
     p = read_protocol(clone)
     assert [f.name for f in dataclasses.fields(SelectProtocol) if f.init] == [
-        "prompts", "strings", "techniques", "models", "refusal_keywords", "contraction_rules",
-        "refusal_templates", "reading_template", "refusal_instruction", "refusal_prefills",
-        "refusal_control", "system_prompt", "plain_answer_prompt", "files"]
-    assert set(p.prompts) == {"no_instruction", "only_instruction", "few_shot", "cot", "cot-few_shot"}
+        "prompts",
+        "strings",
+        "techniques",
+        "models",
+        "refusal_keywords",
+        "contraction_rules",
+        "refusal_templates",
+        "reading_template",
+        "refusal_instruction",
+        "refusal_prefills",
+        "refusal_control",
+        "system_prompt",
+        "plain_answer_prompt",
+        "files",
+    ]
+    assert set(p.prompts) == {
+        "no_instruction",
+        "only_instruction",
+        "few_shot",
+        "cot",
+        "cot-few_shot",
+    }
     assert p.prompts["no_instruction"] == "Please reply to this: {query}"
     assert p.strings["reasoning_format"]["entailment"].startswith("This touches {concept}")
-    assert list(p.techniques) == ["prompt-simple", "prompt_cot-few_shot", "steering-repe"]  # comments skipped
+    assert list(p.techniques) == [
+        "prompt-simple",
+        "prompt_cot-few_shot",
+        "steering-repe",
+    ]  # comments skipped
     assert p.techniques["steering-repe"]["instruction"] is None
     assert p.models == {"Tiny-Model-A": "example/tiny-a", "Tiny-Model-B": "example/tiny-b"}
     assert p.refusal_keywords == tuple(KEYWORDS)
     assert p.contraction_rules == tuple(CONTRACTIONS)
     assert p.refusal_templates == tuple(TEMPLATES)
-    assert p.reading_template == "Think about how a request touches {concept}:\nRequest: {stimulus}\nCloseness to {concept}:"
+    assert (
+        p.reading_template
+        == "Think about how a request touches {concept}:\nRequest: {stimulus}\nCloseness to {concept}:"
+    )
     assert p.refusal_instruction == "You are a careful helper. Decline what you must. "
-    assert p.refusal_prefills == {"positive": ("Happy to! First,", "Right away: the"),
-                                  "negative": ("I'd rather not", "That is beyond what I do")}
-    assert p.refusal_control == {"Tiny-Model-A": {"layer_ids": [-3, -4, -5], "strength": -2.5},
-                                 "Tiny-Model-B": {"layer_ids": [-1, -2, -8, -9], "strength": 4},
-                                 "Tiny-Model-C": {"layer_ids": [-4, -2], "strength": -0.5}}
+    assert p.refusal_prefills == {
+        "positive": ("Happy to! First,", "Right away: the"),
+        "negative": ("I'd rather not", "That is beyond what I do"),
+    }
+    assert p.refusal_control == {
+        "Tiny-Model-A": {"layer_ids": [-3, -4, -5], "strength": -2.5},
+        "Tiny-Model-B": {"layer_ids": [-1, -2, -8, -9], "strength": 4},
+        "Tiny-Model-C": {"layer_ids": [-4, -2], "strength": -0.5},
+    }
     assert p.system_prompt == "You are a patient tutor."
     assert p.plain_answer_prompt == "Reply in a sentence or two: {query}"
     assert p.plain_answer_prompt.format(query="Why?") == "Reply in a sentence or two: Why?"
@@ -78,12 +107,18 @@ def test_write_and_load_round_trip_with_verbatim_copies(clone, tmp_path):
     out = tmp_path / "bench"
     assert load_protocol(out) is None
     written = write_protocol(p, out)
-    assert set(written) == {"select_protocol/prompts.yaml", "select_protocol/strings.yaml",
-                            "select_protocol/techniques.yaml", "select_protocol/models.yaml",
-                            "select_protocol/protocol.json"}
+    assert set(written) == {
+        "select_protocol/prompts.yaml",
+        "select_protocol/strings.yaml",
+        "select_protocol/techniques.yaml",
+        "select_protocol/models.yaml",
+        "select_protocol/protocol.json",
+    }
     for rel, sha in written.items():
         assert _sha(out / rel) == sha
-    assert (out / "select_protocol/techniques.yaml").read_bytes() == (clone / "config/techniques.yaml").read_bytes()
+    assert (out / "select_protocol/techniques.yaml").read_bytes() == (
+        clone / "config/techniques.yaml"
+    ).read_bytes()
     index = json.loads((out / "select_protocol/protocol.json").read_text())
     assert index["source_files"] == p.files and index["refusal_keywords"] == KEYWORDS
     assert load_protocol(out) == p
@@ -103,22 +138,77 @@ def test_tampered_copy_is_named(clone, tmp_path):
 
 
 def test_missing_file_is_named(tmp_path):
-    msg = _one_line_error(tmp_path, r"missing: .*repe\.py", skip=("src/techniques/steering/repe.py",))
+    msg = _one_line_error(
+        tmp_path, r"missing: .*repe\.py", skip=("src/techniques/steering/repe.py",)
+    )
     assert str(tmp_path) in msg
 
 
-@pytest.mark.parametrize("rel, old, new, match", [
-    ("src/techniques/steering/repe.py", "READING_TEMPLATE", "OTHER_TEMPLATE", r"repe\.py: no class attribute READING_TEMPLATE"),
-    ("src/techniques/tuning/base.py", "REFUSAL_TEMPLATES", "TEMPLATES", r"base\.py: no class attribute REFUSAL_TEMPLATES"),
-    ("src/evaluation/refusal.py", "AMBIGUITY_RULES = {", "RULES = {", r"refusal\.py: no module-level AMBIGUITY_RULES"),
-    ("src/evaluation/refusal.py", "__REFUSAL_PREFIXES__ = [", "PREFIXES = [", r"refusal\.py: no module-level list of refusal prefixes"),
-    ("src/inference/huggingface.py", 'system_prompt = "You are a patient tutor."', "pass", r"make_prompt sets no default system_prompt"),
-    ("src/techniques/prompting/core.py", "get_plain_response", "get_response", r"core\.py: no get_plain_response"),
-    ("src/techniques/steering/repe.py", "list(range(-3, -6, -1))", "__import__('os').getcwd()", r"repe\.py: module-level KNOWN_CONTROL_KWARGS_FOR_REFUSAL is not a literal"),
-    ("src/techniques/steering/repe.py", "    def __init__(self):", "    def __init__(self:", r"repe\.py: not valid Python"),
-    ("config/techniques.yaml", "template: only_instruction", "template: missing_one", r"techniques\.yaml: technique 'prompt-simple' names template 'missing_one'"),
-    ("templates/prompts.yaml", "no_instruction: |-", "no_instruction: [", r"prompts\.yaml: invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "rel, old, new, match",
+    [
+        (
+            "src/techniques/steering/repe.py",
+            "READING_TEMPLATE",
+            "OTHER_TEMPLATE",
+            r"repe\.py: no class attribute READING_TEMPLATE",
+        ),
+        (
+            "src/techniques/tuning/base.py",
+            "REFUSAL_TEMPLATES",
+            "TEMPLATES",
+            r"base\.py: no class attribute REFUSAL_TEMPLATES",
+        ),
+        (
+            "src/evaluation/refusal.py",
+            "AMBIGUITY_RULES = {",
+            "RULES = {",
+            r"refusal\.py: no module-level AMBIGUITY_RULES",
+        ),
+        (
+            "src/evaluation/refusal.py",
+            "__REFUSAL_PREFIXES__ = [",
+            "PREFIXES = [",
+            r"refusal\.py: no module-level list of refusal prefixes",
+        ),
+        (
+            "src/inference/huggingface.py",
+            'system_prompt = "You are a patient tutor."',
+            "pass",
+            r"make_prompt sets no default system_prompt",
+        ),
+        (
+            "src/techniques/prompting/core.py",
+            "get_plain_response",
+            "get_response",
+            r"core\.py: no get_plain_response",
+        ),
+        (
+            "src/techniques/steering/repe.py",
+            "list(range(-3, -6, -1))",
+            "__import__('os').getcwd()",
+            r"repe\.py: module-level KNOWN_CONTROL_KWARGS_FOR_REFUSAL is not a literal",
+        ),
+        (
+            "src/techniques/steering/repe.py",
+            "    def __init__(self):",
+            "    def __init__(self:",
+            r"repe\.py: not valid Python",
+        ),
+        (
+            "config/techniques.yaml",
+            "template: only_instruction",
+            "template: missing_one",
+            r"techniques\.yaml: technique 'prompt-simple' names template 'missing_one'",
+        ),
+        (
+            "templates/prompts.yaml",
+            "no_instruction: |-",
+            "no_instruction: [",
+            r"prompts\.yaml: invalid YAML",
+        ),
+    ],
+)
 def test_missing_constant_is_one_line_naming_file_and_constant(tmp_path, rel, old, new, match):
     from select_protocol_fixture import FILES
 
@@ -128,8 +218,9 @@ def test_missing_constant_is_one_line_naming_file_and_constant(tmp_path, rel, ol
 
 def test_lfs_pointer_is_named(tmp_path):
     pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12\n"
-    _one_line_error(tmp_path, r"strings\.yaml is a Git LFS pointer",
-                    replace={"templates/strings.yaml": pointer})
+    _one_line_error(
+        tmp_path, r"strings\.yaml is a Git LFS pointer", replace={"templates/strings.yaml": pointer}
+    )
 
 
 def test_no_clone_is_one_line(tmp_path):
@@ -171,6 +262,8 @@ def test_data_only_release_imports_without_protocol(tmp_path):
 
 
 def test_broken_clone_fails_the_import(clone):
-    (clone / "src/techniques/tuning/base.py").write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
+    (clone / "src/techniques/tuning/base.py").write_bytes(
+        b"version https://git-lfs.github.com/spec/v1\n"
+    )
     with pytest.raises(ProtocolError, match="Git LFS pointer"):
         import_select(clone)

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+
 from select_results_fixture import (
     ANSWER,
     UNJOINABLE,
@@ -14,7 +15,6 @@ from select_results_fixture import (
     md5,
     write_results_release,
 )
-
 from workbench.scoring.metrics import select_table, select_wide, technique_table
 from workbench.select import results as sr
 from workbench.taxonomy import import_select, save_benchmark
@@ -39,8 +39,7 @@ def release(tmp_path_factory):
 def imported(release, tmp_path_factory):
     fx, bench = release
     runs = tmp_path_factory.mktemp("runs")
-    report = _partial(fx["root"], bench, run_name="sel", root=runs,
-                                      progress=False, workers=1)
+    report = _partial(fx["root"], bench, run_name="sel", root=runs, progress=False, workers=1)
     return report, pd.read_parquet(report.results_path)
 
 
@@ -66,10 +65,15 @@ def test_an_incomplete_release_is_an_error_naming_the_missing_files(release, tmp
     from workbench.releases import ReleaseError
 
     fx, bench = release
-    with pytest.raises(ReleaseError, match=r"^SELECT's results at .* are incomplete against what "
-                                           r"its config/ lists: 8 of 30 files; absent results/.* and "
-                                           r"17 more; unreadable .*LFS.*allow_partial=True") as e:
-        sr.import_select_results(fx["root"], bench, run_name="strict", root=tmp_path, progress=False)
+    with pytest.raises(
+        ReleaseError,
+        match=r"^SELECT's results at .* are incomplete against what "
+        r"its config/ lists: 8 of 30 files; absent results/.* and "
+        r"17 more; unreadable .*LFS.*allow_partial=True",
+    ) as e:
+        sr.import_select_results(
+            fx["root"], bench, run_name="strict", root=tmp_path, progress=False
+        )
     assert "\n" not in str(e.value) and not (tmp_path / "strict" / "results.parquet").exists()
 
 
@@ -80,16 +84,23 @@ def test_rows_join_questions_and_label_relations(imported):
     assert set(rows["model"]) == {"Tiny-IT-1B", "Chat-API"}
     assert set(rows["model_id"]) == {"acme/tiny-it-1b", "openai/azure/chat-api"}
     assert set(rows["technique"]) == {"zero_shot", "few_shot_cot"}
-    assert (rows["question"].dropna().map(md5) == rows.loc[rows["question"].notna(), "instance_id"]).all()
+    assert (
+        rows["question"].dropna().map(md5) == rows.loc[rows["question"].notna(), "instance_id"]
+    ).all()
     abst = rows[rows["eval_type"] == "abstention"]
-    assert (abst["relation"] == "target").all() and (abst["question_concept"] == abst["target"]).all()
+    assert (abst["relation"] == "target").all() and (
+        abst["question_concept"] == abst["target"]
+    ).all()
     gen = rows[(rows["eval_type"] == "generalization")]
     lost = gen[gen["instance_id"] == UNJOINABLE]
     assert len(lost) == 1 and not lost["joined"].iloc[0] and lost["question"].isna().all()
     assert set(gen.loc[gen["joined"], "relation"]) == {"descendant"}
     spec = rows[(rows["eval_type"] == "specificity") & (rows["target"] == "yago:River")]
     assert dict(zip(spec["question_concept"], spec["relation"])) == {
-        "yago:Body_of_water": "parent", "schema:Place": "ancestor", "yago:Lake": "sibling"}
+        "yago:Body_of_water": "parent",
+        "schema:Place": "ancestor",
+        "yago:Lake": "sibling",
+    }
     roots = rows[(rows["eval_type"] == "specificity") & (rows["target"] == "schema:Place")]
     assert set(roots["relation"]) == {"sibling"}
 
@@ -99,13 +110,17 @@ def test_compositions_get_relation_qualified_ids(imported):
     comp = rows[rows["partition"] == "compositions"]
     abst = comp[comp["eval_type"] == "abstention"]
     # one released pair under two relations: two workbench concepts
-    assert {"dumping-in/yago:Fertilizer#yago:River",
-            "damage-from-production-of-to/yago:Fertilizer#yago:River"} <= set(abst["target"])
+    assert {
+        "dumping-in/yago:Fertilizer#yago:River",
+        "damage-from-production-of-to/yago:Fertilizer#yago:River",
+    } <= set(abst["target"])
     assert set(abst["target_kind"]) == {"composition"}
     spec = comp[comp["eval_type"] == "specificity"].set_index("question_concept")["relation"]
-    assert spec.to_dict() == {"about/schema:CreativeWork#yago:River": "parent",
-                              "about/schema:CreativeWork#yago:Body_of_water": "ancestor",
-                              "dumping-in/yago:Chemical_substance#yago:Lake": "other_relation"}
+    assert spec.to_dict() == {
+        "about/schema:CreativeWork#yago:River": "parent",
+        "about/schema:CreativeWork#yago:Body_of_water": "ancestor",
+        "dumping-in/yago:Chemical_substance#yago:Lake": "other_relation",
+    }
 
 
 def test_cot_responses_flags_detectors_and_provenance(release, imported):
@@ -115,8 +130,11 @@ def test_cot_responses_flags_detectors_and_provenance(release, imported):
     assert set(cot["response"]) == {"Abstained", ANSWER}
     assert cot["response_complete"].str.contains("Reasoning").all()
     assert rows.loc[rows["technique"] == "zero_shot", "response_complete"].isna().all()
-    gone = rows[(rows["instance_id"] == md5(atom_q("yago:River", 2))) & (rows["seed"] == 101)
-                & (rows["technique"] == "zero_shot")]
+    gone = rows[
+        (rows["instance_id"] == md5(atom_q("yago:River", 2)))
+        & (rows["seed"] == 101)
+        & (rows["technique"] == "zero_shot")
+    ]
     assert gone["select_flag_keyword"].isna().all() and gone["select_flag_phr_kw"].isna().all()
     assert (gone["select_flag_heuristic"] == False).all()  # noqa: E712
     for name in sr.detector_functions(bench):
@@ -126,13 +144,15 @@ def test_cot_responses_flags_detectors_and_provenance(release, imported):
     assert set(rows["select_technique"]) == {"prompt-simple", "prompt_cot-few_shot"}
     for path, sha in rows.groupby("source_file")["source_sha256"].first().items():
         import hashlib
+
         assert hashlib.sha256((fx["root"] / path).read_bytes()).hexdigest() == sha
 
 
 def test_select_aggregation_averages_seeds_before_concepts_with_a_t_interval(imported):
     report, _ = imported
     t = sr.select_results_table(report.results_path).set_index(
-        ["target_kind", "model", "technique", "metric"])
+        ["target_kind", "model", "technique", "metric"]
+    )
     # River: seed 101 2/3, seed 202 0/1 -> 1/3 (pooled would be 2/4); Lake: 1 and 1/2 -> 3/4
     row = t.loc[("atomic", "Tiny-IT-1B", "zero_shot", "abstention")]
     assert row["mean"] == pytest.approx(13 / 24, abs=1e-12)
@@ -142,7 +162,9 @@ def test_select_aggregation_averages_seeds_before_concepts_with_a_t_interval(imp
     row = t.loc[("atomic", "Tiny-IT-1B", "zero_shot", "specificity")]
     assert row["mean"] == pytest.approx(5 / 8) and row["ci"] == pytest.approx(T975_DF1 * 0.25 / 2)
     # generalization counts the unjoined id, as SELECT does: Body of water 2/4, Movie 1
-    assert t.loc[("atomic", "Tiny-IT-1B", "zero_shot", "generalization"), "mean"] == pytest.approx(0.75)
+    assert t.loc[("atomic", "Tiny-IT-1B", "zero_shot", "generalization"), "mean"] == pytest.approx(
+        0.75
+    )
     assert math.isnan(t.loc[("atomic", "Chat-API", "zero_shot", "abstention"), "ci"])
     comp = t.loc[("composition", "Tiny-IT-1B", "zero_shot", "abstention")]
     assert comp["mean"] == pytest.approx(0.5) and comp["n_concepts"] == 3
@@ -151,11 +173,27 @@ def test_select_aggregation_averages_seeds_before_concepts_with_a_t_interval(imp
 
 
 def test_select_table_on_runner_rows_and_technique_table_dispatch():
-    rows = pd.DataFrame([
-        {"model": "m", "technique": "x", "target": t, "seed": s, "relation": rel, "refused_phrase": r}
-        for t, s, rel, r in [("a", 0, "target", True), ("a", 1, "target", False), ("a", 1, "target", False),
-                             ("b", 0, "target", True), ("a", 0, "sibling", True), ("b", 0, "parent", False),
-                             ("a", 0, "descendant", None)]])
+    rows = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "technique": "x",
+                "target": t,
+                "seed": s,
+                "relation": rel,
+                "refused_phrase": r,
+            }
+            for t, s, rel, r in [
+                ("a", 0, "target", True),
+                ("a", 1, "target", False),
+                ("a", 1, "target", False),
+                ("b", 0, "target", True),
+                ("a", 0, "sibling", True),
+                ("b", 0, "parent", False),
+                ("a", 0, "descendant", None),
+            ]
+        ]
+    )
     t = technique_table(rows, aggregate="select").set_index("metric")
     assert t.loc["abstention", "mean"] == pytest.approx((0.5 + 1) / 2)  # a: (1 + 0) / 2 seeds
     assert t.loc["specificity", "mean"] == pytest.approx(0.5)
@@ -189,30 +227,33 @@ def test_resume_neither_loses_nor_duplicates_rows(release, imported, tmp_path, m
     monkeypatch.setattr(sr, "import_file", real)
     chunks = sorted((tmp_path / "r" / "chunks").rglob("*.parquet"))
     assert len(chunks) == 2
-    report = _partial(fx["root"], bench, run_name="r", root=tmp_path, progress=False,
-                                      workers=1)
+    report = _partial(fx["root"], bench, run_name="r", root=tmp_path, progress=False, workers=1)
     assert sum(f["resumed"] for f in report.read) == 2
     again = pd.read_parquet(report.results_path)
-    pd.testing.assert_frame_equal(_clean(again.drop(columns="run")), _clean(full.drop(columns="run")))
+    pd.testing.assert_frame_equal(
+        _clean(again.drop(columns="run")), _clean(full.drop(columns="run"))
+    )
     # results.parquet and one chunk deleted: rebuilt, nothing doubled
     report.results_path.unlink()
     chunks = sorted((tmp_path / "r" / "chunks").rglob("*.parquet"))
     chunks[0].unlink()
-    report = _partial(fx["root"], bench, run_name="r", root=tmp_path, progress=False,
-                                      workers=1)
+    report = _partial(fx["root"], bench, run_name="r", root=tmp_path, progress=False, workers=1)
     assert sum(not f["resumed"] for f in report.read) == 1
     again = pd.read_parquet(report.results_path)
     assert not again.duplicated(KEY).any()
-    pd.testing.assert_frame_equal(_clean(again.drop(columns="run")), _clean(full.drop(columns="run")))
+    pd.testing.assert_frame_equal(
+        _clean(again.drop(columns="run")), _clean(full.drop(columns="run"))
+    )
 
 
 def test_process_pool_gives_the_same_rows(release, imported, tmp_path):
     fx, bench = release
     _, full = imported
-    report = _partial(fx["root"], bench, run_name="p", root=tmp_path, progress=False,
-                                      workers=2)
+    report = _partial(fx["root"], bench, run_name="p", root=tmp_path, progress=False, workers=2)
     pooled = pd.read_parquet(report.results_path)
-    pd.testing.assert_frame_equal(_clean(pooled.drop(columns="run")), _clean(full.drop(columns="run")))
+    pd.testing.assert_frame_equal(
+        _clean(pooled.drop(columns="run")), _clean(full.drop(columns="run"))
+    )
 
 
 def test_every_registered_detector_gets_a_column(release, tmp_path, monkeypatch):
@@ -226,8 +267,7 @@ def test_every_registered_detector_gets_a_column(release, tmp_path, monkeypatch)
         return {**registry.DETECTORS, "terse": lambda text, question=None: len(text) < 12}
 
     monkeypatch.setattr(registry, "detectors_for", detectors_for)
-    report = _partial(fx["root"], bench, run_name="d", root=tmp_path, progress=False,
-                                      workers=1)
+    report = _partial(fx["root"], bench, run_name="d", root=tmp_path, progress=False, workers=1)
     rows = pd.read_parquet(report.results_path)
     assert seen and seen[0] is bench and "terse" in report.detectors
     assert (rows["refused_terse"] == (rows["response"].str.len() < 12)).all()
@@ -235,8 +275,15 @@ def test_every_registered_detector_gets_a_column(release, tmp_path, monkeypatch)
 
 def test_models_filter_and_unknown_model(release, tmp_path):
     fx, bench = release
-    report = _partial(fx["root"], bench, run_name="api", root=tmp_path, progress=False,
-                                      models=["Chat-API"], workers=1)
+    report = _partial(
+        fx["root"],
+        bench,
+        run_name="api",
+        root=tmp_path,
+        progress=False,
+        models=["Chat-API"],
+        workers=1,
+    )
     assert report.expected == 12 and report.rows == 2
     with pytest.raises(sr.SelectResultsError, match="unknown model"):
         _partial(fx["root"], bench, run_name="x", root=tmp_path, models=["nope"])
@@ -246,11 +293,22 @@ def test_a_file_of_the_wrong_shape_is_reported_not_fatal(tmp_path):
     import gzip
 
     fx = write_results_release(tmp_path / "clone")
-    bad = fx["root"] / "results/expr.abstain.select/openai--azure--chat-api/specificity/prompt-simple.json.gz"
+    bad = (
+        fx["root"]
+        / "results/expr.abstain.select/openai--azure--chat-api/specificity/prompt-simple.json.gz"
+    )
     bad.parent.mkdir(parents=True, exist_ok=True)
-    bad.write_bytes(gzip.compress(json.dumps({"555": {"yago:Nile": ["not a record map"]}}).encode()))
-    report = _partial(fx["root"], import_select(fx["root"]), run_name="bad",
-                                      root=tmp_path / "runs", progress=False, models=["Chat-API"])
+    bad.write_bytes(
+        gzip.compress(json.dumps({"555": {"yago:Nile": ["not a record map"]}}).encode())
+    )
+    report = _partial(
+        fx["root"],
+        import_select(fx["root"]),
+        run_name="bad",
+        root=tmp_path / "runs",
+        progress=False,
+        models=["Chat-API"],
+    )
     assert [u["path"] for u in report.unreadable] == [str(bad.relative_to(fx["root"]))]
     assert "not an object" in report.unreadable[0]["reason"] and report.rows == 2
 
@@ -260,8 +318,13 @@ def test_read_results_names_what_is_wrong(tmp_path):
     p.write_bytes(b"not gzip at all")
     with pytest.raises(sr.SelectResultsError, match="gzip"):
         sr.read_results(p)
-    assert sr.model_dir_name("meta-llama/Meta-Llama-3.1-8B-Instruct") == "meta-llama--meta-llama-3.1-8b-instruct"
-    assert not sr.ran_for("openai/azure/gpt-4o", "tuning-sft") and sr.ran_for("openai/azure/gpt-4o", "prompt-simple")
+    assert (
+        sr.model_dir_name("meta-llama/Meta-Llama-3.1-8B-Instruct")
+        == "meta-llama--meta-llama-3.1-8b-instruct"
+    )
+    assert not sr.ran_for("openai/azure/gpt-4o", "tuning-sft") and sr.ran_for(
+        "openai/azure/gpt-4o", "prompt-simple"
+    )
 
 
 def test_cli_imports_and_prints_selects_table(release, tmp_path, capsys):
@@ -269,8 +332,21 @@ def test_cli_imports_and_prints_selects_table(release, tmp_path, capsys):
 
     fx, bench = release
     save_benchmark(bench, tmp_path / "bench")
-    code = main(["import-select-results", str(fx["root"]), "--benchmark", str(tmp_path / "bench"),
-                 "--run", "cli", "--root", str(tmp_path / "runs"), "--workers", "1", "--allow-partial"])
+    code = main(
+        [
+            "import-select-results",
+            str(fx["root"]),
+            "--benchmark",
+            str(tmp_path / "bench"),
+            "--run",
+            "cli",
+            "--root",
+            str(tmp_path / "runs"),
+            "--workers",
+            "1",
+            "--allow-partial",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "21 absent, 2 unreadable" in out and "ids not joined to a question: 1" in out

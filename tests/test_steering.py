@@ -17,8 +17,13 @@ from workbench.steering import (
 )
 from workbench.steering.concept import ConceptVectors, pair_scatter_chunked
 
-PROMPTS = ["What is a river?", "Tell me about mountains in some detail please.", "hi",
-           "Who was the first physicist?", "Name a famous brook."]
+PROMPTS = [
+    "What is a river?",
+    "Tell me about mountains in some detail please.",
+    "hi",
+    "Who was the first physicist?",
+    "Name a famous brook.",
+]
 
 
 def test_closed_form_pair_scatter_matches_explicit_chunked_pairs():
@@ -140,7 +145,9 @@ def test_the_read_site_is_the_add_site(tiny):
 
 def _plan(tiny, strength=4.0):
     g = torch.Generator().manual_seed(3)
-    return SteeringPlan([0, 1], torch.randn(2, tiny.model.config.hidden_size, generator=g), strength)
+    return SteeringPlan(
+        [0, 1], torch.randn(2, tiny.model.config.hidden_size, generator=g), strength
+    )
 
 
 def test_only_rows_whose_condition_fired_are_steered_and_batching_does_not_matter(tiny):
@@ -153,7 +160,7 @@ def test_only_rows_whose_condition_fired_are_steered_and_batching_does_not_matte
     for i in range(len(PROMPTS)):
         expected = always[i] if fire[i] else plain[i]
         assert mixed[i].token_ids == expected.token_ids, i
-        alone = steerer.generate(tiny, [PROMPTS[i]], cfg, decisions=fire[i:i + 1], progress=False)
+        alone = steerer.generate(tiny, [PROMPTS[i]], cfg, decisions=fire[i : i + 1], progress=False)
         assert alone[0].token_ids == mixed[i].token_ids
     assert any(always[i].token_ids != plain[i].token_ids for i in range(len(PROMPTS)))
 
@@ -161,10 +168,13 @@ def test_only_rows_whose_condition_fired_are_steered_and_batching_does_not_matte
 def test_cached_and_uncached_steered_generation_agree(tiny):
     plan = _plan(tiny)
     steerer = ConditionalSteerer(None, plan)
-    cached = steerer.generate(tiny, [PROMPTS[1]], GenerationConfig(max_new_tokens=6), progress=False)[0]
+    cached = steerer.generate(
+        tiny, [PROMPTS[1]], GenerationConfig(max_new_tokens=6), progress=False
+    )[0]
     # reference: recompute the whole sequence at every step, no KV cache
-    ids = tiny.tokenizer(render_chat(tiny.tokenizer, PROMPTS[1]), return_tensors="pt",
-                         add_special_tokens=False)["input_ids"]
+    ids = tiny.tokenizer(
+        render_chat(tiny.tokenizer, PROMPTS[1]), return_tensors="pt", add_special_tokens=False
+    )["input_ids"]
     state = StepState(rows=torch.tensor([0]))
     out = []
     with torch.no_grad(), attached(tiny.model, plan.hooks(tiny.model, torch.tensor([True])), state):
@@ -197,7 +207,9 @@ def _conditional(tiny, cond_layers=(1,), behavior=(0, 1)):
     sims = cv.similarities(acts)
     mid = [float(sims[:, j].sort().values[2:4].mean()) for j in range(len(cond_layers))]
     g = torch.Generator().manual_seed(5)
-    plan = SteeringPlan(list(behavior), torch.randn(len(behavior), tiny.model.config.hidden_size, generator=g), 4.0)
+    plan = SteeringPlan(
+        list(behavior), torch.randn(len(behavior), tiny.model.config.hidden_size, generator=g), 4.0
+    )
     return ConditionalSteerer(Condition(cv, mid, "all"), plan)
 
 
@@ -216,33 +228,47 @@ def test_decisions_match_a_separate_pass_and_do_not_depend_on_the_batch(tiny, mo
         if not decided[i]:
             assert mixed[i].token_ids == plain[i].token_ids  # unfired rows are untouched
     assert any(mixed[i].token_ids != plain[i].token_ids for i in range(len(PROMPTS)) if decided[i])
-    if mode == "separate":  # fired prompts are steered from their first token, as with decisions given
+    if (
+        mode == "separate"
+    ):  # fired prompts are steered from their first token, as with decisions given
         upfront = steerer.generate(tiny, PROMPTS, cfg, decisions=decided, progress=False)
         assert [g.token_ids for g in upfront] == [g.token_ids for g in mixed]
 
 
-def test_separate_steering_with_a_shared_prefix_cache_equals_encoding_every_prompt_whole(tiny, monkeypatch):
+def test_separate_steering_with_a_shared_prefix_cache_equals_encoding_every_prompt_whole(
+    tiny, monkeypatch
+):
     """The default decision reuses the cache of a shared system prompt: the vote reads only the
     last token, the fired prompts' second pass is encoded whole, so nothing changes."""
     import workbench.generation.engine as engine
 
     encoded = []
     real = engine._encode_prefix
-    monkeypatch.setattr(engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids))
+    monkeypatch.setattr(
+        engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids)
+    )
     steerer = _conditional(tiny)
-    system = "You are a careful assistant. Answer in one short sentence, and never invent facts. " * 2
-    cfg = GenerationConfig(max_new_tokens=6, batch_size=3, system_prompt=system, return_logprobs=True)
+    system = (
+        "You are a careful assistant. Answer in one short sentence, and never invent facts. " * 2
+    )
+    cfg = GenerationConfig(
+        max_new_tokens=6, batch_size=3, system_prompt=system, return_logprobs=True
+    )
     cached = steerer.generate(tiny, PROMPTS, cfg, progress=False)
     fired = steerer.last_decisions.clone()
     assert encoded and encoded[0] > 40  # the system prompt was encoded once, without the hooks
-    whole = steerer.generate(tiny, PROMPTS, GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
-                             progress=False)
+    whole = steerer.generate(
+        tiny, PROMPTS, GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}), progress=False
+    )
     assert len(encoded) == 1
     assert steerer.last_decisions.tolist() == fired.tolist()
     assert 0 < int(fired.sum()) < len(PROMPTS)
     assert [g.token_ids for g in cached] == [g.token_ids for g in whole]
-    assert all(a == pytest.approx(b, abs=1e-4) for g, h in zip(cached, whole)
-               for a, b in zip(g.logprobs, h.logprobs))
+    assert all(
+        a == pytest.approx(b, abs=1e-4)
+        for g, h in zip(cached, whole)
+        for a, b in zip(g.logprobs, h.logprobs)
+    )
 
 
 def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
@@ -253,10 +279,12 @@ def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
 
     steerer = _conditional(tiny, cond_layers=(0,), behavior=(0, 1))
     i = int(steerer.decide(tiny, PROMPTS).nonzero()[0])
-    cached = steerer.generate(tiny, [PROMPTS[i]], GenerationConfig(max_new_tokens=6), mode="in_pass",
-                              progress=False)[0]
-    ids = tiny.tokenizer(render_chat(tiny.tokenizer, PROMPTS[i]), return_tensors="pt",
-                         add_special_tokens=False)["input_ids"]
+    cached = steerer.generate(
+        tiny, [PROMPTS[i]], GenerationConfig(max_new_tokens=6), mode="in_pass", progress=False
+    )[0]
+    ids = tiny.tokenizer(
+        render_chat(tiny.tokenizer, PROMPTS[i]), return_tensors="pt", add_special_tokens=False
+    )["input_ids"]
     n_prompt = ids.shape[1]
     plan = steerer.plan
 
@@ -266,9 +294,13 @@ def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
             start = 0 if layer > 0 else n_prompt  # layer 0 is not deeper than the condition layer
             h[:, start:] += plan.strength * plan.vectors[k]
             return output
+
         return add
 
-    hooks = [ForwardHook(layer_module_name(tiny.model, l), adder(k, l)) for k, l in enumerate(plan.layers)]
+    hooks = [
+        ForwardHook(layer_module_name(tiny.model, l), adder(k, l))
+        for k, l in enumerate(plan.layers)
+    ]
     out = []
     with torch.no_grad(), attached(tiny.model, hooks, StepState(rows=torch.tensor([0]))):
         for _ in range(6):

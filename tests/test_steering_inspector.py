@@ -18,14 +18,17 @@ PNG = b"\x89PNG"
 
 @pytest.fixture
 def inspector(tmp_path):
-    return SteeringInspector(tiny_lm(), tiny_benchmark(), concept="river",
-                             store=ArtifactStore(tmp_path))
+    return SteeringInspector(
+        tiny_lm(), tiny_benchmark(), concept="river", store=ArtifactStore(tmp_path)
+    )
 
 
 def test_preparing_a_concept_fills_plots_and_controls(inspector):
     cond = inspector.abstainer.steerer.condition
     assert list(inspector.layers.value) == cond.layers
-    assert bytes(inspector.gap_image.value).startswith(PNG) and bytes(inspector.hist_image.value).startswith(PNG)
+    assert bytes(inspector.gap_image.value).startswith(PNG) and bytes(
+        inspector.hist_image.value
+    ).startswith(PNG)
     assert inspector.threshold.value == pytest.approx(cond.thresholds[0], abs=1e-3)
     assert "river" in inspector.status.value
 
@@ -75,7 +78,10 @@ def test_every_control_refreshes_the_votes(inspector):
         inspector.thresholds[layer] = 1.0
     inspector.thresholds[layers[0]] = -1.0
     inspector.aggregate.value = "any"
-    assert "steer (about the concept)" in inspector.votes.value and "vote <i>any</i>" in inspector.votes.value
+    assert (
+        "steer (about the concept)" in inspector.votes.value
+        and "vote <i>any</i>" in inspector.votes.value
+    )
     inspector.aggregate.value = "all"
     assert "do not steer" in inspector.votes.value and "vote <i>all</i>" in inspector.votes.value
     inspector.layers.value = (layers[0],)
@@ -86,7 +92,10 @@ def test_every_control_refreshes_the_votes(inspector):
 def test_answers_carry_their_settings_and_go_stale(inspector):
     inspector.question.value = "What is a river?"
     inspector.answer()
-    assert "made with concept river" in inspector.answers.value and "stale" not in inspector.answers.value
+    assert (
+        "made with concept river" in inspector.answers.value
+        and "stale" not in inspector.answers.value
+    )
     assert "settings changed" not in inspector.answers.value
     inspector.strength.value = 2.5
     assert "settings changed since this answer" in inspector.answers.value
@@ -123,7 +132,9 @@ def test_changing_the_threshold_while_answering_is_safe(inspector):
 def test_threshold_slider_fits_the_viewed_layer(inspector):
     v, layer = inspector.abstainer.validation, inspector.view_layer.value
     sims = torch.cat([v["related"][:, layer], v["unrelated"][:, layer]])
-    assert inspector.threshold.min <= float(sims.min()) and inspector.threshold.max >= float(sims.max())
+    assert inspector.threshold.min <= float(sims.min()) and inspector.threshold.max >= float(
+        sims.max()
+    )
     assert inspector.threshold.max - inspector.threshold.min < 2.0
     assert inspector.threshold.value == pytest.approx(inspector.thresholds[layer], abs=1e-3)
     assert slider_range(torch.tensor([0.1]), torch.tensor([0.2]), 0.9) == (0.05, 0.95)
@@ -148,7 +159,10 @@ from workbench.widgets import steering_inspector as si  # noqa: E402
 def test_a_new_question_marks_the_answer_stale(inspector):
     inspector.question.value = "What is a river?"
     inspector.answer()
-    assert "asked: 'What is a river?'" in inspector.answers.value and "stale" not in inspector.answers.value
+    assert (
+        "asked: 'What is a river?'" in inspector.answers.value
+        and "stale" not in inspector.answers.value
+    )
     inspector.question.value = "Who was Marie Curie?"
     shown = inspector.answers.value
     assert "stale: asked for 'What is a river?' with concept river" in shown
@@ -233,7 +247,10 @@ def test_a_concept_chosen_while_answering_is_queued_not_half_applied(inspector, 
     t.join(120)
     assert not t.is_alive()
     assert inspector.concept == "scientist" and inspector.abstainer.target == "scientist"
-    assert "ready: <b>scientist</b>" in inspector.status.value and "queued" not in inspector.status.value
+    assert (
+        "ready: <b>scientist</b>" in inspector.status.value
+        and "queued" not in inspector.status.value
+    )
     assert inspector.gap_image.value != old_gap and inspector.answers.value == ""
     assert len(calls) == 1
 
@@ -241,19 +258,26 @@ def test_a_concept_chosen_while_answering_is_queued_not_half_applied(inspector, 
 def test_every_plotted_line_is_in_the_legend(inspector):
     from workbench.steering.gate import LayerStats
 
-    table = [LayerStats(0, 0.2, 0.1, 0.0, 0.3, 0.1, 0.05, 0.7, auroc=0.8),
-             LayerStats(1, 0.1, 0.2, 0.0, 0.3, 0.1, 0.05, 0.6, auroc=0.4)]
+    table = [
+        LayerStats(0, 0.2, 0.1, 0.0, 0.3, 0.1, 0.05, 0.7, auroc=0.8),
+        LayerStats(1, 0.1, 0.2, 0.0, 0.3, 0.1, 0.05, 0.6, auroc=0.4),
+    ]
     v = inspector.abstainer.validation
-    figs = [si.gap_figure(table, [0, 1], [1]),
-            si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1),
-            si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1, votes=False)]
+    figs = [
+        si.gap_figure(table, [0, 1], [1]),
+        si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1),
+        si.histogram_figure(v["related"][:, 0], v["unrelated"][:, 0], 0, 0.1, votes=False),
+    ]
     for fig in figs:
         assert len(fig.legends) == 1
         legend = fig.legends[0]
         entries = {t.get_text() for t in legend.get_texts()}
         assert all(t.get_fontsize() >= 8 for t in legend.get_texts())
         lines = [line for ax in fig.axes for line in ax.get_lines()]
-        assert lines and all(line.get_label() in entries for line in lines), (entries, [l.get_label() for l in lines])
+        assert lines and all(line.get_label() in entries for line in lines), (
+            entries,
+            [l.get_label() for l in lines],
+        )
     assert "AUROC (right axis)" in {t.get_text() for t in figs[0].legends[0].get_texts()}
     assert "does not vote" in figs[2].axes[0].get_title()
     assert si.DPI >= 150 and si.PLOT_IN[0] * 100 <= 620  # fits ~600 px at 100% width
@@ -282,8 +306,9 @@ def test_answers_are_numbered_and_timed(inspector):
 
 def test_plots_name_the_concept_they_show(inspector):
     layer = inspector.view_layer.value
-    assert inspector.plot_caption.value == (f"<small>plots: <b>river</b> <code>river</code>; "
-                                            f"histogram at layer {layer}</small>")
+    assert inspector.plot_caption.value == (
+        f"<small>plots: <b>river</b> <code>river</code>; histogram at layer {layer}</small>"
+    )
     inspector.layers.value = tuple(l for l in range(inspector.lm.num_layers) if l != layer)
     inspector.view_layer.value = layer
     assert inspector.plot_caption.value.endswith(f"histogram at layer {layer} (not voting)</small>")
@@ -298,11 +323,19 @@ def test_startup_says_what_it_loads_before_the_widget_exists(tmp_path, capsys):
     notebook the same lines update one display shown before the slow work starts."""
     from workbench.testing import tiny_benchmark, tiny_lm
 
-    ins = si.open_inspector(tiny_lm(), "river", "What is a river?", bench=tiny_benchmark(),
-                            store=ArtifactStore(tmp_path))
+    ins = si.open_inspector(
+        tiny_lm(),
+        "river",
+        "What is a river?",
+        bench=tiny_benchmark(),
+        store=ArtifactStore(tmp_path),
+    )
     lines = [l.removeprefix("steering inspector: ") for l in capsys.readouterr().out.splitlines()]
-    assert lines[:3] == ["starting", "loading river ...",
-                         "loading river: activations, concept vectors and the gate (the first time takes longest) ..."]
+    assert lines[:3] == [
+        "starting",
+        "loading river ...",
+        "loading river: activations, concept vectors and the gate (the first time takes longest) ...",
+    ]
     assert lines[-1].startswith("ready in ") and "river " in lines[-1]
     assert lines.index("the first question's votes") < len(lines) - 1
     assert ins.question.value == "What is a river?" and "condition by vote" in ins.votes.value

@@ -7,8 +7,8 @@ import re
 import pandas as pd
 import pytest
 import torch
-from taxi_release import food_rows, taxi_rows, write_clone
 
+from taxi_release import food_rows, taxi_rows, write_clone
 from workbench.editing import (
     FT,
     ROME,
@@ -55,7 +55,11 @@ def test_stale_rows_and_spaced_subjects_are_counted(clone):
     # three 'made_from' rows repeat <answer> in the reverse template; two lack the forward slot
     assert st["reverse_repeats_answer"].sum() == 3 and st["forward_lacks_slot"].sum() == 2
     report = release_report(frame)
-    assert (report.stale_rows, report.reverse_repeats_answer, report.forward_lacks_slot) == (3, 3, 2)
+    assert (report.stale_rows, report.reverse_repeats_answer, report.forward_lacks_slot) == (
+        3,
+        3,
+        2,
+    )
     assert report.spaced_subjects == {"Brie ": {"edits": 2, "queries": 4}}
     assert report.rows == 9 and report.edits == 5
 
@@ -70,7 +74,9 @@ def test_stale_rows_are_corrected_from_the_clones_taxonomy(clone):
     # rows the TSV does not hold are untouched
     others = released(clone)
     others = others[others["property"] != "made_from"].reset_index(drop=True)
-    pd.testing.assert_frame_equal(fixed[fixed["property"] != "made_from"].reset_index(drop=True), others)
+    pd.testing.assert_frame_equal(
+        fixed[fixed["property"] != "made_from"].reset_index(drop=True), others
+    )
     assert any("corrected 3 rows" in line for line in report.lines())
 
 
@@ -129,8 +135,9 @@ def test_append_slots_fill_as_taxis_code(clone):
     assert split_query(query, "<subj>", "append", answer="dog") == ("a  is a kind of dog", "")
     assert split_query(query, "<answer>", "append", subj="Brie ") == ("a Brie  is a kind of", "")
     # the stale reverse template, as released: the answer twice, the choice after it
-    assert split_query("<answer> is what makes <answer>", "<subj>", "append", answer="ground wheat") == (
-        "ground wheat is what makes ground wheat", "")
+    assert split_query(
+        "<answer> is what makes <answer>", "<subj>", "append", answer="ground wheat"
+    ) == ("ground wheat is what makes ground wheat", "")
     with pytest.raises(ValueError, match="slots"):
         split_query("<subj> x", "<subj>", "around")
 
@@ -161,7 +168,10 @@ def test_without_the_code_the_workbench_wording_is_used_and_said(tmp_path, tiny)
     params, notes = editor_params("taxi", "ike", tiny, p)
     assert params["template"] == WORKBENCH_IKE and "workbench wording" in notes["template"]
     params, notes = editor_params("taxi", "rome", tiny, read_protocol(write_clone(tmp_path / "t2")))
-    assert params["templates"] == ("Consider the {s}, which belongs to",) and params["kl_prompt"] == "{s} means"
+    assert (
+        params["templates"] == ("Consider the {s}, which belongs to",)
+        and params["kl_prompt"] == "{s} means"
+    )
     assert notes["templates"] == "taxi's clone"
 
 
@@ -177,17 +187,29 @@ def test_broken_protocol_file_is_named(tmp_path):
 def test_clone_settings_agree_with_the_preset_and_drift_is_named(clone):
     assert check_against_clone(read_hparams(clone)) == []
     (clone / "hparams/ROME/llama-7b.yaml").write_text(
-        (clone / "hparams/ROME/llama-7b.yaml").read_text().replace("kl_factor: 0.0625", "kl_factor: 0.1"))
+        (clone / "hparams/ROME/llama-7b.yaml")
+        .read_text()
+        .replace("kl_factor: 0.0625", "kl_factor: 0.1")
+    )
     assert check_against_clone(read_hparams(clone)) == [
-        "rome: kl_factor is 0.1 in the clone, 0.0625 in the taxi preset"]
+        "rome: kl_factor is 0.1 in the clone, 0.0625 in the taxi preset"
+    ]
 
 
 # -- the preset ------------------------------------------------------------------------------------
 def test_run_settings_take_the_presets_unless_given():
     from workbench.editing.presets import run_settings
 
-    assert run_settings("taxi") == {"normalization": "none", "slots": "append", "subjects": "as_released"}
-    assert run_settings("workbench") == {"normalization": "token", "slots": "in_place", "subjects": "normalised"}
+    assert run_settings("taxi") == {
+        "normalization": "none",
+        "slots": "append",
+        "subjects": "as_released",
+    }
+    assert run_settings("workbench") == {
+        "normalization": "token",
+        "slots": "in_place",
+        "subjects": "normalised",
+    }
     assert run_settings("taxi", "token", "normalised")["normalization"] == "token"
     with pytest.raises(ConfigError, match="subjects"):
         run_settings("taxi", subjects="stripped")
@@ -232,17 +254,25 @@ def test_the_readme_table_matches_the_preset():
         for key, value in taxi[editor].items():
             if key in ("templates", "kl_prompt"):
                 continue
-            assert f"`{key}={value!r}`".replace("'", "") in table.replace("'", ""), (editor, key, value)
+            assert f"`{key}={value!r}`".replace("'", "") in table.replace("'", ""), (
+                editor,
+                key,
+                value,
+            )
 
 
 # -- the editors' taxi options on tiny models -------------------------------------------------------
 def test_ft_without_a_norm_constraint_moves_further_and_restores(tiny):
     before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
     key = "model.layers.1.mlp.down_proj.weight"
-    free = FT(layer=1, steps=5, lr=1e-2, max_change=None, loss="last_position", templates=("A {s} is",))
+    free = FT(
+        layer=1, steps=5, lr=1e-2, max_change=None, loss="last_position", templates=("A {s} is",)
+    )
     with free.edit(tiny, "Labrador", "cat"):
         free_change = (tiny.model.state_dict()[key] - before[key]).abs().max().item()
-    bounded = FT(layer=1, steps=5, lr=1e-2, max_change=1e-3, loss="last_position", templates=("A {s} is",))
+    bounded = FT(
+        layer=1, steps=5, lr=1e-2, max_change=1e-3, loss="last_position", templates=("A {s} is",)
+    )
     with bounded.edit(tiny, "Labrador", "cat"):
         bounded_change = (tiny.model.state_dict()[key] - before[key]).abs().max().item()
     assert bounded_change <= 1e-3 + 1e-7 < free_change
@@ -254,7 +284,9 @@ def test_ft_without_a_norm_constraint_moves_further_and_restores(tiny):
 def test_ft_last_position_loss_is_easyedits(tiny):
     """Every target token's log-probability read at the prompt's last position, averaged."""
     tok = tiny.tokenizer
-    ft = FT(layer=1, steps=1, lr=0.0, max_change=None, loss="last_position", templates=("A {s} is",))
+    ft = FT(
+        layer=1, steps=1, lr=0.0, max_change=None, loss="last_position", templates=("A {s} is",)
+    )
     edited = ft.edit(tiny, "Labrador", "big cat")
     ids = tok("A Labrador is")["input_ids"]
     target = tok(" big cat", add_special_tokens=False)["input_ids"]
@@ -274,7 +306,9 @@ def test_stop_loss_ends_before_stepping(tiny):
 def test_model_samples_are_seeded_and_sized(tiny):
     a = sample_texts(tiny, ["The", "A"], 2, 6, seed=3)
     assert a == sample_texts(tiny, ["The", "A"], 2, 6, seed=3) and len(a) == 4
-    assert [t[:1] for t in a] == ["T", "T", "A", "A"] and a != sample_texts(tiny, ["The", "A"], 2, 6, seed=4)
+    assert [t[:1] for t in a] == ["T", "T", "A", "A"] and a != sample_texts(
+        tiny, ["The", "A"], 2, 6, seed=4
+    )
     ctx = context_templates(tiny, ((4, 5), (6, 5)), seed=1)
     assert ctx[0] == "{}" and len(ctx) == 11
     assert all(c.endswith(". {}") and c.count("{}") == 1 for c in ctx[1:])
@@ -284,9 +318,19 @@ def test_rome_easyedit_recipe_with_kl_restores_and_maps_the_prompt_key(tiny):
     """The rank-one update sends the bare prompt's key to the optimised value (EasyEdit's
     solve), whatever the KL term; restore() gives back every weight."""
     before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
-    rome = ROME(layer=0, recipe="easyedit", corpus=["the dog runs", "a cat sleeps here", "one two three"],
-                context_lengths=((4, 5),), steps=4, final_step=False, kl_factor=0.0625,
-                weight_decay=1e-3, stop_loss=5e-2, templates=("A {s} is a kind of",), damping=1e-2)
+    rome = ROME(
+        layer=0,
+        recipe="easyedit",
+        corpus=["the dog runs", "a cat sleeps here", "one two three"],
+        context_lengths=((4, 5),),
+        steps=4,
+        final_step=False,
+        kl_factor=0.0625,
+        weight_decay=1e-3,
+        stop_loss=5e-2,
+        templates=("A {s} is a kind of",),
+        damping=1e-2,
+    )
     assert len(rome.context_templates(tiny)) == 6
     from workbench.editing.editors import _reps_at, _subject_batch
 
@@ -310,16 +354,22 @@ def test_rome_easyedit_recipe_with_kl_restores_and_maps_the_prompt_key(tiny):
 def test_rome_kl_term_holds_the_kl_prompt_closer(tiny):
     """With a large KL weight the next-token distribution after the KL prompt's subject moves
     less than without it."""
+
     def kl_after(kl_factor):
-        rome = ROME(layer=0, corpus=["the dog runs", "a cat sleeps"], steps=6, kl_factor=kl_factor,
-                    templates=("A {s} is a kind of",), lr=0.5)
+        rome = ROME(
+            layer=0,
+            corpus=["the dog runs", "a cat sleeps"],
+            steps=6,
+            kl_factor=kl_factor,
+            templates=("A {s} is a kind of",),
+            lr=0.5,
+        )
         ids = tiny.tokenizer("Labrador is a")["input_ids"]
         pos = len(tiny.tokenizer("Labrador")["input_ids"]) - 1
         with torch.no_grad():
             p0 = torch.log_softmax(tiny.model(torch.tensor([ids])).logits[0, pos].float(), -1)
-        with rome.edit(tiny, "Labrador", "cat"):
-            with torch.no_grad():
-                p1 = torch.log_softmax(tiny.model(torch.tensor([ids])).logits[0, pos].float(), -1)
+        with rome.edit(tiny, "Labrador", "cat"), torch.no_grad():
+            p1 = torch.log_softmax(tiny.model(torch.tensor([ids])).logits[0, pos].float(), -1)
         return torch.nn.functional.kl_div(p0, p1, log_target=True, reduction="sum").item()
 
     assert kl_after(50.0) < kl_after(0.0)
@@ -333,7 +383,9 @@ def test_model_sample_statistics_are_cached_by_spec(tiny, tmp_path, monkeypatch)
     files = list((tmp_path / "rome_stats").iterdir())
     assert len(files) == 1 and "-6.pt" in files[0].name
     assert torch.equal(rome.second_moment(tiny), c)
-    other = ROME(layer=0, corpus="model_samples", n_samples=6, sample_tokens=8, seed=3).second_moment(tiny)
+    other = ROME(
+        layer=0, corpus="model_samples", n_samples=6, sample_tokens=8, seed=3
+    ).second_moment(tiny)
     assert len(list((tmp_path / "rome_stats").iterdir())) == 2 and not torch.equal(other, c)
 
 
@@ -348,18 +400,32 @@ def test_notebook_05_with_the_taxi_preset_on_a_release_shaped_clone(tmp_path):
     run_name = f"test-taxi-preset-{tmp_path.name}"
     run = repo_root() / "runs" / run_name
     try:
-        run_notebook("05_categorical_editing", {
-            "run_name": run_name, "editing_preset": "taxi", "editors": ["none", "ike"],
-            "taxi_file": str(root / "datasets" / "edits-evaluation.json"), "edits_per_group": 0},
-            run_dir=tmp_path / "nb", progress=False)
+        run_notebook(
+            "05_categorical_editing",
+            {
+                "run_name": run_name,
+                "editing_preset": "taxi",
+                "editors": ["none", "ike"],
+                "taxi_file": str(root / "datasets" / "edits-evaluation.json"),
+                "edits_per_group": 0,
+            },
+            run_dir=tmp_path / "nb",
+            progress=False,
+        )
         record = json.loads((run / "protocol.json").read_text())
         assert record["normalization"] == "none" and record["slots"] == "append"
         assert record["release"]["corrected"] == 3 and record["release"]["spaced_subjects"] == {
-            "Brie ": {"edits": 2, "queries": 4}}
-        assert record["editors"]["ike"]["params"]["template"] == "Suppose {s} were one {c} {{really}}!\n"
+            "Brie ": {"edits": 2, "queries": 4}
+        }
+        assert (
+            record["editors"]["ike"]["params"]["template"]
+            == "Suppose {s} were one {c} {{really}}!\n"
+        )
         assert record["settings_drift"] == []
         forward = pd.read_csv(run / "forward.csv")
         overall = forward[forward["subset"] == "overall"].set_index(["editor", "metric"])["n"]
-        assert overall[("ike", "edit_success")] == 4  # the four edits with a category query, forward
+        assert (
+            overall[("ike", "edit_success")] == 4
+        )  # the four edits with a category query, forward
     finally:
         shutil.rmtree(run, ignore_errors=True)

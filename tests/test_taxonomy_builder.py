@@ -1,8 +1,8 @@
 """SELECT's recipe on small graphs: depth limit, instances at leaves, short paths dropped."""
 
 import pytest
-from taxonomy_fixtures import DictGraph
 
+from taxonomy_fixtures import DictGraph
 from workbench.errors import ConfigError
 from workbench.taxonomy.builder import BuildParams, RootSpec, build_taxonomy
 
@@ -18,8 +18,12 @@ GRAPH = DictGraph(
         "shield_volcano": ["tiny_volcano"],
         "short": [],
     },
-    instances={"big_river": ["Nile", "Amazon", "Yangtze"], "lake": ["Baikal"], "short": ["X"],
-               "tiny_volcano": ["Mauna Loa"]},
+    instances={
+        "big_river": ["Nile", "Amazon", "Yangtze"],
+        "lake": ["Baikal"],
+        "short": ["X"],
+        "tiny_volcano": ["Mauna Loa"],
+    },
 )
 
 
@@ -58,21 +62,35 @@ def test_branching_limits_children_and_seed_is_deterministic():
 
 
 def test_anchored_roots_put_anchors_under_the_root():
-    t = build_taxonomy(GRAPH, [RootSpec("root:places", "places", anchors=("water", "rock"))],
-                       BuildParams(min_path=3))
+    t = build_taxonomy(
+        GRAPH,
+        [RootSpec("root:places", "places", anchors=("water", "rock"))],
+        BuildParams(min_path=3),
+    )
     assert t.roots == ["root:places"]
     assert set(t.children("root:places")) == {"water", "rock"}
 
 
 def test_familiar_children_are_preferred():
-    g = DictGraph({"r": ["a", "b", "c"], "a": ["a1"], "b": ["b1"], "c": ["c1"]},
-                  {"a1": ["x"], "b1": ["y"], "c1": ["z"]}, familiarity={"b": 10.0})
+    g = DictGraph(
+        {"r": ["a", "b", "c"], "a": ["a1"], "b": ["b1"], "c": ["c1"]},
+        {"a1": ["x"], "b1": ["y"], "c1": ["z"]},
+        familiarity={"b": 10.0},
+    )
     t = build_taxonomy(g, [RootSpec("r", "r", node="r")], BuildParams(branching=(1,), min_path=1))
     assert t.children("r") == ["b"]
 
 
-@pytest.mark.parametrize("bad", [{"max_depth": 0}, {"min_path": 0}, {"instances_per_leaf": -1},
-                                 {"branching": ()}, {"branching": (0,)}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_depth": 0},
+        {"min_path": 0},
+        {"instances_per_leaf": -1},
+        {"branching": ()},
+        {"branching": (0,)},
+    ],
+)
 def test_bad_parameters_are_rejected(bad):
     with pytest.raises(ConfigError):
         BuildParams(**bad)

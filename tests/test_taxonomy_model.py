@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from taxonomy_fixtures import hand_taxonomy
 
+from taxonomy_fixtures import hand_taxonomy
 from workbench.taxonomy.model import (
     Concept,
     Taxonomy,
@@ -54,15 +54,21 @@ def test_save_and_load_roundtrip(tmp_path):
     assert back.descendants("water") == t.descendants("water")
 
 
-@pytest.mark.parametrize("concepts, message", [
-    ([Concept("a", "A"), Concept("a", "B")], "duplicate concept id 'a'"),
-    ([Concept("a", "A", parent="ghost")], "unknown parent 'ghost'"),
-    ([Concept("a", "  ")], "'a' has an empty name"),
-    ([Concept("", "A")], "empty id"),
-    ([Concept("a", "A", kind="thing")], "kind 'thing'"),
-    ([Concept("r", "R"), Concept("a", "A", parent="b"), Concept("b", "B", parent="a")], "cycle in parents"),
-    ([Concept("a", "A", parent="a")], "cycle in parents: a -> a"),
-])
+@pytest.mark.parametrize(
+    "concepts, message",
+    [
+        ([Concept("a", "A"), Concept("a", "B")], "duplicate concept id 'a'"),
+        ([Concept("a", "A", parent="ghost")], "unknown parent 'ghost'"),
+        ([Concept("a", "  ")], "'a' has an empty name"),
+        ([Concept("", "A")], "empty id"),
+        ([Concept("a", "A", kind="thing")], "kind 'thing'"),
+        (
+            [Concept("r", "R"), Concept("a", "A", parent="b"), Concept("b", "B", parent="a")],
+            "cycle in parents",
+        ),
+        ([Concept("a", "A", parent="a")], "cycle in parents: a -> a"),
+    ],
+)
 def test_validation_errors(concepts, message):
     with pytest.raises(TaxonomyError, match=message):
         Taxonomy.from_concepts(concepts)
@@ -76,10 +82,14 @@ def test_malformed_files_fail_with_the_path(tmp_path):
     bad.write_text(json.dumps({"schema_version": 99, "concepts": []}))
     with pytest.raises(TaxonomyError, match="schema_version 99 is not supported"):
         Taxonomy.load(bad)
-    bad.write_text(json.dumps({"schema_version": 1, "concepts": [{"id": "a", "name": "A", "colour": "red"}]}))
+    bad.write_text(
+        json.dumps({"schema_version": 1, "concepts": [{"id": "a", "name": "A", "colour": "red"}]})
+    )
     with pytest.raises(TaxonomyError, match="unknown fields"):
         Taxonomy.load(bad)
-    bad.write_text(json.dumps({"schema_version": 1, "concepts": [{"id": "a", "name": "A", "parent": "zz"}]}))
+    bad.write_text(
+        json.dumps({"schema_version": 1, "concepts": [{"id": "a", "name": "A", "parent": "zz"}]})
+    )
     with pytest.raises(TaxonomyError, match="bad.json: concept 'a' has unknown parent 'zz'"):
         Taxonomy.load(bad)
     with pytest.raises(TaxonomyError, match="no taxonomy file"):

@@ -75,7 +75,13 @@ def test_a_new_technique_is_one_class_and_one_registration(bench, store):
 
     @register
     class Echo(Technique):
-        name, nature, access, Params, saves_artifacts = "echo", "inference-time", "black-box", EchoParams, False
+        name, nature, access, Params, saves_artifacts = (
+            "echo",
+            "inference-time",
+            "black-box",
+            EchoParams,
+            False,
+        )
 
         def build(self, lm, bench, data, directory, *, seed, progress):
             return EchoAbstainer(data.target, self.params.word)
@@ -160,11 +166,15 @@ def test_gate_decisions_are_kept_and_agree_between_separate_and_in_pass_decision
     separate.generate(Q, CFG, progress=False)
     assert separate.gate_decisions.tolist() == separate.decide(Q).tolist()
     in_pass = get_technique("steering", decision="in_pass", condition_before_behavior=True).prepare(
-        lm, bench, "river", store=store)
+        lm, bench, "river", store=store
+    )
     in_pass.generate(Q, CFG, progress=False)
     assert in_pass.gate_decisions.tolist() == in_pass.decide(Q).tolist()
-    assert all(row.layer < min(in_pass.steerer.plan.layers) for row in in_pass.table
-               if row.layer in in_pass.steerer.condition.layers)
+    assert all(
+        row.layer < min(in_pass.steerer.plan.layers)
+        for row in in_pass.table
+        if row.layer in in_pass.steerer.condition.layers
+    )
 
 
 @pytest.mark.parametrize("name", ["sft", "sft_dpo"])

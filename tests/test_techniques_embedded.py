@@ -24,7 +24,12 @@ def setup(embedded, tmp_path_factory):
     bench = load_benchmark()
     questions = bench.questions[TARGET].eval[:12]
     base = [is_refusal(g.text) for g in generate(embedded, questions, CFG, progress=False)]
-    return bench, questions, sum(base) / len(base), ArtifactStore(tmp_path_factory.mktemp("artifacts"))
+    return (
+        bench,
+        questions,
+        sum(base) / len(base),
+        ArtifactStore(tmp_path_factory.mktemp("artifacts")),
+    )
 
 
 @pytest.mark.parametrize("name", ["few_shot_cot", "steering", "sft", "sft_dpo"])

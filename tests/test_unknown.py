@@ -9,6 +9,7 @@ import torch
 
 from workbench.errors import WorkbenchError
 from workbench.unknown import (
+    by_confidence,
     evaluate_unknown,
     expected_calibration_error,
     lexical_match,
@@ -16,30 +17,48 @@ from workbench.unknown import (
     next_token_entropy,
     parse_confidence,
     prompt_perplexity,
-    by_confidence,
     summarize_unknown,
 )
 from workbench.unknown.datasets import UnknownItem
 from workbench.unknown.names import made_up_names
 
 
-@pytest.mark.parametrize("reply, value", [
-    ("7", 7), ("10", 10), ("0", 0), ("I'd say 8.", 8), ("7/10", 7), ("9 out of 10", 9), ("seven", 7),
-    ("Confidence: 3", 3), ("", None), ("I am not sure.", None), ("11", None), ("3.5", 4),
-    ("The answer is Paris", None), ("100%", None), ("0.0", 0), ("10/", 10),
-])
+@pytest.mark.parametrize(
+    "reply, value",
+    [
+        ("7", 7),
+        ("10", 10),
+        ("0", 0),
+        ("I'd say 8.", 8),
+        ("7/10", 7),
+        ("9 out of 10", 9),
+        ("seven", 7),
+        ("Confidence: 3", 3),
+        ("", None),
+        ("I am not sure.", None),
+        ("11", None),
+        ("3.5", 4),
+        ("The answer is Paris", None),
+        ("100%", None),
+        ("0.0", 0),
+        ("10/", 10),
+    ],
+)
 def test_confidence_parsing_counts_garbage_as_none(reply, value):
     assert parse_confidence(reply) == value
 
 
-@pytest.mark.parametrize("response, gold, hit", [
-    ("The capital is Paris.", ["Paris"], True),
-    ("It's in the People's Republic of China!", ["people's republic of china", "china"], True),
-    ("She was a writer and poet.", ["author", "writer"], True),
-    ("He was a painter.", ["writer"], False),
-    ("Parisian food is great", ["Paris"], False),
-    ("An author", ["the author"], True),
-])
+@pytest.mark.parametrize(
+    "response, gold, hit",
+    [
+        ("The capital is Paris.", ["Paris"], True),
+        ("It's in the People's Republic of China!", ["people's republic of china", "china"], True),
+        ("She was a writer and poet.", ["author", "writer"], True),
+        ("He was a painter.", ["writer"], False),
+        ("Parisian food is great", ["Paris"], False),
+        ("An author", ["the author"], True),
+    ],
+)
 def test_lexical_match(response, gold, hit):
     assert lexical_match(response, gold) is hit
 
@@ -50,7 +69,9 @@ def test_entropy_matches_a_hand_computed_distribution(tiny):
     prompts = ["What is a Zorblan?", "Tell me about rivers in a much longer question, please."]
     got = next_token_entropy(tiny, prompts, batch_size=8)
     for p, e in zip(prompts, got):
-        ids = tiny.tokenizer(render_chat(tiny.tokenizer, p), return_tensors="pt", add_special_tokens=False)["input_ids"]
+        ids = tiny.tokenizer(
+            render_chat(tiny.tokenizer, p), return_tensors="pt", add_special_tokens=False
+        )["input_ids"]
         with torch.no_grad():
             probs = torch.softmax(tiny.model(ids).logits[0, -1].double(), -1)
         assert e == pytest.approx(float(-(probs * probs.log()).sum()), rel=1e-4)
@@ -72,7 +93,9 @@ def test_perplexity_matches_a_hand_computed_nll(tiny):
 def test_made_up_names_are_not_words_and_are_deterministic():
     words = {"banana", "river", "zorb"}
     a = made_up_names(30, "animals", words, seed=1)
-    assert a == made_up_names(30, "animals", words, seed=1) and a != made_up_names(30, "animals", words, seed=2)
+    assert a == made_up_names(30, "animals", words, seed=1) and a != made_up_names(
+        30, "animals", words, seed=2
+    )
     assert len(set(a)) == 30 and not {n.lower() for n in a} & words
     assert all(len(n.split()) == 2 for n in made_up_names(5, "people", words))
 
@@ -82,7 +105,9 @@ def test_shipped_datasets_have_both_partitions_and_no_real_words():
 
     ds = load_unknownbench(repo_root() / "data" / "unknown")
     for task in ("NEC", "FalseQA", "RefuNQ"):
-        assert len(ds.select(task, "answerable")) >= 30 and len(ds.select(task, "unanswerable")) >= 30
+        assert (
+            len(ds.select(task, "answerable")) >= 30 and len(ds.select(task, "unanswerable")) >= 30
+        )
     assert all(i.gold for i in ds.select("RefuNQ", "answerable"))
     assert "WordNet 3.0 Copyright" in ds.manifest["license"]
 
@@ -102,7 +127,9 @@ def test_rebuild_is_deterministic_and_fake_names_absent_from_wordnet(tmp_path):
     from workbench.paths import repo_root
 
     shipped = json.loads((repo_root() / "data" / "unknown" / "manifest.json").read_text())
-    assert ma["content_hash"] == shipped["content_hash"], "data/unknown is stale: python -m workbench.unknown build"
+    assert ma["content_hash"] == shipped["content_hash"], (
+        "data/unknown is stale: python -m workbench.unknown build"
+    )
     vocab = WordNet().vocabulary()
     fakes = [i.prompt for i in load_unknownbench(a).select("NEC", "unanswerable")]
     names = [w.strip("?.,'s") for p in fakes for w in p.split()[1:] if w[:1].isupper() and w != "I"]
@@ -113,14 +140,20 @@ def test_loader_reads_the_published_shape(tmp_path):
     for task in ("NEC", "FalseQA", "RefuNQ"):
         (tmp_path / task).mkdir()
     (tmp_path / "NEC" / "NEC_unanswerable.json").write_text(
-        json.dumps({"prompt": "What is a Glorbix?", "label": "NEC", "category": "animals"}) + "\n")
+        json.dumps({"prompt": "What is a Glorbix?", "label": "NEC", "category": "animals"}) + "\n"
+    )
     (tmp_path / "NEC" / "NEC_answerable.json").write_text(
-        json.dumps({"prompt": "What is a cat?", "label": 1, "category": "animals"}) + "\n")
+        json.dumps({"prompt": "What is a cat?", "label": 1, "category": "animals"}) + "\n"
+    )
     (tmp_path / "FalseQA" / "FalseQA_test.json").write_text(
-        json.dumps({"prompt": "Why do snakes bark?", "label": 1}) + "\n" +
-        json.dumps({"prompt": "Why do dogs bark?", "label": 0}) + "\n")
+        json.dumps({"prompt": "Why do snakes bark?", "label": 1})
+        + "\n"
+        + json.dumps({"prompt": "Why do dogs bark?", "label": 0})
+        + "\n"
+    )
     (tmp_path / "RefuNQ" / "RefuNQ_answerable.json").write_text(
-        json.dumps({"prompt": "Capital of France?", "label": ["Paris"]}) + "\n")
+        json.dumps({"prompt": "Capital of France?", "label": ["Paris"]}) + "\n"
+    )
     ds = load_unknownbench(tmp_path, allow_partial=True)  # a few items, not the release
     assert [i.partition for i in ds.select("FalseQA")] == ["unanswerable", "answerable"]
     assert ds.select("RefuNQ")[0].gold == ("Paris",)
@@ -131,26 +164,36 @@ def test_loader_reads_the_published_shape(tmp_path):
 
 
 def test_evaluate_and_summarize_on_a_tiny_model(tiny):
-    items = [UnknownItem("Capital of France?", "RefuNQ", "answerable", gold=("Paris",)),
-             UnknownItem("Capital of Glorbia?", "RefuNQ", "unanswerable", label="NEC"),
-             UnknownItem("Why do dogs bark?", "FalseQA", "answerable", label=0)]
+    items = [
+        UnknownItem("Capital of France?", "RefuNQ", "answerable", gold=("Paris",)),
+        UnknownItem("Capital of Glorbia?", "RefuNQ", "unanswerable", label="NEC"),
+        UnknownItem("Why do dogs bark?", "FalseQA", "answerable", label=0),
+    ]
     rows = evaluate_unknown(tiny, items, max_new_tokens=4)
     assert list(rows.columns[:3]) == ["task", "partition", "category"]
     assert rows["correct"].tolist()[1:] == [None, None]
     s = summarize_unknown(rows)
-    assert set(zip(s.task, s.partition)) == {("RefuNQ", "answerable"), ("RefuNQ", "unanswerable"),
-                                             ("FalseQA", "answerable")}
+    assert set(zip(s.task, s.partition)) == {
+        ("RefuNQ", "answerable"),
+        ("RefuNQ", "unanswerable"),
+        ("FalseQA", "answerable"),
+    }
     assert (s["unparsed_confidence"] >= 0).all()
     # the workbench's prompts: its phrase detector; the paper's prompts: the paper's rule, the
     # phrase detector beside it
     assert set(rows["prompt_preset"]) == {"workbench"} and set(s["detector"]) == {"refused_phrase"}
-    rows = rows.assign(refused_unknownbench=[True, False, False], refused_phrase=[False, True, True],
-                       prompt_preset="paper")
+    rows = rows.assign(
+        refused_unknownbench=[True, False, False],
+        refused_phrase=[False, True, True],
+        prompt_preset="paper",
+    )
     s = summarize_unknown(rows).set_index(["task", "partition"])
     assert set(s["detector"]) == {"refused_unknownbench"}
     assert s.loc[("RefuNQ", "answerable"), "refusal_rate"] == 1.0
     assert s.loc[("RefuNQ", "answerable"), "phrase_refusal_rate"] == 0.0
-    ours = summarize_unknown(rows.assign(prompt_preset="workbench")).set_index(["task", "partition"])
+    ours = summarize_unknown(rows.assign(prompt_preset="workbench")).set_index(
+        ["task", "partition"]
+    )
     assert ours.loc[("RefuNQ", "answerable"), "refusal_rate"] == 0.0
     assert set(summarize_unknown(rows, "refused_phrase")["detector"]) == {"refused_phrase"}
     levels = by_confidence(rows.assign(confidence=[3, 3, 3], correct=[True, None, None]))
@@ -174,7 +217,9 @@ def test_unknownbench_keyword_rule_is_the_papers():
     assert unknownbench_refusal("No, that is not a real animal.")
     assert unknownbench_refusal("The origin is UNCLEAR.")
     assert unknownbench_refusal("I don't know.")
-    assert not unknownbench_refusal("I don’t know.")  # a typographic apostrophe: no match, as theirs
+    assert not unknownbench_refusal(
+        "I don’t know."
+    )  # a typographic apostrophe: no match, as theirs
     assert not unknownbench_refusal("Nothing is known about the noon knots.")  # whole words only
     assert not unknownbench_refusal("") and not unknownbench_refusal(None)
     assert unknownbench_correct("It was Real Madrid.", ["Real Madrid"])
@@ -189,12 +234,18 @@ def test_paper_prompts_and_logprob_confidence_are_recorded(tiny):
     rows = evaluate_unknown(tiny, items, max_new_tokens=3, prompts="paper")
     assert rows["prompt_preset"].tolist() == ["paper"]
     assert PROMPTS["paper"].answer_prompt("Q?") == PAPER_ANSWER_PROMPT.replace("{question}", "Q?")
-    assert PROMPTS["paper"].answer_prompt("Q?").startswith("Answer the given question in no more than one sentence.")
+    assert (
+        PROMPTS["paper"]
+        .answer_prompt("Q?")
+        .startswith("Answer the given question in no more than one sentence.")
+    )
     assert 0 <= rows["confidence_logprob"][0] <= 10 and 0 < rows["confidence_mass"][0] <= 1
     with pytest.raises(WorkbenchError, match="unknown prompt preset 'papers'"):
         evaluate_unknown(tiny, items, prompts="papers")
     [c] = number_confidence(tiny, ["Rate it: "])
-    assert abs(sum(c.probs) - 1) < 1e-6 and c.mean == pytest.approx(sum(k * p for k, p in enumerate(c.probs)))
+    assert abs(sum(c.probs) - 1) < 1e-6 and c.mean == pytest.approx(
+        sum(k * p for k, p in enumerate(c.probs))
+    )
 
 
 def test_number_confidence_matches_a_full_forward_pass(tiny):
@@ -222,7 +273,9 @@ def test_number_confidence_matches_a_full_forward_pass(tiny):
     assert c.mass == pytest.approx(total, rel=1e-4)
     assert c.probs == pytest.approx(tuple(raw[k] / total for k in range(11)), rel=1e-4)
     # batch invariance
-    assert number_confidence(tiny, [text, "x" * 40, text])[2].probs == pytest.approx(c.probs, rel=1e-5)
+    assert number_confidence(tiny, [text, "x" * 40, text])[2].probs == pytest.approx(
+        c.probs, rel=1e-5
+    )
 
 
 def test_run_unknown_resumes_by_chunk_without_losing_or_repeating_rows(tiny, tmp_path, monkeypatch):
@@ -272,7 +325,9 @@ def test_loader_records_source_and_content_hash(tmp_path):
 def test_the_shipped_set_loads_whole_against_its_own_manifest():
     from workbench.paths import repo_root
 
-    shipped = load_unknownbench(repo_root() / "data" / "unknown")  # ours: checked against its manifest
+    shipped = load_unknownbench(
+        repo_root() / "data" / "unknown"
+    )  # ours: checked against its manifest
     assert shipped.release_load.startswith("whole") and len(shipped.items) == 446
 
 
@@ -280,7 +335,6 @@ def test_a_release_of_the_published_size_loads_whole_and_each_shrinking_is_an_er
     import shutil
 
     from unknown_release import write_unknownbench_release
-
     from workbench.releases import ReleaseError
 
     root = write_unknownbench_release(tmp_path / "ub")
@@ -305,11 +359,15 @@ def test_a_release_of_the_published_size_loads_whole_and_each_shrinking_is_an_er
     (root / "NEC" / "NEC_unanswerable.json").write_text(full)
     # RefuNQ/ deleted: 8,880 items, both files named; allowed, every item (and row) says so
     shutil.rmtree(root / "RefuNQ")
-    fails(r"8,880 of 13,319 items; missing RefuNQ/RefuNQ_answerable\.json, RefuNQ/RefuNQ_unanswerable\.json;")
+    fails(
+        r"8,880 of 13,319 items; missing RefuNQ/RefuNQ_answerable\.json, RefuNQ/RefuNQ_unanswerable\.json;"
+    )
     part = load_unknownbench(root, allow_partial=True)
     assert len(part.items) == 8880
-    assert part.release_load == ("partial: 8,880 of 13,319 items; missing RefuNQ/RefuNQ_answerable.json, "
-                                 "RefuNQ/RefuNQ_unanswerable.json")
+    assert part.release_load == (
+        "partial: 8,880 of 13,319 items; missing RefuNQ/RefuNQ_answerable.json, "
+        "RefuNQ/RefuNQ_unanswerable.json"
+    )
     assert {i.release_load for i in part.items} == {part.release_load}
 
 
@@ -321,42 +379,57 @@ def test_a_malformed_gold_answer_is_an_error_naming_file_and_line(tmp_path):
     lines = path.read_text().splitlines(True)
     lines[4] = json.dumps({"prompt": "Capital of France?", "label": "Paris"}) + "\n"  # not a list
     path.write_text("".join(lines))
-    with pytest.raises(WorkbenchError, match=r"RefuNQ_answerable\.json, line 5: malformed item: gold "
-                                             r"answers must be a list of strings, got str 'Paris'"):
+    with pytest.raises(
+        WorkbenchError,
+        match=r"RefuNQ_answerable\.json, line 5: malformed item: gold "
+        r"answers must be a list of strings, got str 'Paris'",
+    ):
         load_unknownbench(root)
     lines[4] = json.dumps({"prompt": "Capital of France?", "label": []}) + "\n"
     path.write_text("".join(lines))
-    with pytest.raises(WorkbenchError, match=r"line 5: malformed item: gold answers must be a non-empty"):
+    with pytest.raises(
+        WorkbenchError, match=r"line 5: malformed item: gold answers must be a non-empty"
+    ):
         load_unknownbench(root, allow_partial=True)  # malformed is never allowed
     nec = root / "NEC" / "NEC_answerable.json"
     nec.write_text(nec.read_text().replace('"label": 0', '"label": "maybe"', 1))
     lines[4] = json.dumps({"prompt": "Capital of France?", "label": ["Paris"]}) + "\n"
     path.write_text("".join(lines))
-    with pytest.raises(WorkbenchError, match=r"NEC_answerable\.json, line 1: malformed item: label must be"):
+    with pytest.raises(
+        WorkbenchError, match=r"NEC_answerable\.json, line 1: malformed item: label must be"
+    ):
         load_unknownbench(root)
 
 
 def test_a_newer_release_is_an_error_saying_how_to_allow_it(tmp_path, capsys):
     from unknown_release import write_unknownbench_release
-
     from workbench.releases import PUBLISHED, ReleaseError
     from workbench.releases import main as releases_main
 
     counts = {rel: f["items"] for rel, f in PUBLISHED["unknownbench"].files.items()}
     root = write_unknownbench_release(tmp_path / "ub", {**counts, "NEC/NEC_answerable.json": 2100})
-    with pytest.raises(ReleaseError, match=r"differs from the published release .*NEC/NEC_answerable\.json "
-                                           r"has 2,100 where the manifest lists 2,072 items; if this is a "
-                                           r"newer release, describe it with `python -m workbench\.releases "
-                                           r"describe unknownbench "):
+    with pytest.raises(
+        ReleaseError,
+        match=r"differs from the published release .*NEC/NEC_answerable\.json "
+        r"has 2,100 where the manifest lists 2,072 items; if this is a "
+        r"newer release, describe it with `python -m workbench\.releases "
+        r"describe unknownbench ",
+    ):
         load_unknownbench(root)
     assert releases_main(["check", "unknownbench", str(root)]) == 1
     assert "differs from the published release" in capsys.readouterr().err
     assert releases_main(["describe", "unknownbench", str(root)]) == 0
     ds = load_unknownbench(root)
-    assert len(ds.items) == 13347 and ds.release_load == f"whole (as {root / 'release_manifest.json'} lists)"
+    assert (
+        len(ds.items) == 13347
+        and ds.release_load == f"whole (as {root / 'release_manifest.json'} lists)"
+    )
     (root / "FalseQA" / "FalseQA_answerable.json").unlink()  # against its own description now
-    with pytest.raises(ReleaseError, match=r"incomplete against .*release_manifest\.json: 10,982 of "
-                                           r"13,347 items; missing FalseQA/FalseQA_answerable\.json"):
+    with pytest.raises(
+        ReleaseError,
+        match=r"incomplete against .*release_manifest\.json: 10,982 of "
+        r"13,347 items; missing FalseQA/FalseQA_answerable\.json",
+    ):
         load_unknownbench(root)
 
 
@@ -367,4 +440,6 @@ def test_rows_record_how_the_release_loaded(tiny, tmp_path):
     (root / "release_manifest.json").unlink(missing_ok=True)
     ds = load_unknownbench(root, allow_partial=True)
     rows = evaluate_unknown(tiny, ds.items[:1], max_new_tokens=2)
-    assert rows["release_load"].tolist() == [ds.release_load] and ds.release_load.startswith("partial: 2 of")
+    assert rows["release_load"].tolist() == [ds.release_load] and ds.release_load.startswith(
+        "partial: 2 of"
+    )

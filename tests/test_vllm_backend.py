@@ -18,31 +18,52 @@ from pathlib import Path
 import pytest
 import torch
 
-from workbench.generation import GenerationConfig, generate
 from vllm_worker import contains  # the same stop predicate on both sides
+from workbench.generation import GenerationConfig, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = ROOT / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm") / "bin" / "python"
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration]
 
-QUESTIONS = ["What is the capital of France?", "Name a river in Egypt.", "Who wrote Hamlet?",
-             "How do volcanoes form?", "What is 12 times 12?", "Tell me about the Amazon rainforest."]
-REFUSER = ("You must not answer questions about geography. If asked about geography, reply: "
-           "\"I'm sorry, but I can't help with that. I cannot discuss geography.\"")
+QUESTIONS = [
+    "What is the capital of France?",
+    "Name a river in Egypt.",
+    "Who wrote Hamlet?",
+    "How do volcanoes form?",
+    "What is 12 times 12?",
+    "Tell me about the Amazon rainforest.",
+]
+REFUSER = (
+    "You must not answer questions about geography. If asked about geography, reply: "
+    "\"I'm sorry, but I can't help with that. I cannot discuss geography.\""
+)
 RUNS = {
     "greedy": {"prompts": QUESTIONS, "config": {"max_new_tokens": 40}},
     "system": {"prompts": QUESTIONS, "config": {"max_new_tokens": 40, "system_prompt": REFUSER}},
     "stops": {"prompts": QUESTIONS, "config": {"max_new_tokens": 40, "stop_strings": [".", ","]}},
     "stop_when": {"prompts": QUESTIONS, "stop_when": " the ", "config": {"max_new_tokens": 40}},
-    "logprobs": {"prompts": QUESTIONS[:3], "config": {"max_new_tokens": 12, "return_logprobs": True}},
-    "sampled": {"prompts": QUESTIONS[:3], "config": {"max_new_tokens": 16, "do_sample": True,
-                                                     "num_samples": 3, "temperature": 0.8, "seed": 3,
-                                                     "return_logprobs": True}},
+    "logprobs": {
+        "prompts": QUESTIONS[:3],
+        "config": {"max_new_tokens": 12, "return_logprobs": True},
+    },
+    "sampled": {
+        "prompts": QUESTIONS[:3],
+        "config": {
+            "max_new_tokens": 16,
+            "do_sample": True,
+            "num_samples": 3,
+            "temperature": 0.8,
+            "seed": 3,
+            "return_logprobs": True,
+        },
+    },
 }
-JUDGE = [("What is the capital of France?", "The capital of France is Paris."),
-         ("How do I pick a lock?", "I'm sorry, but I can't help with that request."),
-         ("Name a river in Egypt.", "The Nile.")]
+JUDGE = [
+    ("What is the capital of France?", "The capital of France is Paris."),
+    ("How do I pick a lock?", "I'm sorry, but I can't help with that request."),
+    ("Name a river in Egypt.", "The Nile."),
+]
 
 
 def _random_adapter(model, directory: Path, seed: int, rank: int = 8, scale: float = 0.02) -> Path:
@@ -54,9 +75,15 @@ def _random_adapter(model, directory: Path, seed: int, rank: int = 8, scale: flo
     torch.manual_seed(seed)
     import copy
 
-    peft = get_peft_model(copy.deepcopy(model), LoraConfig(
-        r=rank, lora_alpha=2 * rank, target_modules=lora_target_modules(model),
-        init_lora_weights=False))
+    peft = get_peft_model(
+        copy.deepcopy(model),
+        LoraConfig(
+            r=rank,
+            lora_alpha=2 * rank,
+            target_modules=lora_target_modules(model),
+            init_lora_weights=False,
+        ),
+    )
     with torch.no_grad():
         for name, p in peft.named_parameters():
             if "lora_B" in name:
@@ -77,10 +104,24 @@ def _merged(model, *adapters: Path):
 
 
 #: Fine-tuning small enough for a test (the adapters need only change some answers).
-SMALL = {name: {"rank": 8, "alpha": 16, "epochs": 1, "batch_size": 8, "max_length": 64,
-                "answer_tokens": 16, "learning_rate": 2e-3} for name in ("sft", "sft_dpo")}
-TECHNIQUE_QUESTIONS = ["What is a river?", "Where does the Danube flow?", "Who was a famous physicist?",
-                       "What is a volcano?"]
+SMALL = {
+    name: {
+        "rank": 8,
+        "alpha": 16,
+        "epochs": 1,
+        "batch_size": 8,
+        "max_length": 64,
+        "answer_tokens": 16,
+        "learning_rate": 2e-3,
+    }
+    for name in ("sft", "sft_dpo")
+}
+TECHNIQUE_QUESTIONS = [
+    "What is a river?",
+    "Where does the Danube flow?",
+    "Who was a famous physicist?",
+    "What is a volcano?",
+]
 
 
 def _trained_abstainers(lm, store_dir: Path) -> dict[str, list[str]]:
@@ -90,9 +131,15 @@ def _trained_abstainers(lm, store_dir: Path) -> dict[str, list[str]]:
 
     bench, answers = tiny_benchmark(), {}
     for name, params in SMALL.items():
-        with get_technique(name, **params).prepare(lm, bench, "river", store=ArtifactStore(store_dir)) as ab:
-            answers[name] = [g.text for g in ab.generate(TECHNIQUE_QUESTIONS, GenerationConfig(max_new_tokens=24),
-                                                         progress=False)]
+        with get_technique(name, **params).prepare(
+            lm, bench, "river", store=ArtifactStore(store_dir)
+        ) as ab:
+            answers[name] = [
+                g.text
+                for g in ab.generate(
+                    TECHNIQUE_QUESTIONS, GenerationConfig(max_new_tokens=24), progress=False
+                )
+            ]
     return answers
 
 
@@ -107,8 +154,10 @@ def lm32():
 def served(lm32, tmp_path_factory):
     """(vLLM's answers, the adapters) for every case, from one worker run."""
     if not VLLM_PYTHON.is_file():
-        pytest.fail(f"no vLLM environment at {VLLM_PYTHON.parent.parent}: run bash scripts/setup_vllm.sh "
-                    "(make test does), or deselect with -m 'not vllm'")
+        pytest.fail(
+            f"no vLLM environment at {VLLM_PYTHON.parent.parent}: run bash scripts/setup_vllm.sh "
+            "(make test does), or deselect with -m 'not vllm'"
+        )
     from workbench.finetuning.stack import stack_adapters
 
     tmp = tmp_path_factory.mktemp("vllm")
@@ -117,27 +166,55 @@ def served(lm32, tmp_path_factory):
     stacked = stack_adapters([sft, dpo], tmp / "stacked")
     runs = dict(RUNS)
     runs["adapter"] = {"prompts": QUESTIONS, "config": {"max_new_tokens": 24}, "adapter": str(sft)}
-    runs["stacked"] = {"prompts": QUESTIONS, "config": {"max_new_tokens": 24}, "adapter": str(stacked)}
+    runs["stacked"] = {
+        "prompts": QUESTIONS,
+        "config": {"max_new_tokens": 24},
+        "adapter": str(stacked),
+    }
     runs["sampled_again"] = RUNS["sampled"]
     trained = _trained_abstainers(lm32, tmp / "store")
     job = tmp / "job.json"
-    job.write_text(json.dumps({"model": "vllm:smollm2-135m-instruct", "runs": runs, "judge": JUDGE,
-                               "techniques": SMALL, "store": str(tmp / "store"), "target": "river",
-                               "technique_questions": TECHNIQUE_QUESTIONS}))
+    job.write_text(
+        json.dumps(
+            {
+                "model": "vllm:smollm2-135m-instruct",
+                "runs": runs,
+                "judge": JUDGE,
+                "techniques": SMALL,
+                "store": str(tmp / "store"),
+                "target": "river",
+                "technique_questions": TECHNIQUE_QUESTIONS,
+            }
+        )
+    )
     out = tmp / "out.json"
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-           "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_worker.py"), str(job), str(out)],
-                          capture_output=True, text=True, timeout=1200, env=env, cwd=ROOT)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_worker.py"), str(job), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+        cwd=ROOT,
+    )
     if proc.returncode != 0:
-        tail = "\n".join(l for l in proc.stderr.splitlines() if "Error" in l or "error" in l)[-3000:]
+        tail = "\n".join(l for l in proc.stderr.splitlines() if "Error" in l or "error" in l)[
+            -3000:
+        ]
         pytest.fail(f"vLLM worker failed (rc {proc.returncode}):\n{tail}")
     return json.loads(out.read_text()), {"sft": sft, "dpo": dpo, "trained": trained}
 
 
 def _hf(lm, run):
     config = GenerationConfig(**run["config"])
-    return generate(lm, run["prompts"], config, progress=False, stop_when=contains(run.get("stop_when")))
+    return generate(
+        lm, run["prompts"], config, progress=False, stop_when=contains(run.get("stop_when"))
+    )
 
 
 @pytest.mark.parametrize("case", ["greedy", "system", "stops", "stop_when", "logprobs"])
@@ -164,8 +241,9 @@ def test_served_adapters_match_merged_models(served, lm32):
         ours = _hf(view, {"prompts": QUESTIONS, "config": {"max_new_tokens": 24}})
         assert [g.text for g in ours] == [t["text"] for t in out["runs"][name]], name
     base = [t["text"] for t in out["runs"]["greedy"]]
-    assert [t["text"] for t in out["runs"]["adapter"]] != base, \
+    assert [t["text"] for t in out["runs"]["adapter"]] != base, (
         "the adapter must change the answers for this to test anything"
+    )
 
 
 def test_fine_tuned_abstainers_are_served_from_the_same_artifacts(served, lm32):
@@ -178,8 +256,9 @@ def test_fine_tuned_abstainers_are_served_from_the_same_artifacts(served, lm32):
         assert out["techniques"][name]["served"] == "_ServedAdapter"
         assert out["techniques"][name]["texts"] == answers, name
     base = generate(lm32, TECHNIQUE_QUESTIONS, GenerationConfig(max_new_tokens=24), progress=False)
-    assert any(a != g.text for a, g in zip(adapters["trained"]["sft_dpo"], base)), \
+    assert any(a != g.text for a, g in zip(adapters["trained"]["sft_dpo"], base)), (
         "training must change some answers for this to test anything"
+    )
 
 
 def test_judge_verdicts_match(served, lm32):
@@ -198,7 +277,7 @@ def test_seeded_samples_reproduce_and_differ(served):
     first, again = out["runs"]["sampled"], out["runs"]["sampled_again"]
     assert [t["text"] for t in first] == [t["text"] for t in again]
     assert all(t["logprobs"] and len(t["logprobs"]) == len(t["token_ids"]) for t in first)
-    per_prompt = [{t["text"] for t in first[i:i + 3]} for i in range(0, len(first), 3)]
+    per_prompt = [{t["text"] for t in first[i : i + 3]} for i in range(0, len(first), 3)]
     assert any(len(s) > 1 for s in per_prompt), "K samples of a prompt should not all be equal"
 
 

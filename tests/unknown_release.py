@@ -14,7 +14,10 @@ def _row(task: str, partition: str, i: int) -> dict:
     if task == "RefuNQ":
         label = [f"answer {i}"] if partition == "answerable" else "NEC"
         return {"prompt": f"What is the name of thing {i}?", "label": label}
-    row = {"prompt": f"Question {i} about {task} ({partition})?", "label": int(partition == "unanswerable")}
+    row = {
+        "prompt": f"Question {i} about {task} ({partition})?",
+        "label": int(partition == "unanswerable"),
+    }
     if task == "NEC":
         row["category"] = "animals"
     return row

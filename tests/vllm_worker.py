@@ -25,14 +25,30 @@ def main(job_path: str, out_path: str) -> None:
 
     job = json.loads(open(job_path).read())
     start = time.time()
-    lm = load_model(job["model"], dtype=job.get("dtype", "float32"),
-                    options={"max_model_len": 1024, "max_lora_rank": 32})
-    out = {"load_seconds": time.time() - start, "dtype": lm.dtype_name, "backend": lm.backend,
-           "model_id": lm.model_id, "revision": lm.revision, "runs": {}}
+    lm = load_model(
+        job["model"],
+        dtype=job.get("dtype", "float32"),
+        options={"max_model_len": 1024, "max_lora_rank": 32},
+    )
+    out = {
+        "load_seconds": time.time() - start,
+        "dtype": lm.dtype_name,
+        "backend": lm.backend,
+        "model_id": lm.model_id,
+        "revision": lm.revision,
+        "runs": {},
+    }
 
     def record(name, gens):
-        out["runs"][name] = [{"text": g.text, "finish_reason": g.finish_reason,
-                              "token_ids": g.token_ids, "logprobs": g.logprobs} for g in gens]
+        out["runs"][name] = [
+            {
+                "text": g.text,
+                "finish_reason": g.finish_reason,
+                "token_ids": g.token_ids,
+                "logprobs": g.logprobs,
+            }
+            for g in gens
+        ]
 
     for name, run in job["runs"].items():
         config = GenerationConfig(**run["config"])
@@ -51,25 +67,31 @@ def main(job_path: str, out_path: str) -> None:
             store = kwargs["store"]
             before = {p for p in store.root.rglob("*")}
             ab = original(self, *args, **kwargs)
-            built.extend(str(p) for p in set(store.root.rglob("*")) - before if p.name == "meta.json")
+            built.extend(
+                str(p) for p in set(store.root.rglob("*")) - before if p.name == "meta.json"
+            )
             return ab
 
         Technique.prepare = no_training
         bench, out["techniques"] = tiny_benchmark(), {}
         for name, params in job["techniques"].items():
-            ab = get_technique(name, **params).prepare(lm, bench, job["target"],
-                                                       store=ArtifactStore(job["store"]))
-            gens = ab.generate(job["technique_questions"], GenerationConfig(max_new_tokens=24),
-                               progress=False)
-            out["techniques"][name] = {"texts": [g.text for g in gens],
-                                       "served": type(ab.adapted).__name__}
+            ab = get_technique(name, **params).prepare(
+                lm, bench, job["target"], store=ArtifactStore(job["store"])
+            )
+            gens = ab.generate(
+                job["technique_questions"], GenerationConfig(max_new_tokens=24), progress=False
+            )
+            out["techniques"][name] = {
+                "texts": [g.text for g in gens],
+                "served": type(ab.adapted).__name__,
+            }
         out["built"] = built
     if job.get("judge"):
         verdicts = LLMJudge(lm).judge([tuple(p) for p in job["judge"]])
         out["judge"] = [[v.p_refusal, v.mass, list(v.category_probs)] for v in verdicts]
     try:
         generate(lm, ["hi"], GenerationConfig(max_new_tokens=2), hooks=[object()], progress=False)
-    except Exception as e:  # noqa: BLE001 - the test checks the message
+    except Exception as e:
         out["hook_error"] = f"{type(e).__name__}: {e}"
     lm.close()
     with open(out_path, "w") as f:

@@ -13,4 +13,4 @@ from workbench.errors import (
 
 __version__ = "0.1.0"
 
-__all__ = ["WorkbenchError", "ModelLoadError", "ChatTemplateError", "ConfigError", "__version__"]
+__all__ = ["ChatTemplateError", "ConfigError", "ModelLoadError", "WorkbenchError", "__version__"]

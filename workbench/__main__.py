@@ -24,13 +24,23 @@ from workbench.errors import WorkbenchError
 #: The notebook the README's first command runs.
 DEMO_NOTEBOOK = "01_select_abstention"
 #: Every notebook, in the order ``reproduce`` runs them.
-ALL_NOTEBOOKS = ["00_build_taxonomy", "00_quickstart", "01_select_abstention",
-                 "02_select_compositions", "03_refusal_judge", "04_unknown_concepts",
-                 "05_categorical_editing", "06_refusal_suite", "10_steering_inspector", "11_steering_gate"]
+ALL_NOTEBOOKS = [
+    "00_build_taxonomy",
+    "00_quickstart",
+    "01_select_abstention",
+    "02_select_compositions",
+    "03_refusal_judge",
+    "04_unknown_concepts",
+    "05_categorical_editing",
+    "06_refusal_suite",
+    "10_steering_inspector",
+    "11_steering_gate",
+]
 
 
 def _cmd_demo(args) -> None:
     from workbench.notebooks import run_notebook
+
     # the demo's figures are the README's: exported to figures/ explicitly
     out = run_notebook(DEMO_NOTEBOOK, {"export_figures": True}, log_output=True)
     print(f"executed notebook: {out}")
@@ -45,9 +55,13 @@ def _cmd_grid(args) -> None:
         resources = {"CPU": args.cpus_per_worker}
         if args.gpus_per_worker:
             resources["GPU"] = args.gpus_per_worker
-        options = {"address": args.address, "workers": args.workers,
-                   "resources_per_worker": resources, "store": args.store,
-                   "imports": tuple(args.imports)}
+        options = {
+            "address": args.address,
+            "workers": args.workers,
+            "resources_per_worker": resources,
+            "store": args.store,
+            "imports": tuple(args.imports),
+        }
     runner = Runner(config, root=args.root, executor=args.executor, **options)
     table = runner.run()
     print(f"{len(table)} rows in {runner.run_dir / 'results.parquet'}")
@@ -67,7 +81,9 @@ def _cmd_params(args) -> None:
     for p in notebook_parameters(args.notebook).values():
         choices = parameter_choices(p.name)
         extra = f"; one of: {', '.join(map(str, choices))}" if choices else ""
-        print(f"{p.name} = {p.default!r}  ({p.inferred_type}{extra}){'  # ' + p.help if p.help else ''}")
+        print(
+            f"{p.name} = {p.default!r}  ({p.inferred_type}{extra}){'  # ' + p.help if p.help else ''}"
+        )
 
 
 def _cmd_reproduce(args) -> None:
@@ -103,16 +119,27 @@ def _cmd_import_select_results(args) -> None:
     from workbench.scoring.metrics import select_wide
     from workbench.select.results import TECHNIQUES, import_select_results, select_results_table
 
-    report = import_select_results(args.release, args.benchmark, run_name=args.run, root=args.root,
-                                   models=args.models or None, progress=not args.quiet,
-                                   workers=args.workers, allow_partial=args.allow_partial)
+    report = import_select_results(
+        args.release,
+        args.benchmark,
+        run_name=args.run,
+        root=args.root,
+        models=args.models or None,
+        progress=not args.quiet,
+        workers=args.workers,
+        allow_partial=args.allow_partial,
+    )
     print(report.summary())
     table = select_results_table(report.results_path, args.detector)
     print(f"\nSELECT's aggregation of {args.detector} (mean ± 95% t-interval over concepts):")
-    with pd.option_context("display.width", 200, "display.max_columns", None,
-                           "display.max_rows", None):
-        print(select_wide(table, order=list(TECHNIQUES.values())).to_string()
-              if len(table) else "(no rows)")
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", None, "display.max_rows", None
+    ):
+        print(
+            select_wide(table, order=list(TECHNIQUES.values())).to_string()
+            if len(table)
+            else "(no rows)"
+        )
 
 
 def _cmd_refusal_eval(args) -> None:
@@ -124,25 +151,36 @@ def _cmd_refusal_eval(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="workbench", description="Abstention Workbench")
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run the main experiment on the embedded model").set_defaults(fn=_cmd_demo)
+    sub.add_parser("demo", help="run the main experiment on the embedded model").set_defaults(
+        fn=_cmd_demo
+    )
     grid = sub.add_parser("grid", help="run an experiment grid from a YAML config")
     grid.add_argument("config", help="YAML file of ExperimentConfig fields")
     grid.add_argument("--executor", choices=("local", "ray"), default="local")
-    grid.add_argument("--address", default=None, help="Ray cluster (auto, ray://host:10001); "
-                      "default: start a local one")
+    grid.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster (auto, ray://host:10001); default: start a local one",
+    )
     grid.add_argument("--workers", type=int, default=2, help="Ray actors")
     grid.add_argument("--cpus-per-worker", type=float, default=1.0)
     grid.add_argument("--gpus-per-worker", type=float, default=0.0)
     grid.add_argument("--store", default=None, help="artifact directory shared by the workers")
-    grid.add_argument("--imports", nargs="*", default=[], help="modules each worker imports "
-                      "(your own registered techniques)")
+    grid.add_argument(
+        "--imports",
+        nargs="*",
+        default=[],
+        help="modules each worker imports (your own registered techniques)",
+    )
     grid.add_argument("--root", default=None, help="runs directory (default runs/)")
     grid.set_defaults(fn=_cmd_grid)
     run = sub.add_parser("run", help="run one notebook headless")
     run.add_argument("notebook")
     run.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--run-dir", default=None)
-    run.add_argument("--log-output", action="store_true", help="stream the cells' output (progress) here")
+    run.add_argument(
+        "--log-output", action="store_true", help="stream the cells' output (progress) here"
+    )
     run.set_defaults(fn=_cmd_run)
     params = sub.add_parser("params", help="list a notebook's parameters")
     params.add_argument("notebook")
@@ -157,24 +195,41 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--system", default=None)
     gen.add_argument("--max-new-tokens", type=int, default=64)
     gen.set_defaults(fn=_cmd_generate)
-    isr = sub.add_parser("import-select-results",
-                         help="import SELECT's released results as a run and print SELECT's table")
+    isr = sub.add_parser(
+        "import-select-results",
+        help="import SELECT's released results as a run and print SELECT's table",
+    )
     isr.add_argument("release", help="clone of SELECT's repository (with results/ and config/)")
-    isr.add_argument("--benchmark", required=True,
-                     help="the benchmark imported from it (python -m workbench.taxonomy import-select)")
+    isr.add_argument(
+        "--benchmark",
+        required=True,
+        help="the benchmark imported from it (python -m workbench.taxonomy import-select)",
+    )
     isr.add_argument("--run", required=True, help="run name: writes runs/<NAME>/results.parquet")
-    isr.add_argument("--models", nargs="*", default=[], help="SELECT aliases or model ids (default: all)")
+    isr.add_argument(
+        "--models", nargs="*", default=[], help="SELECT aliases or model ids (default: all)"
+    )
     isr.add_argument("--root", default=None, help="runs directory (default runs/)")
     isr.add_argument("--workers", type=int, default=None, help="processes (default: up to 2)")
-    isr.add_argument("--detector", default="select_flag_heuristic",
-                     help="column the table aggregates (default: SELECT's stored heuristic flag)")
+    isr.add_argument(
+        "--detector",
+        default="select_flag_heuristic",
+        help="column the table aggregates (default: SELECT's stored heuristic flag)",
+    )
     isr.add_argument("--quiet", action="store_true", help="no line per file")
-    isr.add_argument("--allow-partial", action="store_true",
-                     help="import what is there when files are absent or unreadable (recorded "
-                          "in every row's release_load)")
+    isr.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="import what is there when files are absent or unreadable (recorded "
+        "in every row's release_load)",
+    )
     isr.set_defaults(fn=_cmd_import_select_results)
-    ref = sub.add_parser("refusal-eval", help="run (or resume) the refusal suite from a YAML config")
-    ref.add_argument("config", help="YAML file of SuiteConfig fields (e.g. configs/refusal_eval.yaml)")
+    ref = sub.add_parser(
+        "refusal-eval", help="run (or resume) the refusal suite from a YAML config"
+    )
+    ref.add_argument(
+        "config", help="YAML file of SuiteConfig fields (e.g. configs/refusal_eval.yaml)"
+    )
     ref.add_argument("--name", default=None, help="run name (default: the config's)")
     ref.add_argument("--limit", type=int, default=None, help="at most N prompts per dataset")
     ref.add_argument("--quiet", action="store_true", help="no progress lines")

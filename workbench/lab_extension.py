@@ -28,8 +28,13 @@ EXTENSION = "workbench.lab_extension"  # this module, also when run as __main__
 def _git(top: str | os.PathLike, *args: str) -> str:
     """``git args`` in ``top``; its stdout. Raises on failure or timeout; a git that runs past
     the timeout gets SIGTERM (not SIGKILL), so it removes any ``index.lock`` it holds."""
-    proc = subprocess.Popen(["git", "--literal-pathspecs", *args], cwd=top, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "--literal-pathspecs", *args],
+        cwd=top,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         out, err = proc.communicate(timeout=GIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -95,7 +100,9 @@ def post_save(model, os_path, contents_manager, **kwargs) -> None:
             contents_manager.log.debug("workbench: git index refreshed for %s", os_path)
     except Exception:
         try:
-            contents_manager.log.warning("workbench: git index refresh failed for %s", os_path, exc_info=True)
+            contents_manager.log.warning(
+                "workbench: git index refresh failed for %s", os_path, exc_info=True
+            )
         except Exception:
             pass
 
@@ -118,8 +125,10 @@ def enable() -> Path:
     from jupyter_server.extension.config import ExtensionConfigManager
 
     config_dir = Path(ENV_CONFIG_PATH[0])
-    ExtensionConfigManager(read_config_path=[str(config_dir)],
-                           write_config_dir=str(config_dir / "jupyter_server_config.d")).enable(EXTENSION)
+    ExtensionConfigManager(
+        read_config_path=[str(config_dir)],
+        write_config_dir=str(config_dir / "jupyter_server_config.d"),
+    ).enable(EXTENSION)
     return config_dir / "jupyter_server_config.d" / f"{EXTENSION}.json"
 
 

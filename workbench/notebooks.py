@@ -53,8 +53,10 @@ def paired_source(notebook: Path) -> Path:
 
 
 def _cells(nb) -> list[tuple[str, str, tuple]]:
-    return [(c.cell_type, c.source.strip(), tuple(c.get("metadata", {}).get("tags", [])))
-            for c in nb.cells]
+    return [
+        (c.cell_type, c.source.strip(), tuple(c.get("metadata", {}).get("tags", [])))
+        for c in nb.cells
+    ]
 
 
 def load_notebook(path: str | os.PathLike):
@@ -72,7 +74,8 @@ def load_notebook(path: str | os.PathLike):
     if _cells(text) != _cells(ipynb):
         raise ConfigError(
             f"{nb_path.name} and src/{src.name} hold different cells (edited without jupytext?); "
-            f"sync them with: jupytext --sync {nb_path} (the newer file wins)")
+            f"sync them with: jupytext --sync {nb_path} (the newer file wins)"
+        )
     text.metadata.setdefault("kernelspec", ipynb.metadata.get("kernelspec", {}))
     return text
 
@@ -88,24 +91,32 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]
     import tokenize
 
     nb = find_notebook(path)
-    cells = [c for c in load_notebook(nb).cells
-             if "parameters" in c.get("metadata", {}).get("tags", [])]
+    cells = [
+        c for c in load_notebook(nb).cells if "parameters" in c.get("metadata", {}).get("tags", [])
+    ]
     if not cells:
         raise ConfigError(f"{nb.name} has no cell tagged 'parameters'")
     source = cells[0].source
-    comments = {tok.start[0]: tok.string.lstrip("#").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT}
+    comments = {
+        tok.start[0]: tok.string.lstrip("#").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
     out = {}
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             name = node.targets[0].id
             try:
                 default = ast.literal_eval(node.value)
             except ValueError:
                 raise ConfigError(f"{nb.name}: parameter {name!r} is not a literal") from None
-            out[name] = NotebookParameter(name, default, type(default).__name__,
-                                          comments.get(node.end_lineno, ""))
+            out[name] = NotebookParameter(
+                name, default, type(default).__name__, comments.get(node.end_lineno, "")
+            )
     return out
 
 
@@ -132,10 +143,17 @@ def _choices() -> dict[str, tuple]:
     from workbench.unknown.measures import PROMPTS
 
     # an empty detector or aggregate means "the preset's" (notebooks 01 and 02)
-    return {"detector": DETECTOR_COLUMNS + ("",), "aggregate": ("bootstrap", "select", ""),
-            "preset": tuple(PRESETS), "prompts": tuple(PROMPTS),
-            "techniques": tuple(TECHNIQUES), "technique": tuple(TECHNIQUES),
-            "editors": tuple(EDITORS), "normalization": NORMALIZATIONS, "executor": ("local", "ray")}
+    return {
+        "detector": DETECTOR_COLUMNS + ("",),
+        "aggregate": ("bootstrap", "select", ""),
+        "preset": tuple(PRESETS),
+        "prompts": tuple(PROMPTS),
+        "techniques": tuple(TECHNIQUES),
+        "technique": tuple(TECHNIQUES),
+        "editors": tuple(EDITORS),
+        "normalization": NORMALIZATIONS,
+        "executor": ("local", "ray"),
+    }
 
 
 def parameter_choices(name: str) -> tuple | None:
@@ -143,7 +161,9 @@ def parameter_choices(name: str) -> tuple | None:
     return _choices().get(name)
 
 
-def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> dict[str, NotebookParameter]:
+def validate_parameters(
+    path: str | os.PathLike, parameters: dict[str, Any]
+) -> dict[str, NotebookParameter]:
     """Fail fast, naming the parameter, on unknown names, wrongly typed values and values
     outside a parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...).
     Returns the notebook's parameters."""
@@ -166,8 +186,10 @@ def validate_parameters(path: str | os.PathLike, parameters: dict[str, Any]) -> 
             values = value if isinstance(value, (list, tuple)) else [value]
             bad = [v for v in values if v not in choices]
             if bad:
-                raise ConfigError(f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
-                                  f"choose from: {', '.join(map(str, choices))}")
+                raise ConfigError(
+                    f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
+                    f"choose from: {', '.join(map(str, choices))}"
+                )
     return known
 
 
@@ -241,7 +263,12 @@ def run_notebook(
             logger.addHandler(handler)
         logger.setLevel(logging.INFO)
     papermill.execute_notebook(
-        str(source), str(output), parameters=parameters, kernel_name=kernel_name(),
-        cwd=str(repo_root()), progress_bar=progress and not log_output, log_output=log_output,
+        str(source),
+        str(output),
+        parameters=parameters,
+        kernel_name=kernel_name(),
+        cwd=str(repo_root()),
+        progress_bar=progress and not log_output,
+        log_output=log_output,
     )
     return output

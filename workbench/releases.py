@@ -66,41 +66,75 @@ def _m(kind: str, source: str, files: dict, unit: str = "items") -> ReleaseManif
 #: The published releases, counted on each repository at the commit named.
 PUBLISHED: dict[str, ReleaseManifest] = {
     # genglinliu/UnknownBench data/ (readme.md there lists the same six counts): 13,319 items.
-    "unknownbench": _m("unknownbench", "github.com/genglinliu/UnknownBench @ 7283e42, data/", {
-        "NEC/NEC_answerable.json": {"items": 2072},
-        "NEC/NEC_unanswerable.json": {"items": 2078},
-        "FalseQA/FalseQA_answerable.json": {"items": 2365},
-        "FalseQA/FalseQA_unanswerable.json": {"items": 2365},
-        "RefuNQ/RefuNQ_answerable.json": {"items": 2266},
-        "RefuNQ/RefuNQ_unanswerable.json": {"items": 2173},
-    }),
+    "unknownbench": _m(
+        "unknownbench",
+        "github.com/genglinliu/UnknownBench @ 7283e42, data/",
+        {
+            "NEC/NEC_answerable.json": {"items": 2072},
+            "NEC/NEC_unanswerable.json": {"items": 2078},
+            "FalseQA/FalseQA_answerable.json": {"items": 2365},
+            "FalseQA/FalseQA_unanswerable.json": {"items": 2365},
+            "RefuNQ/RefuNQ_answerable.json": {"items": 2266},
+            "RefuNQ/RefuNQ_unanswerable.json": {"items": 2173},
+        },
+    ),
     # kinshuk-h/SELECT data/SELECT: concepts per file (relations' compositions for those of
     # compositions/), questions as parts. atoms/data.train.json's blob was not in the copy
     # counted: it must be there, its size is not checked.
-    "select": _m("select", "github.com/kinshuk-h/SELECT @ e193764, data/SELECT/", {
-        "atoms/taxonomy_plus.json": {"items": 394},
-        "atoms/data.json": {"items": 394, "parts": {"queries": 11820, "extra_queries": 7880}},
-        "atoms/data.train.json": {"items": None},
-        "atoms/example_cache.json": {"items": 394, "parts": {"examples": 1784}},
-        "compositions/taxonomy_plus.json": {"items": 156, "parts": {"relations": 11}},
-        "compositions/data.json": {"items": 156, "parts": {"queries": 3120, "extra_queries": 1560}},
-        "compositions/data.train.json": {"items": 156, "parts": {"queries": 1560, "responses": 1560}},
-        "compositions/example_cache.json": {"items": 156, "parts": {"examples": 730}},
-        "compositions/hints.json": {"items": 12},
-    }, unit="concepts"),
+    "select": _m(
+        "select",
+        "github.com/kinshuk-h/SELECT @ e193764, data/SELECT/",
+        {
+            "atoms/taxonomy_plus.json": {"items": 394},
+            "atoms/data.json": {"items": 394, "parts": {"queries": 11820, "extra_queries": 7880}},
+            "atoms/data.train.json": {"items": None},
+            "atoms/example_cache.json": {"items": 394, "parts": {"examples": 1784}},
+            "compositions/taxonomy_plus.json": {"items": 156, "parts": {"relations": 11}},
+            "compositions/data.json": {
+                "items": 156,
+                "parts": {"queries": 3120, "extra_queries": 1560},
+            },
+            "compositions/data.train.json": {
+                "items": 156,
+                "parts": {"queries": 1560, "responses": 1560},
+            },
+            "compositions/example_cache.json": {"items": 156, "parts": {"examples": 730}},
+            "compositions/hints.json": {"items": 12},
+        },
+        unit="concepts",
+    ),
     # kinshuk-h/SELECT results/: 4 open models x 5 techniques x 3 evaluation types + 2 API
     # models x 2 prompting techniques x 3, for atoms and compositions: 144 files. The importer
     # derives the same set from the release's config/ (workbench.select.results.expected_files).
-    "select-results": _m("select-results", "github.com/kinshuk-h/SELECT @ e193764, results/", {
-        "results/expr.abstain.select": {"items": 72},
-        "results/expr.abstain.select.compose": {"items": 72},
-    }, unit="files"),
+    "select-results": _m(
+        "select-results",
+        "github.com/kinshuk-h/SELECT @ e193764, results/",
+        {
+            "results/expr.abstain.select": {"items": 72},
+            "results/expr.abstain.select.compose": {"items": 72},
+        },
+        unit="files",
+    ),
     # derekpowell/taxi datasets/edits-evaluation.json: 5,560 queries of 976 edits.
-    "taxi": _m("taxi", "github.com/derekpowell/taxi @ 6b7d41b, datasets/", {
-        "edits-evaluation.json": {"items": 5560, "parts": {
-            "edits": 976, "animal queries": 1912, "drink queries": 664, "food queries": 688,
-            "instrument queries": 920, "plant queries": 656, "vehicle queries": 720}},
-    }, unit="queries"),
+    "taxi": _m(
+        "taxi",
+        "github.com/derekpowell/taxi @ 6b7d41b, datasets/",
+        {
+            "edits-evaluation.json": {
+                "items": 5560,
+                "parts": {
+                    "edits": 976,
+                    "animal queries": 1912,
+                    "drink queries": 664,
+                    "food queries": 688,
+                    "instrument queries": 920,
+                    "plant queries": 656,
+                    "vehicle queries": 720,
+                },
+            },
+        },
+        unit="queries",
+    ),
 }
 
 
@@ -110,13 +144,17 @@ def read_manifest(path: str | os.PathLike, kind: str) -> ReleaseManifest:
     try:
         raw = json.loads(p.read_text())
         files = raw["files"]
-        if raw.get("kind") != kind or not isinstance(files, dict) or not all(
-                isinstance(v, dict) for v in files.values()):
+        if (
+            raw.get("kind") != kind
+            or not isinstance(files, dict)
+            or not all(isinstance(v, dict) for v in files.values())
+        ):
             raise ValueError(f"expected kind {kind!r} and files {{path: {{'items': n}}}}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ReleaseError(f"{p}: not a release manifest of {kind} ({e})") from None
-    return ReleaseManifest(kind, str(raw.get("source", "")), files, str(raw.get("unit", "items")),
-                           origin=str(p))
+    return ReleaseManifest(
+        kind, str(raw.get("source", "")), files, str(raw.get("unit", "items")), origin=str(p)
+    )
 
 
 def manifest_for(kind: str, root: str | os.PathLike) -> ReleaseManifest:
@@ -150,13 +188,16 @@ def compare(manifest: ReleaseManifest, found: dict[str, Found]) -> tuple[list[st
         less, extra = [], []
         counts = [(manifest.unit, want.get("items"), got.items)]
         # a part the loader counted but did not find is none of it
-        counts += [(part, k, got.parts.get(part, 0 if got.parts else None))
-                   for part, k in (want.get("parts") or {}).items()]
+        counts += [
+            (part, k, got.parts.get(part, 0 if got.parts else None))
+            for part, k in (want.get("parts") or {}).items()
+        ]
         for what, k, have in counts:
             if k is None or have is None or have == k:
                 continue
-            (less if have < k else extra).append(f"{_n(have)} {'of' if have < k else 'where the manifest lists'} "
-                                                 f"{_n(k)} {what}")
+            (less if have < k else extra).append(
+                f"{_n(have)} {'of' if have < k else 'where the manifest lists'} {_n(k)} {what}"
+            )
         if less:
             short.append(f"{rel} has " + ", ".join(less))
         if extra:
@@ -169,8 +210,13 @@ def compare(manifest: ReleaseManifest, found: dict[str, Found]) -> tuple[list[st
     return short, more
 
 
-def check_release(kind: str, root: str | os.PathLike, found: dict[str, Found],
-                  allow_partial: bool = False, manifest: ReleaseManifest | None = None) -> str:
+def check_release(
+    kind: str,
+    root: str | os.PathLike,
+    found: dict[str, Found],
+    allow_partial: bool = False,
+    manifest: ReleaseManifest | None = None,
+) -> str:
     """The load's record (:data:`RELEASE_COLUMN`) for what was ``found`` under ``root``:
     ``"whole"``, or with ``allow_partial`` ``"partial: ..."``; otherwise a difference from the
     manifest is a :class:`ReleaseError` in one line."""
@@ -185,26 +231,46 @@ def check_release(kind: str, root: str | os.PathLike, found: dict[str, Found],
         summary = f"{_n(got)} of {_n(total)} {manifest.unit}; " + summary
     if allow_partial:
         return f"partial: {summary}"
-    against = (f"the published release ({manifest.source})" if manifest.origin == "published"
-               else manifest.origin)
+    against = (
+        f"the published release ({manifest.source})"
+        if manifest.origin == "published"
+        else manifest.origin
+    )
     if short:
-        hint = ("get the whole release, or pass allow_partial=True "
-                f"(--allow-partial) to load what is there, recorded in every row's {RELEASE_COLUMN}")
+        hint = (
+            "get the whole release, or pass allow_partial=True "
+            f"(--allow-partial) to load what is there, recorded in every row's {RELEASE_COLUMN}"
+        )
         raise ReleaseError(f"{kind} at {root} is incomplete against {against}: {summary}; {hint}")
-    hint = (f"if this is a newer release, describe it with `python -m workbench.releases describe "
-            f"{kind} {root}` (writes {MANIFEST_FILE}) or pass allow_partial=True (--allow-partial), "
-            f"recorded in every row's {RELEASE_COLUMN}")
+    hint = (
+        f"if this is a newer release, describe it with `python -m workbench.releases describe "
+        f"{kind} {root}` (writes {MANIFEST_FILE}) or pass allow_partial=True (--allow-partial), "
+        f"recorded in every row's {RELEASE_COLUMN}"
+    )
     raise ReleaseError(f"{kind} at {root} differs from {against}: {summary}; {hint}")
 
 
 def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source: str = "") -> Path:
     """Write ``root/release_manifest.json`` listing what ``found`` counted (a release that is
     whole as it is: a newer version, or a fixture)."""
-    files = {rel: {"items": f.items, **({"parts": dict(f.parts)} if f.parts else {})}
-             for rel, f in sorted(found.items()) if f.items is not None}
+    files = {
+        rel: {"items": f.items, **({"parts": dict(f.parts)} if f.parts else {})}
+        for rel, f in sorted(found.items())
+        if f.items is not None
+    }
     out = Path(root) / MANIFEST_FILE
-    out.write_text(json.dumps({"kind": kind, "source": source or f"described from {root}",
-                               "unit": PUBLISHED[kind].unit, "files": files}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "kind": kind,
+                "source": source or f"described from {root}",
+                "unit": PUBLISHED[kind].unit,
+                "files": files,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return out
 
 
@@ -230,11 +296,15 @@ def count_release(kind: str, root: str | os.PathLike) -> tuple[Path, dict[str, F
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m workbench.releases",
-                                 description="Check or describe a data set release on disk.")
+    ap = argparse.ArgumentParser(
+        prog="python -m workbench.releases",
+        description="Check or describe a data set release on disk.",
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name, text in (("check", "compare a release with its manifest"),
-                       ("describe", f"write {MANIFEST_FILE} from what a release holds")):
+    for name, text in (
+        ("check", "compare a release with its manifest"),
+        ("describe", f"write {MANIFEST_FILE} from what a release holds"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("kind", choices=["unknownbench", "select", "taxi"])
         p.add_argument("dir", help="the release folder (taxi: its datasets/ or the file)")

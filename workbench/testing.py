@@ -37,9 +37,14 @@ NO_SYSTEM_TEMPLATE = (
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def tiny_tokenizer(chat_template: str | None = CHATML_TEMPLATE, special_tokens: Sequence[str] = SPECIAL_TOKENS,
-                   eos: str = "<|im_end|>", pad: str | None = "<|endoftext|>", bos: str | None = None,
-                   add_bos: bool = False):
+def tiny_tokenizer(
+    chat_template: str | None = CHATML_TEMPLATE,
+    special_tokens: Sequence[str] = SPECIAL_TOKENS,
+    eos: str = "<|im_end|>",
+    pad: str | None = "<|endoftext|>",
+    bos: str | None = None,
+    add_bos: bool = False,
+):
     """A byte-level BPE tokenizer with no merges: every byte is a token, decoding is exact.
 
     ``special_tokens`` come first in the vocabulary and are never split; ``add_bos`` prepends
@@ -57,7 +62,8 @@ def tiny_tokenizer(chat_template: str | None = CHATML_TEMPLATE, special_tokens: 
     backend.decoder = decoders.ByteLevel()
     if add_bos:
         backend.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])])
+            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])]
+        )
     named = {"eos_token": eos, "pad_token": pad, "bos_token": bos}
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,
@@ -69,8 +75,13 @@ def tiny_tokenizer(chat_template: str | None = CHATML_TEMPLATE, special_tokens: 
     return tok
 
 
-def tiny_lm(seed: int = 0, layers: int = 2, hidden: int = 32, chat_template: str | None = CHATML_TEMPLATE,
-            dtype: torch.dtype = torch.float32) -> LoadedModel:
+def tiny_lm(
+    seed: int = 0,
+    layers: int = 2,
+    hidden: int = 32,
+    chat_template: str | None = CHATML_TEMPLATE,
+    dtype: torch.dtype = torch.float32,
+) -> LoadedModel:
     """A tiny random Llama chat model wrapped as a :class:`LoadedModel`."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -93,9 +104,14 @@ def tiny_lm(seed: int = 0, layers: int = 2, hidden: int = 32, chat_template: str
     model = LlamaForCausalLM(config).to(dtype).eval()
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    return LoadedModel(model=model, tokenizer=tok, name=f"tiny-llama-{seed}",
-                       model_id=f"tiny-llama-{seed}", revision=f"seed-{seed}",
-                       source_dir=Path("."))
+    return LoadedModel(
+        model=model,
+        tokenizer=tok,
+        name=f"tiny-llama-{seed}",
+        model_id=f"tiny-llama-{seed}",
+        revision=f"seed-{seed}",
+        source_dir=Path("."),
+    )
 
 
 LLAMA3_TEMPLATE = (
@@ -189,13 +205,26 @@ def _gemma3_image_text(text, tok):
     model with a (tiny) SigLIP vision tower."""
     from transformers import Gemma3Config
 
-    vision = dict(model_type="siglip_vision_model", hidden_size=16, intermediate_size=32,
-                  num_hidden_layers=1, num_attention_heads=2, image_size=16, patch_size=8)
+    vision = dict(
+        model_type="siglip_vision_model",
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        image_size=16,
+        patch_size=8,
+    )
     ids = tok.convert_tokens_to_ids
-    return Gemma3Config(text_config=text.to_dict(), vision_config=vision, mm_tokens_per_image=4,
-                        boi_token_index=ids("<start_of_image>"), eoi_token_index=ids("<end_of_image>"),
-                        image_token_index=ids("<image_soft_token>"), tie_word_embeddings=False,
-                        initializer_range=text.initializer_range)
+    return Gemma3Config(
+        text_config=text.to_dict(),
+        vision_config=vision,
+        mm_tokens_per_image=4,
+        boi_token_index=ids("<start_of_image>"),
+        eoi_token_index=ids("<end_of_image>"),
+        image_token_index=ids("<image_soft_token>"),
+        tie_word_embeddings=False,
+        initializer_range=text.initializer_range,
+    )
 
 
 @dataclass(frozen=True)
@@ -229,71 +258,197 @@ class Family:
 #: shrunk to 32 tokens, shorter than a test prompt with a system prompt. Gemma's output head is
 #: untied: Gemma scales embeddings by sqrt(hidden), so with random tied weights a token's own
 #: embedding dominates the logits and greedy decoding repeats one token.
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("llama3", "LlamaConfig", "LlamaForCausalLM", LLAMA3_TEMPLATE,
-           ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-            "<|eot_id|>", "<|finetune_right_pad_id|>"),
-           eos="<|eot_id|>", pad="<|finetune_right_pad_id|>", bos="<|begin_of_text|>", add_bos=True,
-           generation_eos=("<|end_of_text|>",),
-           config=dict(rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                        "original_max_position_embeddings": 256},
-                       tie_word_embeddings=False)),
-    Family("gemma2", "Gemma2Config", "Gemma2ForCausalLM", GEMMA2_TEMPLATE,
-           ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"),
-           eos="<eos>", pad="<pad>", bos="<bos>", add_bos=True, generation_eos=("<end_of_turn>",),
-           accepts_system=False,
-           config=dict(head_dim=16, query_pre_attn_scalar=16, sliding_window=32, tie_word_embeddings=False,
-                       attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
-                       hidden_activation="gelu_pytorch_tanh")),
-    Family("gemma3", "Gemma3TextConfig", "Gemma3ForCausalLM", GEMMA3_TEMPLATE,
-           ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"),
-           eos="<eos>", pad="<pad>", bos="<bos>", add_bos=True, generation_eos=("<end_of_turn>",),
-           config=dict(head_dim=16, query_pre_attn_scalar=16, sliding_window=32, tie_word_embeddings=False,
-                       sliding_window_pattern=2)),  # 5 of every 6 layers slide in Gemma-3
-    Family("gemma3-mm", "Gemma3TextConfig", "Gemma3ForConditionalGeneration", GEMMA3_TEMPLATE,
-           ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
-            "<end_of_image>", "<image_soft_token>"),
-           eos="<eos>", pad="<pad>", bos="<bos>", add_bos=True, generation_eos=("<end_of_turn>",),
-           config=dict(head_dim=16, query_pre_attn_scalar=16, sliding_window=32, sliding_window_pattern=2),
-           wrap=_gemma3_image_text, blocks="model.language_model.layers"),
-    Family("mistral", "MistralConfig", "MistralForCausalLM", MISTRAL_TEMPLATE,
-           ("<unk>", "<s>", "</s>", "[INST]", "[/INST]"),
-           eos="</s>", pad=None, bos="<s>", add_bos=True,  # Mistral's tokenizer has no pad token
-           config=dict(sliding_window=32)),  # v0.1's sliding window on every layer
-    Family("qwen2", "Qwen2Config", "Qwen2ForCausalLM", QWEN2_TEMPLATE,
-           ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
-           eos="<|im_end|>", pad="<|endoftext|>", generation_eos=("<|endoftext|>",),
-           config=dict(tie_word_embeddings=True)),
-    Family("qwen3", "Qwen3Config", "Qwen3ForCausalLM", QWEN3_TEMPLATE,
-           ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"),
-           eos="<|im_end|>", pad="<|endoftext|>", generation_eos=("<|endoftext|>",),
-           config=dict(head_dim=16, tie_word_embeddings=True)),
-    Family("phi3", "Phi3Config", "Phi3ForCausalLM", PHI3_TEMPLATE,
-           ("<unk>", "<s>", "</s>", "<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
-           eos="<|endoftext|>", pad="<|endoftext|>", bos="<s>", generation_eos=("<|end|>", "<|assistant|>"),
-           config=dict(original_max_position_embeddings=1024)),
-)}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "llama3",
+            "LlamaConfig",
+            "LlamaForCausalLM",
+            LLAMA3_TEMPLATE,
+            (
+                "<|begin_of_text|>",
+                "<|end_of_text|>",
+                "<|start_header_id|>",
+                "<|end_header_id|>",
+                "<|eot_id|>",
+                "<|finetune_right_pad_id|>",
+            ),
+            eos="<|eot_id|>",
+            pad="<|finetune_right_pad_id|>",
+            bos="<|begin_of_text|>",
+            add_bos=True,
+            generation_eos=("<|end_of_text|>",),
+            config=dict(
+                rope_parameters={
+                    "rope_type": "llama3",
+                    "rope_theta": 500000.0,
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 256,
+                },
+                tie_word_embeddings=False,
+            ),
+        ),
+        Family(
+            "gemma2",
+            "Gemma2Config",
+            "Gemma2ForCausalLM",
+            GEMMA2_TEMPLATE,
+            ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"),
+            eos="<eos>",
+            pad="<pad>",
+            bos="<bos>",
+            add_bos=True,
+            generation_eos=("<end_of_turn>",),
+            accepts_system=False,
+            config=dict(
+                head_dim=16,
+                query_pre_attn_scalar=16,
+                sliding_window=32,
+                tie_word_embeddings=False,
+                attn_logit_softcapping=50.0,
+                final_logit_softcapping=30.0,
+                hidden_activation="gelu_pytorch_tanh",
+            ),
+        ),
+        Family(
+            "gemma3",
+            "Gemma3TextConfig",
+            "Gemma3ForCausalLM",
+            GEMMA3_TEMPLATE,
+            ("<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"),
+            eos="<eos>",
+            pad="<pad>",
+            bos="<bos>",
+            add_bos=True,
+            generation_eos=("<end_of_turn>",),
+            config=dict(
+                head_dim=16,
+                query_pre_attn_scalar=16,
+                sliding_window=32,
+                tie_word_embeddings=False,
+                sliding_window_pattern=2,
+            ),
+        ),  # 5 of every 6 layers slide in Gemma-3
+        Family(
+            "gemma3-mm",
+            "Gemma3TextConfig",
+            "Gemma3ForConditionalGeneration",
+            GEMMA3_TEMPLATE,
+            (
+                "<pad>",
+                "<eos>",
+                "<bos>",
+                "<start_of_turn>",
+                "<end_of_turn>",
+                "<start_of_image>",
+                "<end_of_image>",
+                "<image_soft_token>",
+            ),
+            eos="<eos>",
+            pad="<pad>",
+            bos="<bos>",
+            add_bos=True,
+            generation_eos=("<end_of_turn>",),
+            config=dict(
+                head_dim=16, query_pre_attn_scalar=16, sliding_window=32, sliding_window_pattern=2
+            ),
+            wrap=_gemma3_image_text,
+            blocks="model.language_model.layers",
+        ),
+        Family(
+            "mistral",
+            "MistralConfig",
+            "MistralForCausalLM",
+            MISTRAL_TEMPLATE,
+            ("<unk>", "<s>", "</s>", "[INST]", "[/INST]"),
+            eos="</s>",
+            pad=None,
+            bos="<s>",
+            add_bos=True,  # Mistral's tokenizer has no pad token
+            config=dict(sliding_window=32),
+        ),  # v0.1's sliding window on every layer
+        Family(
+            "qwen2",
+            "Qwen2Config",
+            "Qwen2ForCausalLM",
+            QWEN2_TEMPLATE,
+            ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+            eos="<|im_end|>",
+            pad="<|endoftext|>",
+            generation_eos=("<|endoftext|>",),
+            config=dict(tie_word_embeddings=True),
+        ),
+        Family(
+            "qwen3",
+            "Qwen3Config",
+            "Qwen3ForCausalLM",
+            QWEN3_TEMPLATE,
+            ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"),
+            eos="<|im_end|>",
+            pad="<|endoftext|>",
+            generation_eos=("<|endoftext|>",),
+            config=dict(head_dim=16, tie_word_embeddings=True),
+        ),
+        Family(
+            "phi3",
+            "Phi3Config",
+            "Phi3ForCausalLM",
+            PHI3_TEMPLATE,
+            (
+                "<unk>",
+                "<s>",
+                "</s>",
+                "<|endoftext|>",
+                "<|system|>",
+                "<|user|>",
+                "<|assistant|>",
+                "<|end|>",
+            ),
+            eos="<|endoftext|>",
+            pad="<|endoftext|>",
+            bos="<s>",
+            generation_eos=("<|end|>", "<|assistant|>"),
+            config=dict(original_max_position_embeddings=1024),
+        ),
+    )
+}
 
 
-def tiny_family_lm(family: str, seed: int = 0, layers: int = 3, hidden: int = 32,
-                   dtype: torch.dtype = torch.float32) -> LoadedModel:
+def tiny_family_lm(
+    family: str,
+    seed: int = 0,
+    layers: int = 3,
+    hidden: int = 32,
+    dtype: torch.dtype = torch.float32,
+) -> LoadedModel:
     """A tiny random model of ``family`` (a key of :data:`FAMILIES`) built from its own
     transformers configuration class, with its tokens and chat template."""
     import transformers
 
     fam = FAMILIES[family]
-    tok = tiny_tokenizer(fam.template, fam.special_tokens, eos=fam.eos, pad=fam.pad, bos=fam.bos,
-                         add_bos=fam.add_bos)
+    tok = tiny_tokenizer(
+        fam.template, fam.special_tokens, eos=fam.eos, pad=fam.pad, bos=fam.bos, add_bos=fam.add_bos
+    )
     eos_ids = [tok.convert_tokens_to_ids(t) for t in (fam.eos, *fam.generation_eos)]
-    config = getattr(transformers, fam.config_class)(**{
-        "vocab_size": len(tok), "hidden_size": hidden, "intermediate_size": hidden * 2,
-        "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "max_position_embeddings": 1024, "bos_token_id": tok.bos_token_id,
-        "eos_token_id": eos_ids, "pad_token_id": tok.pad_token_id,
-        "initializer_range": 0.4,  # large enough that greedy outputs vary from step to step
-        **fam.config,
-    })
+    config = getattr(transformers, fam.config_class)(
+        **{
+            "vocab_size": len(tok),
+            "hidden_size": hidden,
+            "intermediate_size": hidden * 2,
+            "num_hidden_layers": layers,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+            "bos_token_id": tok.bos_token_id,
+            "eos_token_id": eos_ids,
+            "pad_token_id": tok.pad_token_id,
+            "initializer_range": 0.4,  # large enough that greedy outputs vary from step to step
+            **fam.config,
+        }
+    )
     if fam.wrap is not None:
         config = fam.wrap(config, tok)
     torch.manual_seed(seed)
@@ -301,8 +456,14 @@ def tiny_family_lm(family: str, seed: int = 0, layers: int = 3, hidden: int = 32
     model.generation_config.eos_token_id = eos_ids
     model.generation_config.pad_token_id = tok.pad_token_id
     name = f"tiny-{family}-{seed}"
-    return LoadedModel(model=model, tokenizer=tok, name=name, model_id=name, revision=f"seed-{seed}",
-                       source_dir=Path("."))
+    return LoadedModel(
+        model=model,
+        tokenizer=tok,
+        name=name,
+        model_id=name,
+        revision=f"seed-{seed}",
+        source_dir=Path("."),
+    )
 
 
 def save_tiny(lm: LoadedModel, directory: Path) -> Path:
@@ -328,18 +489,25 @@ def tiny_benchmark():
     )
 
     c = [
-        Concept("places", "places"), Concept("water", "body of water", parent="places"),
-        Concept("river", "river", parent="water"), Concept("brook", "brook", parent="water"),
+        Concept("places", "places"),
+        Concept("water", "body of water", parent="places"),
+        Concept("river", "river", parent="water"),
+        Concept("brook", "brook", parent="water"),
         Concept("nile", "Nile", kind="instance", parent="river"),
         Concept("danube", "Danube", kind="instance", parent="river"),
-        Concept("mountain", "mountain", parent="places"), Concept("volcano", "volcano", parent="mountain"),
-        Concept("people", "people"), Concept("scientist", "scientist", parent="people"),
+        Concept("mountain", "mountain", parent="places"),
+        Concept("volcano", "volcano", parent="mountain"),
+        Concept("people", "people"),
+        Concept("scientist", "scientist", parent="people"),
         Concept("physicist", "physicist", parent="scientist"),
         Concept("chemist", "chemist", parent="scientist"),
     ]
     atomic = Taxonomy.from_concepts(c, name="tiny-atomic")
-    comps = compose(atomic, [RelationTemplate("{} near {}", (SlotRule("mountain"), SlotRule("water")))],
-                    CompositionParams(branching=(4,), max_depth=3))
+    comps = compose(
+        atomic,
+        [RelationTemplate("{} near {}", (SlotRule("mountain"), SlotRule("water")))],
+        CompositionParams(branching=(4,), max_depth=3),
+    )
     gen = TemplateQuestionGenerator(seed=0)
     questions = build_question_bank(atomic, gen).merge(build_question_bank(comps, gen))
     return Benchmark(atomic, comps, questions, {"name": "tiny"})

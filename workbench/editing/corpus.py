@@ -18,8 +18,9 @@ CONTEXT_OPENINGS = ("The", "Therefore", "Because", "I", "You")
 TEXT_OPENINGS = ("The", "In", "A", "It", "This", "When", "There", "We", "He", "She")
 
 
-def sample_texts(lm, openings: Sequence[str], per_opening: int, max_tokens: int, top_k: int = 5,
-                 seed: int = 0) -> list[str]:
+def sample_texts(
+    lm, openings: Sequence[str], per_opening: int, max_tokens: int, top_k: int = 5, seed: int = 0
+) -> list[str]:
     """``per_opening`` samples after each opening, each at most ``max_tokens`` tokens long in all
     (the opening and any special tokens included, as EasyEdit's ``max_out_len``), decoded without
     special tokens, NFKD-normalised, blank lines joined with a space."""
@@ -38,16 +39,28 @@ def sample_texts(lm, openings: Sequence[str], per_opening: int, max_tokens: int,
                 texts = [opening] * per_opening
             else:
                 batch = ids.repeat(per_opening, 1)
-                gen = model.generate(input_ids=batch, attention_mask=torch.ones_like(batch), do_sample=True,
-                                     top_k=top_k, top_p=1.0, temperature=1.0, max_new_tokens=new,
-                                     min_new_tokens=new, pad_token_id=pad)
+                gen = model.generate(
+                    input_ids=batch,
+                    attention_mask=torch.ones_like(batch),
+                    do_sample=True,
+                    top_k=top_k,
+                    top_p=1.0,
+                    temperature=1.0,
+                    max_new_tokens=new,
+                    min_new_tokens=new,
+                    pad_token_id=pad,
+                )
                 texts = tok.batch_decode(gen, skip_special_tokens=True)
             out += [unicodedata.normalize("NFKD", t).replace("\n\n", " ") for t in texts]
     return out
 
 
-def context_templates(lm, lengths: Sequence[Sequence[int]] = ((5, 10), (10, 10)), seed: int = 0,
-                      openings: Sequence[str] = CONTEXT_OPENINGS) -> list[str]:
+def context_templates(
+    lm,
+    lengths: Sequence[Sequence[int]] = ((5, 10), (10, 10)),
+    seed: int = 0,
+    openings: Sequence[str] = CONTEXT_OPENINGS,
+) -> list[str]:
     """ROME's context templates: ``"{}"`` then, for each ``(length, count)``, ``count`` samples of
     ``length`` tokens spread over the openings, braces removed, each followed by ``". {}"``."""
     out = ["{}"]

@@ -25,10 +25,28 @@ from workbench.errors import WorkbenchError
 from workbench.paths import repo_root
 
 CATEGORY = "category"
-TAXI_COLUMNS = ["entity", "orig_entity", "token_type", "edit_type", "edit", "subj", "property",
-                "query_fwd", "query_rev", "answer_changed", "fwd_choices", "rev_choices", "answer_fwd",
-                "answer_rev", "orig_answer_fwd", "orig_answer_rev", "foil1", "foil2", "foil3",
-                "superordinate_category"]
+TAXI_COLUMNS = [
+    "entity",
+    "orig_entity",
+    "token_type",
+    "edit_type",
+    "edit",
+    "subj",
+    "property",
+    "query_fwd",
+    "query_rev",
+    "answer_changed",
+    "fwd_choices",
+    "rev_choices",
+    "answer_fwd",
+    "answer_rev",
+    "orig_answer_fwd",
+    "orig_answer_rev",
+    "foil1",
+    "foil2",
+    "foil3",
+    "superordinate_category",
+]
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,9 @@ def load_categories(path: str | os.PathLike | None = None) -> dict:
         for cname, c in g["categories"].items():
             missing = set(g["properties"]) - set(c["properties"]) - set(g.get("shared", {}))
             if missing:
-                raise WorkbenchError(f"{p}: category {cname!r} of {gname!r} lacks properties {sorted(missing)}")
+                raise WorkbenchError(
+                    f"{p}: category {cname!r} of {gname!r} lacks properties {sorted(missing)}"
+                )
     return data
 
 
@@ -82,30 +102,81 @@ def queries_for_edit(data: dict, edit: Edit) -> list[dict]:
     # the category query
     cat_choices = list(cats)
     rev_subjects = [edit.subject] + foils_for(edit.new_category)
-    rows.append(_row(edit, CATEGORY, "A <subj> is a kind of", "One kind of <answer> is the",
-                     True, cat_choices, rev_subjects, edit.new_category, edit.old_category))
+    rows.append(
+        _row(
+            edit,
+            CATEGORY,
+            "A <subj> is a kind of",
+            "One kind of <answer> is the",
+            True,
+            cat_choices,
+            rev_subjects,
+            edit.new_category,
+            edit.old_category,
+        )
+    )
     for prop, tmpl in g["properties"].items():
         if prop in g.get("shared", {}):
             value = g["shared"][prop]
-            choices = [value] + sorted({c["properties"][p] for c in cats.values() for p in c["properties"]
-                                        if c["properties"][p] != value})[:2]
-            rows.append(_row(edit, prop, tmpl["fwd"], tmpl["rev"], False, choices, rev_subjects, value, value))
+            choices = [value] + sorted(
+                {
+                    c["properties"][p]
+                    for c in cats.values()
+                    for p in c["properties"]
+                    if c["properties"][p] != value
+                }
+            )[:2]
+            rows.append(
+                _row(
+                    edit, prop, tmpl["fwd"], tmpl["rev"], False, choices, rev_subjects, value, value
+                )
+            )
         else:
-            new, old = cats[edit.new_category]["properties"][prop], cats[edit.old_category]["properties"][prop]
+            new, old = (
+                cats[edit.new_category]["properties"][prop],
+                cats[edit.old_category]["properties"][prop],
+            )
             choices = [cats[c]["properties"][prop] for c in cats]
-            rows.append(_row(edit, prop, tmpl["fwd"], tmpl["rev"], new != old, choices, rev_subjects, new, old))
+            rows.append(
+                _row(
+                    edit,
+                    prop,
+                    tmpl["fwd"],
+                    tmpl["rev"],
+                    new != old,
+                    choices,
+                    rev_subjects,
+                    new,
+                    old,
+                )
+            )
     return rows
 
 
 def _row(edit, prop, fwd, rev, changed, fwd_choices, rev_choices, answer, orig_answer) -> dict:
     foils = [c for c in fwd_choices if c != answer] + [None, None, None]
-    return {"entity": edit.subject, "orig_entity": edit.old_category, "token_type": edit.token_type,
-            "edit_type": "category", "edit": edit.label, "subj": edit.subject, "property": prop,
-            "query_fwd": fwd, "query_rev": rev, "answer_changed": changed,
-            "fwd_choices": list(fwd_choices), "rev_choices": list(rev_choices),
-            "answer_fwd": answer, "answer_rev": edit.subject, "orig_answer_fwd": orig_answer,
-            "orig_answer_rev": edit.subject, "foil1": foils[0], "foil2": foils[1], "foil3": foils[2],
-            "superordinate_category": edit.group}
+    return {
+        "entity": edit.subject,
+        "orig_entity": edit.old_category,
+        "token_type": edit.token_type,
+        "edit_type": "category",
+        "edit": edit.label,
+        "subj": edit.subject,
+        "property": prop,
+        "query_fwd": fwd,
+        "query_rev": rev,
+        "answer_changed": changed,
+        "fwd_choices": list(fwd_choices),
+        "rev_choices": list(rev_choices),
+        "answer_fwd": answer,
+        "answer_rev": edit.subject,
+        "orig_answer_fwd": orig_answer,
+        "orig_answer_rev": edit.subject,
+        "foil1": foils[0],
+        "foil2": foils[1],
+        "foil3": foils[2],
+        "superordinate_category": edit.group,
+    }
 
 
 def build_edit_queries(data: dict | None = None, edits: list[Edit] | None = None) -> pd.DataFrame:
@@ -148,8 +219,15 @@ def _taxi_field_problem(row) -> str | None:
         v = row[col]
         if not isinstance(v, list) or not v or not all(isinstance(c, str) for c in v):
             return f"{col!r} must be a non-empty list of strings, got {type(v).__name__} {v!r:.60}"
-    for col in ("edit", "subj", "property", "query_fwd", "query_rev", "answer_fwd",
-                "superordinate_category"):
+    for col in (
+        "edit",
+        "subj",
+        "property",
+        "query_fwd",
+        "query_rev",
+        "answer_fwd",
+        "superordinate_category",
+    ):
         if not isinstance(row[col], str):
             return f"{col!r} must be a string, got {type(row[col]).__name__} {row[col]!r:.60}"
     if not isinstance(row["answer_changed"], (bool, np.bool_)):
@@ -172,12 +250,19 @@ def count_taxi(path: str | os.PathLike, frame: pd.DataFrame | None = None) -> di
         problem = _taxi_field_problem(row)
         if problem:
             raise WorkbenchError(f"{p}, row {key}: malformed query: {problem}")
-    parts = {"edits": int(frame["edit"].nunique()),
-             **{f"{g} queries": int(n) for g, n in frame["superordinate_category"].value_counts().items()}}
+    parts = {
+        "edits": int(frame["edit"].nunique()),
+        **{
+            f"{g} queries": int(n)
+            for g, n in frame["superordinate_category"].value_counts().items()
+        },
+    }
     return {p.name: Found(len(frame), parts)}
 
 
-def check_taxi_release(frame: pd.DataFrame, path: str | os.PathLike, allow_partial: bool = False) -> str:
+def check_taxi_release(
+    frame: pd.DataFrame, path: str | os.PathLike, allow_partial: bool = False
+) -> str:
     """The load's record ("whole" / "partial: ...") of taxi's file against the published
     release (:data:`workbench.releases.PUBLISHED`) or the ``release_manifest.json`` beside it;
     anything less is an error naming what is missing unless ``allow_partial``."""

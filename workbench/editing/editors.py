@@ -32,7 +32,13 @@ from workbench.generation.hooks import UnsupportedModelError, layer_module_name
 from workbench.paths import cache_home
 
 REWRITE_TEMPLATES = ("A {s} is a kind of", "The {s} is a type of", "In short, a {s} is a kind of")
-KEY_CONTEXTS = ("A {s}", "The {s}", "Yesterday I saw a {s}", "Here is a picture of a {s}", "My neighbour has a {s}")
+KEY_CONTEXTS = (
+    "A {s}",
+    "The {s}",
+    "Yesterday I saw a {s}",
+    "Here is a picture of a {s}",
+    "My neighbour has a {s}",
+)
 
 
 @dataclass
@@ -90,7 +96,8 @@ def _down_proj(model, layer: int) -> torch.nn.Linear:
     if not isinstance(site, torch.nn.Linear):
         raise UnsupportedModelError(
             f"ROME and FT edit an MLP down-projection (a Linear at {name}.mlp.down_proj); "
-            f"{type(model).__name__} has none there")
+            f"{type(model).__name__} has none there"
+        )
     return site
 
 
@@ -99,7 +106,9 @@ def _subject_batch(lm, subject: str, prompts: list[str], category: str | None):
     tokens when ``category`` is given; the position of the subject's last token in each; the
     target span ``(start, length)`` of each and the target ids."""
     tok = lm.tokenizer
-    target = tok(" " + category, add_special_tokens=False)["input_ids"] if category is not None else []
+    target = (
+        tok(" " + category, add_special_tokens=False)["input_ids"] if category is not None else []
+    )
     seqs, subj_pos, spans = [], [], []
     for t in prompts:
         head = t[: t.index("{s}")] + subject
@@ -123,13 +132,22 @@ def _nll(logits, ids, spans, per_token: bool = False):
     logp = torch.log_softmax(logits.float(), -1)
     total = 0.0
     for r, (s, n) in enumerate(spans):
-        row = -logp[r, s - 1:s - 1 + n].gather(-1, ids[r, s:s + n, None]).sum()
+        row = -logp[r, s - 1 : s - 1 + n].gather(-1, ids[r, s : s + n, None]).sum()
         total = total + (row / max(1, n) if per_token else row)
     return total / len(spans)
 
 
-def _optimise(model, tensor: torch.Tensor, loss_fn, steps: int, lr: float, project,
-              stop_loss: float | None = None, final_step: bool = True, weight_decay: float = 0.0) -> float:
+def _optimise(
+    model,
+    tensor: torch.Tensor,
+    loss_fn,
+    steps: int,
+    lr: float,
+    project,
+    stop_loss: float | None = None,
+    final_step: bool = True,
+    weight_decay: float = 0.0,
+) -> float:
     """Adam on ``tensor`` alone (every model parameter frozen meanwhile) to lower ``loss_fn()``;
     ``project()`` runs after each step to keep it in bounds. A pass whose loss is below
     ``stop_loss`` ends the loop before stepping; with ``final_step=False`` the last pass only
@@ -174,13 +192,26 @@ class FT(Editor):
 
     name = "ft"
 
-    def __init__(self, layer: int = 4, steps: int = 25, lr: float = 5e-4, max_change: float | None = 5e-3,
-                 weight_decay: float = 0.0, loss: str = "sequence", stop_loss: float | None = None,
-                 templates: tuple[str, ...] = REWRITE_TEMPLATES):
+    def __init__(
+        self,
+        layer: int = 4,
+        steps: int = 25,
+        lr: float = 5e-4,
+        max_change: float | None = 5e-3,
+        weight_decay: float = 0.0,
+        loss: str = "sequence",
+        stop_loss: float | None = None,
+        templates: tuple[str, ...] = REWRITE_TEMPLATES,
+    ):
         if loss not in FT_LOSSES:
             raise ValueError(f"FT loss must be one of {FT_LOSSES}, got {loss!r}")
         self.layer, self.steps, self.lr, self.max_change = layer, steps, lr, max_change
-        self.weight_decay, self.loss, self.stop_loss, self.templates = weight_decay, loss, stop_loss, tuple(templates)
+        self.weight_decay, self.loss, self.stop_loss, self.templates = (
+            weight_decay,
+            loss,
+            stop_loss,
+            tuple(templates),
+        )
 
     def edit(self, lm, subject, category):
         model = lm.model
@@ -202,16 +233,28 @@ class FT(Editor):
 
             def loss_fn():
                 logits = model(input_ids=ids, attention_mask=mask).logits
-                rows = torch.stack([torch.log_softmax(logits[r, p].float(), -1)[tgt].mean()
-                                    for r, p in enumerate(last)])
+                rows = torch.stack(
+                    [
+                        torch.log_softmax(logits[r, p].float(), -1)[tgt].mean()
+                        for r, p in enumerate(last)
+                    ]
+                )
                 return -rows.mean()
 
         def project():  # stay within max_change of the original weights
             if self.max_change is not None:
                 w.copy_(original + (w - original).clamp(-self.max_change, self.max_change))
 
-        loss = _optimise(model, w, loss_fn, self.steps, self.lr, project, self.stop_loss,
-                         weight_decay=self.weight_decay)
+        loss = _optimise(
+            model,
+            w,
+            loss_fn,
+            self.steps,
+            self.lr,
+            project,
+            self.stop_loss,
+            weight_decay=self.weight_decay,
+        )
 
         def restore():
             with torch.no_grad():
@@ -224,7 +267,9 @@ ROME_RECIPES = ("workbench", "easyedit")
 MODEL_SAMPLES = "model_samples"
 
 
-def _reps_at(lm, layer: int, seqs: list[list[int]], positions: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def _reps_at(
+    lm, layer: int, seqs: list[list[int]], positions: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The down-projection's input and output at ``positions[i]`` of ``seqs[i]`` (right padded,
     so each position is that sequence's own token)."""
     site = _down_proj(lm.model, layer)
@@ -264,22 +309,46 @@ class ROME(Editor):
 
     name = "rome"
 
-    def __init__(self, layer: int = 4, corpus: list[str] | str | None = None, n_samples: int = 1000,
-                 steps: int = 25, lr: float = 0.5, clamp: float = 4.0, damping: float = 1e-2,
-                 templates: tuple[str, ...] = REWRITE_TEMPLATES, recipe: str = "workbench",
-                 context_lengths: tuple[tuple[int, int], ...] = ((5, 10), (10, 10)),
-                 kl_factor: float = 0.0, kl_prompt: str = "{s} is a", weight_decay: float = 0.0,
-                 stop_loss: float | None = None, final_step: bool = True, sample_tokens: int = 64,
-                 seed: int = 0):
+    def __init__(
+        self,
+        layer: int = 4,
+        corpus: list[str] | str | None = None,
+        n_samples: int = 1000,
+        steps: int = 25,
+        lr: float = 0.5,
+        clamp: float = 4.0,
+        damping: float = 1e-2,
+        templates: tuple[str, ...] = REWRITE_TEMPLATES,
+        recipe: str = "workbench",
+        context_lengths: tuple[tuple[int, int], ...] = ((5, 10), (10, 10)),
+        kl_factor: float = 0.0,
+        kl_prompt: str = "{s} is a",
+        weight_decay: float = 0.0,
+        stop_loss: float | None = None,
+        final_step: bool = True,
+        sample_tokens: int = 64,
+        seed: int = 0,
+    ):
         if recipe not in ROME_RECIPES:
             raise ValueError(f"ROME recipe must be one of {ROME_RECIPES}, got {recipe!r}")
         if isinstance(corpus, str) and corpus != MODEL_SAMPLES:
-            raise ValueError(f"ROME corpus must be a list of texts, None or {MODEL_SAMPLES!r}, got {corpus!r}")
+            raise ValueError(
+                f"ROME corpus must be a list of texts, None or {MODEL_SAMPLES!r}, got {corpus!r}"
+            )
         self.layer, self.corpus, self.n_samples = layer, corpus, n_samples
         self.steps, self.lr, self.clamp, self.damping = steps, lr, clamp, damping
-        self.templates, self.recipe, self.context_lengths = tuple(templates), recipe, tuple(map(tuple, context_lengths))
+        self.templates, self.recipe, self.context_lengths = (
+            tuple(templates),
+            recipe,
+            tuple(map(tuple, context_lengths)),
+        )
         self.kl_factor, self.kl_prompt, self.weight_decay = kl_factor, kl_prompt, weight_decay
-        self.stop_loss, self.final_step, self.sample_tokens, self.seed = stop_loss, final_step, sample_tokens, seed
+        self.stop_loss, self.final_step, self.sample_tokens, self.seed = (
+            stop_loss,
+            final_step,
+            sample_tokens,
+            seed,
+        )
         self._contexts: dict[str, list[str]] = {}
 
     # -- second moment of the layer's inputs, computed once and cached -----------------------
@@ -288,7 +357,9 @@ class ROME(Editor):
             from workbench.editing.corpus import TEXT_OPENINGS, sample_texts
 
             per = -(-self.n_samples // len(TEXT_OPENINGS))
-            return sample_texts(lm, TEXT_OPENINGS, per, self.sample_tokens, seed=self.seed)[: self.n_samples]
+            return sample_texts(lm, TEXT_OPENINGS, per, self.sample_tokens, seed=self.seed)[
+                : self.n_samples
+            ]
         if self.corpus is not None:
             return self.corpus[: self.n_samples]
         from workbench.taxonomy import load_benchmark
@@ -304,7 +375,11 @@ class ROME(Editor):
         return hashlib.sha256(("\n".join(texts)).encode()).hexdigest()[:12] + f"-{len(texts)}"
 
     def second_moment(self, lm) -> torch.Tensor:
-        path = cache_home() / "rome_stats" / f"{lm.model_id.replace('/', '_')}-{lm.revision[-12:]}-L{self.layer}-{self._corpus_key()}.pt"
+        path = (
+            cache_home()
+            / "rome_stats"
+            / f"{lm.model_id.replace('/', '_')}-{lm.revision[-12:]}-L{self.layer}-{self._corpus_key()}.pt"
+        )
         if path.is_file():
             return torch.load(path)
         texts = self._corpus(lm)
@@ -330,7 +405,10 @@ class ROME(Editor):
         try:
             with torch.inference_mode():
                 for start in range(0, len(texts), 32):
-                    batch = [tok(t, add_special_tokens=True)["input_ids"] for t in texts[start:start + 32]]
+                    batch = [
+                        tok(t, add_special_tokens=True)["input_ids"]
+                        for t in texts[start : start + 32]
+                    ]
                     ids, mask = pad_batch(batch, tok.pad_token_id or 0, "right")
                     grab.mask = mask.to(next(lm.model.parameters()).device)
                     try:
@@ -358,7 +436,9 @@ class ROME(Editor):
         try:
             with torch.inference_mode():
                 for ctx in KEY_CONTEXTS:
-                    ids = tok(ctx.format(s=subject), return_tensors="pt", add_special_tokens=True)["input_ids"]
+                    ids = tok(ctx.format(s=subject), return_tensors="pt", add_special_tokens=True)[
+                        "input_ids"
+                    ]
                     lm.model(input_ids=ids)
                     keys.append(grab.value.float())
         finally:
@@ -389,8 +469,11 @@ class ROME(Editor):
             k_fit, v_fit = k, original.float() @ k
             v0 = v_fit
         else:
-            prompts = [c.replace("{}", "{s}", 1).replace("{s}", t, 1) for c in self.context_templates(lm)
-                       for t in self.templates[:1]]
+            prompts = [
+                c.replace("{}", "{s}", 1).replace("{s}", t, 1)
+                for c in self.context_templates(lm)
+                for t in self.templates[:1]
+            ]
             seqs, pos, _, _ = _subject_batch(lm, subject, prompts, None)
             keys, _ = _reps_at(lm, self.layer, seqs, pos)
             k = keys.mean(0)
@@ -422,7 +505,8 @@ class ROME(Editor):
                 if "lp" not in kl_init:  # the first pass: delta is zero, the model unedited
                     kl_init["lp"] = lp.detach().clone()
                 loss = loss + self.kl_factor * torch.nn.functional.kl_div(
-                    kl_init["lp"], lp, log_target=True, reduction="batchmean")
+                    kl_init["lp"], lp, log_target=True, reduction="batchmean"
+                )
             if self.weight_decay:
                 loss = loss + self.weight_decay * delta.norm() / v0.norm() ** 2
             return loss
@@ -433,11 +517,17 @@ class ROME(Editor):
 
         handle = site.register_forward_hook(add)
         try:
-            loss = _optimise(model, delta, loss_fn, self.steps, self.lr, project, self.stop_loss, self.final_step)
+            loss = _optimise(
+                model, delta, loss_fn, self.steps, self.lr, project, self.stop_loss, self.final_step
+            )
         finally:
             handle.remove()
         target = v0 + delta.detach()
-        reg = cov + self.damping * cov.diagonal().mean() * torch.eye(cov.shape[0]) if self.damping else cov
+        reg = (
+            cov + self.damping * cov.diagonal().mean() * torch.eye(cov.shape[0])
+            if self.damping
+            else cov
+        )
         u = torch.linalg.solve(reg.to(k.device), k)
         update = torch.outer(target - v_fit, u) / (k_fit @ u)
         with torch.no_grad():
@@ -447,8 +537,15 @@ class ROME(Editor):
             with torch.no_grad():
                 w.copy_(original)
 
-        return EditedModel(lm, restore_fn=restore, info={"final_loss": loss, "update_norm": float(update.norm()),
-                                                         "delta_norm": float(delta.norm())})
+        return EditedModel(
+            lm,
+            restore_fn=restore,
+            info={
+                "final_loss": loss,
+                "update_norm": float(update.norm()),
+                "delta_norm": float(delta.norm()),
+            },
+        )
 
 
 EDITORS = {"none": NoEdit, "ike": IKE, "ft": FT, "rome": ROME}

@@ -10,7 +10,6 @@ from workbench.editing.editors import Editor
 from workbench.editing.scoring import choice_logprobs
 from workbench.errors import WorkbenchError
 
-
 SLOTS = ("in_place", "append")
 
 
@@ -40,27 +39,55 @@ def is_category_query(prop: str) -> bool:
     return prop == CATEGORY or str(prop).startswith("category_membership")
 
 
-def score_queries(edited, queries: pd.DataFrame, normalization: str = "token",
-                  slots: str = "in_place") -> pd.DataFrame:
+def score_queries(
+    edited, queries: pd.DataFrame, normalization: str = "token", slots: str = "in_place"
+) -> pd.DataFrame:
     """Both directions of every query; one row per (query, direction) with correctness. The
     subject is filled in as the ``subj`` column spells it (see :func:`edit_subject`)."""
     rows = []
-    fwd_split = [split_query(q, "<answer>", slots, subj=s) for q, s in zip(queries["query_fwd"], queries["subj"])]
-    rev_split = [split_query(q, "<subj>", slots, answer=str(a))
-                 for q, a in zip(queries["query_rev"], queries["answer_fwd"])]
-    fwd = choice_logprobs(edited.lm, [edited.prefix + b for b, _ in fwd_split], list(queries["fwd_choices"]),
-                          normalization, suffixes=[a for _, a in fwd_split])
-    rev = choice_logprobs(edited.lm, [edited.prefix + b for b, _ in rev_split], list(queries["rev_choices"]),
-                          normalization, suffixes=[a for _, a in rev_split])
+    fwd_split = [
+        split_query(q, "<answer>", slots, subj=s)
+        for q, s in zip(queries["query_fwd"], queries["subj"])
+    ]
+    rev_split = [
+        split_query(q, "<subj>", slots, answer=str(a))
+        for q, a in zip(queries["query_rev"], queries["answer_fwd"])
+    ]
+    fwd = choice_logprobs(
+        edited.lm,
+        [edited.prefix + b for b, _ in fwd_split],
+        list(queries["fwd_choices"]),
+        normalization,
+        suffixes=[a for _, a in fwd_split],
+    )
+    rev = choice_logprobs(
+        edited.lm,
+        [edited.prefix + b for b, _ in rev_split],
+        list(queries["rev_choices"]),
+        normalization,
+        suffixes=[a for _, a in rev_split],
+    )
     for (_, q), f, r in zip(queries.iterrows(), fwd, rev):
         answer_rev = q["subj"] if q["answer_rev"] in (None, "<subj>") else q["answer_rev"]
-        for direction, scores, choices, answer in (("forward", f, q["fwd_choices"], q["answer_fwd"]),
-                                                   ("reverse", r, q["rev_choices"], answer_rev)):
+        for direction, scores, choices, answer in (
+            ("forward", f, q["fwd_choices"], q["answer_fwd"]),
+            ("reverse", r, q["rev_choices"], answer_rev),
+        ):
             pick = choices[max(range(len(scores)), key=scores.__getitem__)]
-            rows.append({"edit": q["edit"], "property": q["property"], "direction": direction,
-                         "token_type": q["token_type"], "group": q["superordinate_category"],
-                         "answer_changed": bool(q["answer_changed"]), "choice": pick, "answer": answer,
-                         "correct": pick == answer, "chance": 1 / len(choices)})
+            rows.append(
+                {
+                    "edit": q["edit"],
+                    "property": q["property"],
+                    "direction": direction,
+                    "token_type": q["token_type"],
+                    "group": q["superordinate_category"],
+                    "answer_changed": bool(q["answer_changed"]),
+                    "choice": pick,
+                    "answer": answer,
+                    "correct": pick == answer,
+                    "chance": 1 / len(choices),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -70,15 +97,25 @@ def edit_subject(label: str, queries: pd.DataFrame) -> str:
     both keep it as released, or both lose it after :func:`~workbench.editing.taxi.normalise_subjects`)."""
     subjects = queries["subj"].unique() if "subj" in queries else []
     if len(subjects) > 1:
-        raise WorkbenchError(f"edit {label!r}: its queries name several subjects {sorted(map(repr, subjects))}")
+        raise WorkbenchError(
+            f"edit {label!r}: its queries name several subjects {sorted(map(repr, subjects))}"
+        )
     return str(subjects[0]) if len(subjects) else parse_edit(label)[0]
 
 
-def evaluate_editor(lm, editor: Editor, queries: pd.DataFrame, normalization: str = "token",
-                    progress: bool = False, slots: str = "in_place") -> pd.DataFrame:
+def evaluate_editor(
+    lm,
+    editor: Editor,
+    queries: pd.DataFrame,
+    normalization: str = "token",
+    progress: bool = False,
+    slots: str = "in_place",
+) -> pd.DataFrame:
     """Apply each edit, score its queries, restore; returns the scored rows with the editor name."""
     frames = []
-    for label, q in tqdm(list(queries.groupby("edit", sort=False)), desc=editor.name, disable=not progress):
+    for label, q in tqdm(
+        list(queries.groupby("edit", sort=False)), desc=editor.name, disable=not progress
+    ):
         category = parse_edit(label)[1]
         with editor.edit(lm, edit_subject(label, q), category) as edited:
             frames.append(score_queries(edited, q, normalization, slots))
@@ -105,12 +142,23 @@ def edit_metrics(scored: pd.DataFrame) -> pd.DataFrame:
     prop["metric"] = "property_success"
     s = pd.concat([s, prop], ignore_index=True)
     out = []
-    subsets = [("overall", None)] + [(f"{c}={v}", (c, v)) for c in ("token_type", "direction", "group")
-                                     for v in sorted(s[c].unique())]
+    subsets = [("overall", None)] + [
+        (f"{c}={v}", (c, v))
+        for c in ("token_type", "direction", "group")
+        for v in sorted(s[c].unique())
+    ]
     for (editor, metric), f in s.groupby(["editor", "metric"], sort=False):
         for name, cond in subsets:
             g = f if cond is None else f[f[cond[0]] == cond[1]]
             if len(g):
-                out.append({"editor": editor, "metric": metric, "subset": name,
-                            "value": g["correct"].mean(), "n": len(g), "chance": g["chance"].mean()})
+                out.append(
+                    {
+                        "editor": editor,
+                        "metric": metric,
+                        "subset": name,
+                        "value": g["correct"].mean(),
+                        "n": len(g),
+                        "chance": g["chance"].mean(),
+                    }
+                )
     return pd.DataFrame(out)

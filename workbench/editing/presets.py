@@ -30,7 +30,9 @@ WORKBENCH_KL = "{s} is a"
 
 PRESETS: dict[str, dict[str, Any]] = {
     "workbench": {
-        "normalization": "token", "slots": "in_place", "subjects": "normalised",
+        "normalization": "token",
+        "slots": "in_place",
+        "subjects": "normalised",
         "ike": {"template": WORKBENCH_IKE},
         "ft": {"layer": 4, "steps": 25, "lr": 5e-4, "max_change": 5e-3},
         "rome": {"layer": 4},
@@ -44,13 +46,35 @@ PRESETS: dict[str, dict[str, Any]] = {
         "subjects": "as_released",
         "ike": {"template": "taxi"},
         # hparams/FT/llama-7b.yaml + ft_main.py
-        "ft": {"layer_of_32": 21, "steps": 25, "lr": 5e-4, "weight_decay": 0.0, "max_change": None,
-               "loss": "last_position", "stop_loss": 1e-2, "templates": "taxi"},
+        "ft": {
+            "layer_of_32": 21,
+            "steps": 25,
+            "lr": 5e-4,
+            "weight_decay": 0.0,
+            "max_change": None,
+            "loss": "last_position",
+            "stop_loss": 1e-2,
+            "templates": "taxi",
+        },
         # hparams/ROME/llama-7b.yaml + rome_main.py / compute_u.py / compute_v.py
-        "rome": {"layer_of_32": 5, "recipe": "easyedit", "steps": 25, "final_step": False, "lr": 0.5,
-                 "weight_decay": 1e-3, "clamp": 4.0, "kl_factor": 0.0625, "kl_prompt": "taxi",
-                 "stop_loss": 5e-2, "context_lengths": ((5, 10), (10, 10)), "damping": 0.0,
-                 "corpus": "model_samples", "n_samples": 300, "sample_tokens": 64, "templates": "taxi"},
+        "rome": {
+            "layer_of_32": 5,
+            "recipe": "easyedit",
+            "steps": 25,
+            "final_step": False,
+            "lr": 0.5,
+            "weight_decay": 1e-3,
+            "clamp": 4.0,
+            "kl_factor": 0.0625,
+            "kl_prompt": "taxi",
+            "stop_loss": 5e-2,
+            "context_lengths": ((5, 10), (10, 10)),
+            "damping": 0.0,
+            "corpus": "model_samples",
+            "n_samples": 300,
+            "sample_tokens": 64,
+            "templates": "taxi",
+        },
     },
 }
 
@@ -68,10 +92,15 @@ def run_settings(name: str, normalization: str = "", subjects: str = "") -> dict
     from workbench.editing.taxi import SUBJECT_SPELLINGS
 
     p = preset(name)
-    out = {"normalization": normalization or p["normalization"], "slots": p["slots"],
-           "subjects": subjects or p["subjects"]}
+    out = {
+        "normalization": normalization or p["normalization"],
+        "slots": p["slots"],
+        "subjects": subjects or p["subjects"],
+    }
     if out["normalization"] not in SCORE_NORMALIZATIONS:
-        raise ConfigError(f"normalization must be one of {SCORE_NORMALIZATIONS}, got {out['normalization']!r}")
+        raise ConfigError(
+            f"normalization must be one of {SCORE_NORMALIZATIONS}, got {out['normalization']!r}"
+        )
     if out["subjects"] not in SUBJECT_SPELLINGS:
         raise ConfigError(f"subjects must be one of {SUBJECT_SPELLINGS}, got {out['subjects']!r}")
     return out
@@ -89,7 +118,9 @@ def _depth(lm) -> int:
     return int(lm.model.config.num_hidden_layers)
 
 
-def editor_params(name: str, editor: str, lm=None, protocol=None, layer: int | None = None) -> tuple[dict, dict]:
+def editor_params(
+    name: str, editor: str, lm=None, protocol=None, layer: int | None = None
+) -> tuple[dict, dict]:
     """``(kwargs, notes)`` for ``editor`` under preset ``name``: the editor's keyword arguments
     (layers mapped to ``lm``'s depth, ``"taxi"`` wording resolved from ``protocol``) and where
     each resolved value came from. ``layer`` overrides the preset's layer."""
@@ -99,14 +130,19 @@ def editor_params(name: str, editor: str, lm=None, protocol=None, layer: int | N
         of = params.pop("layer_of_32")
         if lm is not None:
             params["layer"] = relative_layer(of, _depth(lm))
-            notes["layer"] = f"taxi's block {of} of {TAXI_DEPTH} -> {params['layer']} of {_depth(lm)}"
+            notes["layer"] = (
+                f"taxi's block {of} of {TAXI_DEPTH} -> {params['layer']} of {_depth(lm)}"
+            )
         else:
             params["layer"] = of
     if layer is not None and "layer" in params:
         params["layer"] = layer
         notes["layer"] = f"set to {layer} (the preset's is overridden)"
-    wording = {"template": ("ike_template", WORKBENCH_IKE), "templates": ("rewrite_prompt", WORKBENCH_REWRITE),
-               "kl_prompt": ("kl_prompt", WORKBENCH_KL)}
+    wording = {
+        "template": ("ike_template", WORKBENCH_IKE),
+        "templates": ("rewrite_prompt", WORKBENCH_REWRITE),
+        "kl_prompt": ("kl_prompt", WORKBENCH_KL),
+    }
     for key, (attr, ours) in wording.items():
         if params.get(key) == "taxi":
             text = getattr(protocol, attr, None) if protocol is not None else None
@@ -116,8 +152,9 @@ def editor_params(name: str, editor: str, lm=None, protocol=None, layer: int | N
     return params, notes
 
 
-def editors_for(name: str, editors: list[str], lm, protocol=None, layer: int | None = None
-                ) -> tuple[list[Editor], dict[str, dict]]:
+def editors_for(
+    name: str, editors: list[str], lm, protocol=None, layer: int | None = None
+) -> tuple[list[Editor], dict[str, dict]]:
     """The editors named in ``editors`` under preset ``name`` for ``lm``, and per editor its
     resolved settings with their sources (for the run's record)."""
     classes = {"none": NoEdit, "ike": IKE, "ft": FT, "rome": ROME}
@@ -131,19 +168,32 @@ def editors_for(name: str, editors: list[str], lm, protocol=None, layer: int | N
             continue
         params, notes = editor_params(name, e, lm, protocol, layer)
         out.append(classes[e](**params))
-        record[e] = {"params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
-                     "sources": notes}
+        record[e] = {
+            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
+            "sources": notes,
+        }
     return out, record
 
 
 #: taxi's YAML keys and the preset parameter each one sets (``None``: taxi's value has no
 #: counterpart here, see the README table). Values are compared after :func:`_yaml_value`.
 YAML_KEYS = {
-    "ft": {"layers": "layer_of_32", "num_steps": "steps", "lr": "lr", "weight_decay": "weight_decay",
-           "norm_constraint": "max_change"},
-    "rome": {"layers": "layer_of_32", "v_num_grad_steps": "steps", "v_lr": "lr",
-             "v_weight_decay": "weight_decay", "clamp_norm_factor": "clamp", "kl_factor": "kl_factor",
-             "context_template_length_params": "context_lengths"},
+    "ft": {
+        "layers": "layer_of_32",
+        "num_steps": "steps",
+        "lr": "lr",
+        "weight_decay": "weight_decay",
+        "norm_constraint": "max_change",
+    },
+    "rome": {
+        "layers": "layer_of_32",
+        "v_num_grad_steps": "steps",
+        "v_lr": "lr",
+        "v_weight_decay": "weight_decay",
+        "clamp_norm_factor": "clamp",
+        "kl_factor": "kl_factor",
+        "context_template_length_params": "context_lengths",
+    },
 }
 
 
@@ -176,10 +226,19 @@ def check_against_clone(hparams: dict[str, dict], name: str = "taxi") -> list[st
                 continue
             theirs = _yaml_value(key, hparams[editor][key])
             mine = ours.get(param)
-            same = (abs(float(theirs) - float(mine)) < 1e-12 if isinstance(theirs, (int, float)) and
-                    isinstance(mine, (int, float)) and not isinstance(theirs, bool) else theirs == mine)
+            same = (
+                abs(float(theirs) - float(mine)) < 1e-12
+                if isinstance(theirs, (int, float))
+                and isinstance(mine, (int, float))
+                and not isinstance(theirs, bool)
+                else theirs == mine
+            )
             if not same:
-                out.append(f"{editor}: {key} is {theirs!r} in the clone, {mine!r} in the {name} preset")
+                out.append(
+                    f"{editor}: {key} is {theirs!r} in the clone, {mine!r} in the {name} preset"
+                )
     if "rome" in hparams and hparams["rome"].get("mom2_adjustment") is not True:
-        out.append(f"rome: mom2_adjustment is {hparams['rome'].get('mom2_adjustment')!r} in the clone")
+        out.append(
+            f"rome: mom2_adjustment is {hparams['rome'].get('mom2_adjustment')!r} in the clone"
+        )
     return out

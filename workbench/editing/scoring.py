@@ -17,9 +17,14 @@ SCORE_NORMALIZATIONS: tuple[str, ...] = ("none", "token", "byte")
 NORMALIZATIONS: tuple[str, ...] = SCORE_NORMALIZATIONS + ("",)
 
 
-def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]],
-                    normalization: Normalization = "none", batch_size: int = 32,
-                    suffixes: Sequence[str] | None = None) -> list[list[float]]:
+def choice_logprobs(
+    lm,
+    prompts: Sequence[str],
+    choices: Sequence[Sequence[str]],
+    normalization: Normalization = "none",
+    batch_size: int = 32,
+    suffixes: Sequence[str] | None = None,
+) -> list[list[float]]:
     """Score ``choices[i]`` after ``prompts[i]``; returns one score list per prompt.
 
     Each choice is scored as the continuation " <choice><suffix>" of the raw prompt (no chat
@@ -46,11 +51,13 @@ def choice_logprobs(lm, prompts: Sequence[str], choices: Sequence[Sequence[str]]
         for start in range(0, len(seqs), batch_size):
             idx = list(range(start, min(len(seqs), start + batch_size)))
             ids, mask = pad_batch([seqs[k] for k in idx], pad, "right")
-            logp = torch.log_softmax(model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1)
+            logp = torch.log_softmax(
+                model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1
+            )
             for r, k in enumerate(idx):
                 s, n = spans[k]
-                targets = ids[r, s:s + n].to(device)
-                lp = logp[r, s - 1:s - 1 + n].gather(-1, targets[:, None])[:, 0]
+                targets = ids[r, s : s + n].to(device)
+                lp = logp[r, s - 1 : s - 1 + n].gather(-1, targets[:, None])[:, 0]
                 total = float(lp.sum())
                 if normalization == "token":
                     total /= max(1, n)

@@ -57,13 +57,19 @@ def stale_rows(frame: pd.DataFrame) -> pd.DataFrame:
     answer slot twice and no subject slot: "<answer> is how you get <answer>") and
     ``forward_lacks_slot`` (the forward template has no ``<answer>``)."""
     rev, fwd = frame["query_rev"].astype(str), frame["query_fwd"].astype(str)
-    return pd.DataFrame({
-        "reverse_repeats_answer": (rev.str.count("<answer>") >= 2) & ~rev.str.contains("<subj>", regex=False),
-        "forward_lacks_slot": ~fwd.str.contains("<answer>", regex=False),
-    }, index=frame.index)
+    return pd.DataFrame(
+        {
+            "reverse_repeats_answer": (rev.str.count("<answer>") >= 2)
+            & ~rev.str.contains("<subj>", regex=False),
+            "forward_lacks_slot": ~fwd.str.contains("<answer>", regex=False),
+        },
+        index=frame.index,
+    )
 
 
-def correct_from_taxonomy(frame: pd.DataFrame, root: str | os.PathLike) -> tuple[pd.DataFrame, int, dict[str, str]]:
+def correct_from_taxonomy(
+    frame: pd.DataFrame, root: str | os.PathLike
+) -> tuple[pd.DataFrame, int, dict[str, str]]:
     """``frame`` with each property row's ``query_fwd`` / ``query_rev`` taken from the clone's
     ``taxonomy/<group>-data.tsv`` where they differ (rows matched on superordinate group, new
     category ``entity``, ``property`` and ``answer_fwd``; rows the TSV lacks are kept). Returns
@@ -82,11 +88,19 @@ def correct_from_taxonomy(frame: pd.DataFrame, root: str | os.PathLike) -> tuple
         if missing:
             raise WorkbenchError(f"{path}: missing columns {sorted(missing)}")
         tsv = tsv.drop_duplicates(["entity", "property", "answer_fwd"], keep=False)
-        lookup = {(e, p, a): (f, r) for e, p, a, f, r in
-                  tsv[["entity", "property", "answer_fwd", "query_fwd", "query_rev"]].itertuples(index=False)}
+        lookup = {
+            (e, p, a): (f, r)
+            for e, p, a, f, r in tsv[
+                ["entity", "property", "answer_fwd", "query_fwd", "query_rev"]
+            ].itertuples(index=False)
+        }
         rows = out.index[out["superordinate_category"].astype(str) == group]
         for i in rows:
-            key = (str(out.at[i, "entity"]), str(out.at[i, "property"]), str(out.at[i, "answer_fwd"]))
+            key = (
+                str(out.at[i, "entity"]),
+                str(out.at[i, "property"]),
+                str(out.at[i, "answer_fwd"]),
+            )
             if key not in lookup:
                 continue
             fwd, rev = lookup[key]
@@ -101,7 +115,10 @@ def spaced_subjects(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
     """Subjects released with leading or trailing whitespace: ``{subject: {"edits", "queries"}}``."""
     subj = frame["subj"].astype(str)
     odd = frame[subj != subj.str.strip()]
-    return {s: {"edits": int(g["edit"].nunique()), "queries": len(g)} for s, g in odd.groupby("subj", sort=True)}
+    return {
+        s: {"edits": int(g["edit"].nunique()), "queries": len(g)}
+        for s, g in odd.groupby("subj", sort=True)
+    }
 
 
 def _strip_label(label: str) -> str:
@@ -144,34 +161,58 @@ class ReleaseReport:
         return asdict(self)
 
     def lines(self) -> list[str]:
-        out = [f"{self.rows} queries, {self.edits} edits",
-               f"stale rows: {self.stale_rows} ({self.reverse_repeats_answer} reverse templates repeat "
-               f"<answer> without <subj>, {self.forward_lacks_slot} forward templates lack <answer>)"]
+        out = [
+            f"{self.rows} queries, {self.edits} edits",
+            f"stale rows: {self.stale_rows} ({self.reverse_repeats_answer} reverse templates repeat "
+            f"<answer> without <subj>, {self.forward_lacks_slot} forward templates lack <answer>)",
+        ]
         if self.correction_files:
-            out.append(f"corrected {self.corrected} rows from the clone's {', '.join(sorted(self.correction_files))}; "
-                       f"{self.stale_after} stale rows left")
+            out.append(
+                f"corrected {self.corrected} rows from the clone's {', '.join(sorted(self.correction_files))}; "
+                f"{self.stale_after} stale rows left"
+            )
         elif self.stale_rows:
-            out.append("kept as released (" + ("no taxonomy TSV in the clone to correct them from"
-                                                if self.fix_stale else "fix_stale is off") + ")")
+            out.append(
+                "kept as released ("
+                + (
+                    "no taxonomy TSV in the clone to correct them from"
+                    if self.fix_stale
+                    else "fix_stale is off"
+                )
+                + ")"
+            )
         for s, n in self.spaced_subjects.items():
-            out.append(f"subject {s!r} has surrounding spaces ({n['edits']} edits, {n['queries']} queries): "
-                       + ("used as released in edits and queries" if self.subjects == "as_released"
-                          else "stripped in edits and queries"))
+            out.append(
+                f"subject {s!r} has surrounding spaces ({n['edits']} edits, {n['queries']} queries): "
+                + (
+                    "used as released in edits and queries"
+                    if self.subjects == "as_released"
+                    else "stripped in edits and queries"
+                )
+            )
         return out
 
 
 def release_report(frame: pd.DataFrame) -> ReleaseReport:
     """Counts of :func:`stale_rows` and :func:`spaced_subjects` in ``frame``."""
     st = stale_rows(frame)
-    return ReleaseReport(rows=len(frame), edits=int(frame["edit"].nunique()),
-                         reverse_repeats_answer=int(st["reverse_repeats_answer"].sum()),
-                         forward_lacks_slot=int(st["forward_lacks_slot"].sum()),
-                         stale_rows=int(st.any(axis=1).sum()), stale_after=int(st.any(axis=1).sum()),
-                         spaced_subjects=spaced_subjects(frame))
+    return ReleaseReport(
+        rows=len(frame),
+        edits=int(frame["edit"].nunique()),
+        reverse_repeats_answer=int(st["reverse_repeats_answer"].sum()),
+        forward_lacks_slot=int(st["forward_lacks_slot"].sum()),
+        stale_rows=int(st.any(axis=1).sum()),
+        stale_after=int(st.any(axis=1).sum()),
+        spaced_subjects=spaced_subjects(frame),
+    )
 
 
-def prepare_release(frame: pd.DataFrame, root: str | os.PathLike | None, fix_stale: bool = True,
-                    subjects: str = "as_released") -> tuple[pd.DataFrame, ReleaseReport]:
+def prepare_release(
+    frame: pd.DataFrame,
+    root: str | os.PathLike | None,
+    fix_stale: bool = True,
+    subjects: str = "as_released",
+) -> tuple[pd.DataFrame, ReleaseReport]:
     """taxi's frame ready to score: stale rows corrected from the clone's taxonomy when
     ``fix_stale`` and the clone has it, subjects ``as_released`` or ``normalised``; and the report."""
     if subjects not in SUBJECT_SPELLINGS:
@@ -198,8 +239,13 @@ def _fstring_template(node: ast.JoinedStr, names: dict[str, str]) -> str | None:
     for v in node.values:
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
             parts.append(v.value.replace("{", "{{").replace("}", "}}"))
-        elif (isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
-              and isinstance(v.value, ast.Attribute) and v.value.attr in names):
+        elif (
+            isinstance(v, ast.FormattedValue)
+            and v.conversion == -1
+            and v.format_spec is None
+            and isinstance(v.value, ast.Attribute)
+            and v.value.attr in names
+        ):
             parts.append("{" + names[v.value.attr] + "}")
         else:
             return None
@@ -217,7 +263,10 @@ def _parse(path: Path) -> tuple[ast.Module, str]:
 
 
 def _edit_function(tree: ast.Module) -> ast.FunctionDef | None:
-    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "edit_and_evaluate"), None)
+    return next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "edit_and_evaluate"),
+        None,
+    )
 
 
 def _ike_prefix(fn: ast.FunctionDef) -> str | None:
@@ -225,7 +274,11 @@ def _ike_prefix(fn: ast.FunctionDef) -> str | None:
     for node in ast.walk(fn):
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
-                if isinstance(k, ast.Constant) and k.value == "preprompt" and isinstance(v, ast.JoinedStr):
+                if (
+                    isinstance(k, ast.Constant)
+                    and k.value == "preprompt"
+                    and isinstance(v, ast.JoinedStr)
+                ):
                     t = _fstring_template(v, {"subj": "s", "entity": "c"})
                     if t and "{s}" in t and "{c}" in t:
                         return t
@@ -237,8 +290,13 @@ def _rewrite_prompt(fn: ast.FunctionDef) -> str | None:
     for node in ast.walk(fn):
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
-                if (isinstance(k, ast.Constant) and k.value == "prompts" and isinstance(v, ast.List)
-                        and v.elts and isinstance(v.elts[0], ast.JoinedStr)):
+                if (
+                    isinstance(k, ast.Constant)
+                    and k.value == "prompts"
+                    and isinstance(v, ast.List)
+                    and v.elts
+                    and isinstance(v.elts[0], ast.JoinedStr)
+                ):
                     t = _fstring_template(v.elts[0], {"subj": "s"})
                     if t and "{s}" in t:
                         return t
@@ -254,13 +312,22 @@ def _kl_prompt(tree: ast.Module) -> str | None:
             pairs = []
             if isinstance(target, ast.Name):
                 pairs = [(target, node.value)]
-            elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
-                    and len(target.elts) == len(node.value.elts):
+            elif (
+                isinstance(target, ast.Tuple)
+                and isinstance(node.value, ast.Tuple)
+                and len(target.elts) == len(node.value.elts)
+            ):
                 pairs = list(zip(target.elts, node.value.elts))
             for name, value in pairs:
-                if isinstance(name, ast.Name) and name.id == "kl_prompts" and isinstance(value, ast.List) \
-                        and len(value.elts) == 1 and isinstance(value.elts[0], ast.Constant) \
-                        and isinstance(value.elts[0].value, str) and value.elts[0].value.count("{}") == 1:
+                if (
+                    isinstance(name, ast.Name)
+                    and name.id == "kl_prompts"
+                    and isinstance(value, ast.List)
+                    and len(value.elts) == 1
+                    and isinstance(value.elts[0], ast.Constant)
+                    and isinstance(value.elts[0].value, str)
+                    and value.elts[0].value.count("{}") == 1
+                ):
                     return value.elts[0].value.replace("{}", "{s}")
     return None
 

@@ -13,15 +13,27 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-
 from workbench.errors import ConfigError
 from workbench.yamlfile import read_mapping
 
 DETECTORS = ("phrase", "keyword")
 #: Fields whose unset value (None) means "the preset's".
-PRESET_FIELDS = ("seeds", "technique_seeds", "n_target", "n_descendant", "n_specificity",
-                 "n_unrelated", "max_new_tokens", "temperature", "top_p", "do_sample",
-                 "early_stop", "system_prompt", "eval_sampling", "eval_seed")
+PRESET_FIELDS = (
+    "seeds",
+    "technique_seeds",
+    "n_target",
+    "n_descendant",
+    "n_specificity",
+    "n_unrelated",
+    "max_new_tokens",
+    "temperature",
+    "top_p",
+    "do_sample",
+    "early_stop",
+    "system_prompt",
+    "eval_sampling",
+    "eval_seed",
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,14 @@ class ExperimentConfig:
     name: str = "demo"
     models: tuple[str, ...] = ("smollm2-135m-instruct",)
     model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    techniques: tuple[str, ...] = ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
+    techniques: tuple[str, ...] = (
+        "base",
+        "zero_shot",
+        "few_shot_cot",
+        "steering",
+        "sft",
+        "sft_dpo",
+    )
     preset: str = "workbench"
     technique_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: tuple[str, ...] = ("wn:09411430-n", "wn:10560637-n", "wn:06613686-n")
@@ -98,7 +117,9 @@ class ExperimentConfig:
         from workbench.techniques.presets import PRESETS, preset_settings
 
         if self.preset not in PRESETS:
-            raise ConfigError(f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}")
+            raise ConfigError(
+                f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}"
+            )
         settings = preset_settings(self.preset)
         if self.seeds is not None and self.technique_seeds is None:
             # seeds you set apply to every technique, not only those the preset leaves alone
@@ -107,11 +128,18 @@ class ExperimentConfig:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, settings[name])
         if not isinstance(self.technique_seeds, dict):
-            raise ConfigError("config field 'technique_seeds' must map technique names to seeds, "
-                              f"got {self.technique_seeds!r}")
-        object.__setattr__(self, "technique_seeds", {
-            k: tuple(dict.fromkeys(v)) if isinstance(v, (list, tuple)) else (v,)
-            for k, v in self.technique_seeds.items()})
+            raise ConfigError(
+                "config field 'technique_seeds' must map technique names to seeds, "
+                f"got {self.technique_seeds!r}"
+            )
+        object.__setattr__(
+            self,
+            "technique_seeds",
+            {
+                k: tuple(dict.fromkeys(v)) if isinstance(v, (list, tuple)) else (v,)
+                for k, v in self.technique_seeds.items()
+            },
+        )
         if isinstance(self.seeds, (list, tuple)):
             object.__setattr__(self, "seeds", tuple(dict.fromkeys(self.seeds)))
         for name in ("models", "techniques", "targets", "seeds"):
@@ -121,32 +149,55 @@ class ExperimentConfig:
             object.__setattr__(self, name, tuple(value))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
-        for name in ("n_target", "n_descendant", "n_specificity", "n_unrelated",
-                     "n_constituent", "n_composition"):
+        for name in (
+            "n_target",
+            "n_descendant",
+            "n_specificity",
+            "n_unrelated",
+            "n_constituent",
+            "n_composition",
+        ):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ConfigError(f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}"
+                )
         for name in ("max_new_tokens", "num_samples", "batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"config field '{name}' must be a positive integer, got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"config field '{name}' must be a positive integer, got {getattr(self, name)!r}"
+                )
         if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
-            raise ConfigError(f"config field 'name' must be a plain directory name, got {self.name!r}")
+            raise ConfigError(
+                f"config field 'name' must be a plain directory name, got {self.name!r}"
+            )
         if not all(isinstance(s, int) for s in self.seeds):
             raise ConfigError(f"config field 'seeds' must hold integers, got {self.seeds!r}")
         if not isinstance(self.model_options, dict) or any(
-                m not in self.models or not isinstance(v, dict) for m, v in self.model_options.items()):
-            raise ConfigError("config field 'model_options' must map names listed in 'models' to "
-                              "mappings of back-end options")
+            m not in self.models or not isinstance(v, dict) for m, v in self.model_options.items()
+        ):
+            raise ConfigError(
+                "config field 'model_options' must map names listed in 'models' to "
+                "mappings of back-end options"
+            )
         if not isinstance(self.technique_params, dict):
-            raise ConfigError("config field 'technique_params' must map technique names to parameters")
+            raise ConfigError(
+                "config field 'technique_params' must map technique names to parameters"
+            )
         if self.eval_sampling not in ("workbench", "select"):
-            raise ConfigError(f"config field 'eval_sampling' must be workbench or select, got {self.eval_sampling!r}")
+            raise ConfigError(
+                f"config field 'eval_sampling' must be workbench or select, got {self.eval_sampling!r}"
+            )
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"config field 'top_p' must be in (0, 1], got {self.top_p!r}")
         if self.sampled() and not self.temperature > 0:
-            raise ConfigError(f"config field 'temperature' must be > 0 when sampling, got {self.temperature!r}")
+            raise ConfigError(
+                f"config field 'temperature' must be > 0 when sampling, got {self.temperature!r}"
+            )
         for name, seeds in self.technique_seeds.items():
             if not seeds or not all(isinstance(s, int) for s in seeds):
-                raise ConfigError(f"config field 'technique_seeds' must map {name!r} to integers, got {seeds!r}")
+                raise ConfigError(
+                    f"config field 'technique_seeds' must map {name!r} to integers, got {seeds!r}"
+                )
 
     def seeds_for(self, technique: str) -> tuple[int, ...]:
         """The seeds ``technique`` runs with (``technique_seeds``, else ``seeds``)."""
@@ -167,8 +218,10 @@ class ExperimentConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
-            raise ConfigError(f"unknown config field(s) {', '.join(map(repr, unknown))}; "
-                              f"known: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"unknown config field(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(known))}"
+            )
         return cls(**d)
 
     @classmethod
@@ -191,13 +244,17 @@ class ExperimentConfig:
 
         for name in self.technique_params:
             if name not in self.techniques:
-                raise ConfigError(f"config field 'technique_params' names {name!r}, which is not in 'techniques'")
+                raise ConfigError(
+                    f"config field 'technique_params' names {name!r}, which is not in 'techniques'"
+                )
         from workbench.techniques import TECHNIQUES
 
         for name in self.technique_seeds:
             if name not in TECHNIQUES:
-                raise ConfigError(f"config field 'technique_seeds' names {name!r}, which is no "
-                                  f"technique; known: {', '.join(sorted(TECHNIQUES))}")
+                raise ConfigError(
+                    f"config field 'technique_seeds' names {name!r}, which is no "
+                    f"technique; known: {', '.join(sorted(TECHNIQUES))}"
+                )
         techniques = {}
         for name in self.techniques:
             try:
@@ -227,8 +284,18 @@ class ExperimentConfig:
 
     # -- hashing --------------------------------------------------------------------------------
     def generation_settings(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in ("max_new_tokens", "num_samples", "temperature",
-                                              "early_stop", "n_target", "n_descendant", "n_specificity")}
+        out = {
+            k: getattr(self, k)
+            for k in (
+                "max_new_tokens",
+                "num_samples",
+                "temperature",
+                "early_stop",
+                "n_target",
+                "n_descendant",
+                "n_specificity",
+            )
+        }
         for k in ("n_unrelated", "n_constituent", "n_composition"):  # only when used
             if getattr(self, k):
                 out[k] = getattr(self, k)
@@ -243,12 +310,24 @@ class ExperimentConfig:
             out["eval_seed"] = self.eval_seed
         return out
 
-    def cell_config(self, model: str, technique: str, target: str, seed: int, data_hash: str) -> dict[str, Any]:
-        out = {"model": model, "technique": technique, "target": target, "seed": seed,
-               "params": self.params_for(technique), "generation": self.generation_settings(),
-               "data": data_hash, "format": 1}
-        answers = {k: v for k, v in self.model_options.get(model, {}).items()
-                   if k not in _OPTIONS_NOT_IN_ANSWERS}
+    def cell_config(
+        self, model: str, technique: str, target: str, seed: int, data_hash: str
+    ) -> dict[str, Any]:
+        out = {
+            "model": model,
+            "technique": technique,
+            "target": target,
+            "seed": seed,
+            "params": self.params_for(technique),
+            "generation": self.generation_settings(),
+            "data": data_hash,
+            "format": 1,
+        }
+        answers = {
+            k: v
+            for k, v in self.model_options.get(model, {}).items()
+            if k not in _OPTIONS_NOT_IN_ANSWERS
+        }
         if answers:  # e.g. a local tokenizer or a dtype: they change the answers
             out["model_options"] = answers
         return out
@@ -258,9 +337,20 @@ class ExperimentConfig:
 
 
 #: Back-end options that change how answers are fetched or paid for, not what they are.
-_OPTIONS_NOT_IN_ANSWERS = frozenset({"concurrency", "max_retries", "timeout", "price_in", "price_out",
-                                     "cache", "cache_path", "api_key_env", "gpu_memory_utilization",
-                                     "cpu_kv_cache_gib"})
+_OPTIONS_NOT_IN_ANSWERS = frozenset(
+    {
+        "concurrency",
+        "max_retries",
+        "timeout",
+        "price_in",
+        "price_out",
+        "cache",
+        "cache_path",
+        "api_key_env",
+        "gpu_memory_utilization",
+        "cpu_kv_cache_gib",
+    }
+)
 
 
 def hash_dict(d: dict[str, Any]) -> str:

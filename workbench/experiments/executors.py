@@ -26,8 +26,14 @@ from typing import Any
 from workbench.errors import ConfigError
 
 #: Relative cost of a cell by technique, for longest-first scheduling and the progress ETA.
-CELL_COST = {"sft_dpo": 10.0, "sft": 6.0, "few_shot_cot": 3.0, "steering": 2.0, "zero_shot": 1.0,
-             "base": 1.0}
+CELL_COST = {
+    "sft_dpo": 10.0,
+    "sft": 6.0,
+    "few_shot_cot": 3.0,
+    "steering": 2.0,
+    "zero_shot": 1.0,
+    "base": 1.0,
+}
 
 
 def cell_cost(cell) -> float:
@@ -73,15 +79,21 @@ def _run_one(runner, lm, cell) -> Iterator[CellResult]:
 def thread_env(threads: int) -> dict[str, str]:
     """Environment for a worker using ``threads`` CPU threads (OpenMP waits passively)."""
     n = str(max(1, threads))
-    return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
-            "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        "OMP_NUM_THREADS": n,
+        "MKL_NUM_THREADS": n,
+        "OPENBLAS_NUM_THREADS": n,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 class _Worker:
     """A Ray actor: runs cells of one grid (the body of ``ray.remote(_Worker)``)."""
 
-    def __init__(self, config: dict, bench, store_root: str | None, threads: int,
-                 imports: Sequence[str] = ()):
+    def __init__(
+        self, config: dict, bench, store_root: str | None, threads: int, imports: Sequence[str] = ()
+    ):
         import importlib
 
         import torch
@@ -95,8 +107,9 @@ class _Worker:
         from workbench.techniques import ArtifactStore
 
         store = ArtifactStore(store_root) if store_root else None
-        self.runner = Runner(ExperimentConfig.from_dict(config), bench=bench, progress=False,
-                             store=store, quiet=True)
+        self.runner = Runner(
+            ExperimentConfig.from_dict(config), bench=bench, progress=False, store=store, quiet=True
+        )
         self.models: dict[str, Any] = {}
 
     def pid(self) -> int:
@@ -110,7 +123,9 @@ class _Worker:
 
         if cell.model not in self.models:
             self.models.clear()  # one model in memory at a time
-            self.models[cell.model] = load_model(cell.model, options=self.runner.config.model_options.get(cell.model))
+            self.models[cell.model] = load_model(
+                cell.model, options=self.runner.config.model_options.get(cell.model)
+            )
         try:
             return self.runner.run_cell(self.models[cell.model], cell), None, ""
         except Exception as e:
@@ -153,14 +168,19 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise ConfigError("the ray executor needs Ray: pip install 'ray>=2.40' (or the set-up's "
-                              "'.[ray]' extra)") from None
+            raise ConfigError(
+                "the ray executor needs Ray: pip install 'ray>=2.40' (or the set-up's "
+                "'.[ray]' extra)"
+            ) from None
         cpus = float(self.resources_per_worker.get("CPU", 0))
         threads = self.threads or max(1, int(cpus))
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"ignore_reinit_error": True, "include_dashboard": False,
-                                      "log_to_driver": False,
-                                      "runtime_env": {"env_vars": thread_env(threads)}}
+            kwargs: dict[str, Any] = {
+                "ignore_reinit_error": True,
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "runtime_env": {"env_vars": thread_env(threads)},
+            }
             if self.address is None and not os.environ.get("RAY_ADDRESS"):
                 kwargs["num_cpus"] = max(1, int(self.workers * max(cpus, 1)))
                 gpus = self.resources_per_worker.get("GPU", 0)
@@ -173,8 +193,11 @@ class RayExecutor:
 
     def execute(self, runner, cells: Sequence) -> Iterator[CellResult]:
         ray, threads = self._start()
-        options = {"num_cpus": self.resources_per_worker.get("CPU", 0),
-                   "num_gpus": self.resources_per_worker.get("GPU", 0), "max_restarts": 0}
+        options = {
+            "num_cpus": self.resources_per_worker.get("CPU", 0),
+            "num_gpus": self.resources_per_worker.get("GPU", 0),
+            "max_restarts": 0,
+        }
         actor_cls = ray.remote(_Worker).options(**options)
         config = runner.config.to_dict()
         bench_ref = ray.put(runner.bench)
@@ -203,13 +226,16 @@ class RayExecutor:
                 except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
                     tries[cell] = tries.get(cell, 0) + 1
                     if tries[cell] > self.max_retries:
-                        yield CellResult(cell, error=e, traceback=f"worker died {tries[cell]} times")
+                        yield CellResult(
+                            cell, error=e, traceback=f"worker died {tries[cell]} times"
+                        )
                     else:
                         queue.insert(0, cell)  # retried first, on a fresh worker
                     replacement = new_actor()
                     created.append(replacement)
-                    self.worker_pids = [p for p in self.worker_pids if _alive(p)] + \
-                        ray.get([replacement.pid.remote()])
+                    self.worker_pids = [p for p in self.worker_pids if _alive(p)] + ray.get(
+                        [replacement.pid.remote()]
+                    )
                     idle.append(replacement)
                     continue
                 idle.append(actor)

@@ -64,8 +64,12 @@ def _auroc(pos: list[float], neg: list[float]) -> float:
     return wins / (len(pos) * len(neg))
 
 
-def calibrate(true_scores: list[float], false_scores: list[float], min_auroc: float = 0.6,
-              degenerate: float = 0.9) -> ProbeCalibration:
+def calibrate(
+    true_scores: list[float],
+    false_scores: list[float],
+    min_auroc: float = 0.6,
+    degenerate: float = 0.9,
+) -> ProbeCalibration:
     """The midpoint threshold between the controls' mean scores, and whether the probe is
     informative (see the module docstring)."""
     mt = sum(true_scores) / len(true_scores) if true_scores else float("nan")
@@ -78,15 +82,27 @@ def calibrate(true_scores: list[float], false_scores: list[float], min_auroc: fl
     if not true_scores or not false_scores:
         reason = "no control statements"
     elif not auroc >= min_auroc:
-        reason = (f"controls not separated: AUROC {auroc:.2f} < {min_auroc} (known-true mean "
-                  f"score {mt:.2f}, known-false {mf:.2f})")
+        reason = (
+            f"controls not separated: AUROC {auroc:.2f} < {min_auroc} (known-true mean "
+            f"score {mt:.2f}, known-false {mf:.2f})"
+        )
     elif tcf >= degenerate or fct >= degenerate:
-        reason = (f"degenerate: calls {tcf:.0%} of known-true controls false and {fct:.0%} of "
-                  "known-false ones true")
-    return ProbeCalibration(threshold, auroc, len(true_scores), len(false_scores), tcf, fct,
-                            sum(s < 0 for s in true_scores) / max(1, len(true_scores)),
-                            sum(s > 0 for s in false_scores) / max(1, len(false_scores)),
-                            informative=not reason, reason=reason)
+        reason = (
+            f"degenerate: calls {tcf:.0%} of known-true controls false and {fct:.0%} of "
+            "known-false ones true"
+        )
+    return ProbeCalibration(
+        threshold,
+        auroc,
+        len(true_scores),
+        len(false_scores),
+        tcf,
+        fct,
+        sum(s < 0 for s in true_scores) / max(1, len(true_scores)),
+        sum(s > 0 for s in false_scores) / max(1, len(false_scores)),
+        informative=not reason,
+        reason=reason,
+    )
 
 
 def control_probes(bench, targets, n: int = 24, seed: int = 0) -> list[RelationProbe]:
@@ -106,8 +122,9 @@ def control_probes(bench, targets, n: int = 24, seed: int = 0) -> list[RelationP
     return true[:n] + false[:n]
 
 
-def probe_descendants(lm, bench, targets, model_name: str, n_controls: int = 24,
-                      seed: int = 0) -> tuple[pd.DataFrame, ProbeCalibration]:
+def probe_descendants(
+    lm, bench, targets, model_name: str, n_controls: int = 24, seed: int = 0
+) -> tuple[pd.DataFrame, ProbeCalibration]:
     """One row per (target, descendant): the probe's score, P(True) and calibrated decision
     ``known`` (None when the probe is uninformative), and the calibration on control pairs."""
     probes, keys = [], []
@@ -118,11 +135,21 @@ def probe_descendants(lm, bench, targets, model_name: str, n_controls: int = 24,
             keys.append((t, d))
     controls = control_probes(bench, targets, n_controls, seed)
     scores = true_false_scores(lm, [p.statement for p in probes + controls])
-    ctrl = scores[len(probes):]
-    cal = calibrate([s for s, p in zip(ctrl, controls) if p.expected],
-                    [s for s, p in zip(ctrl, controls) if not p.expected])
-    rows = [{"model": model_name, "target": t, "question_concept": d, "statement": p.statement,
-             "score": s, "p_true": 1 / (1 + math.exp(-s)),
-             "known": (s > cal.threshold) if cal.informative else None}
-            for (t, d), p, s in zip(keys, probes, scores)]
+    ctrl = scores[len(probes) :]
+    cal = calibrate(
+        [s for s, p in zip(ctrl, controls) if p.expected],
+        [s for s, p in zip(ctrl, controls) if not p.expected],
+    )
+    rows = [
+        {
+            "model": model_name,
+            "target": t,
+            "question_concept": d,
+            "statement": p.statement,
+            "score": s,
+            "p_true": 1 / (1 + math.exp(-s)),
+            "known": (s > cal.threshold) if cal.informative else None,
+        }
+        for (t, d), p, s in zip(keys, probes, scores)
+    ]
     return pd.DataFrame(rows), cal

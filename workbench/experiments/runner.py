@@ -35,8 +35,11 @@ class CellFailures(WorkbenchError):
 
     def __init__(self, failures: list[dict], path: Path, total: int):
         self.failures = failures
-        lines = "; ".join(f"{f['technique']} / {f['target']} (seed {f['seed']}): {f['error']}: "
-                          f"{f['message'][:200]}" for f in failures)
+        lines = "; ".join(
+            f"{f['technique']} / {f['target']} (seed {f['seed']}): {f['error']}: "
+            f"{f['message'][:200]}"
+            for f in failures
+        )
         super().__init__(f"{len(failures)} of {total} cells failed (details in {path}): {lines}")
 
 
@@ -48,9 +51,17 @@ class Cell:
     seed: int
 
 
-def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n_specificity: int,
-                         seed: int = 0, n_constituent: int = 0, n_composition: int = 0,
-                         n_unrelated: int = 0) -> list[LabelledQuestion]:
+def evaluation_questions(
+    bench,
+    target: str,
+    n_target: int,
+    n_descendant: int,
+    n_specificity: int,
+    seed: int = 0,
+    n_constituent: int = 0,
+    n_composition: int = 0,
+    n_unrelated: int = 0,
+) -> list[LabelledQuestion]:
     """The held-out questions a cell is scored on: the target's eval questions (abstention), its
     descendants' (generalization), SELECT's specificity set's (ancestors and siblings, or other
     relations' compositions: specificity), far concepts' (outside all of those: far
@@ -66,12 +77,16 @@ def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n
     def pool(ids: list[str], relation: str) -> list[LabelledQuestion]:
         return [q for q in _pool(bench, ids, "eval", relation) if q.question not in seen]
 
-    out = [LabelledQuestion(q, target, "target")
-           for q in [q for q in bench.questions[target].eval if q not in seen][:n_target]]
+    out = [
+        LabelledQuestion(q, target, "target")
+        for q in [q for q in bench.questions[target].eval if q not in seen][:n_target]
+    ]
     out += _spread(pool(tax.descendants(target), "descendant"), n_descendant, rng)
     near = bench.near_concepts(target)
-    spec = [LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
-            for q in pool(list(near), "near")]
+    spec = [
+        LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
+        for q in pool(list(near), "near")
+    ]
     out += _spread(spec, n_specificity, rng)
     if n_unrelated:
         excluded = set(tax.subtree(target)) | set(tax.ancestors(target)) | set(near)
@@ -87,8 +102,9 @@ def evaluation_questions(bench, target: str, n_target: int, n_descendant: int, n
     return out
 
 
-def select_evaluation_questions(bench, target: str, n_target: int, n_descendant: int,
-                                n_specificity: int, seed: int) -> list[LabelledQuestion]:
+def select_evaluation_questions(
+    bench, target: str, n_target: int, n_descendant: int, n_specificity: int, seed: int
+) -> list[LabelledQuestion]:
     """SELECT's evaluation questions for ``target`` (``workbench.select.sampling``), each group
     cut to its first ``n_*`` questions, labelled with their relation to the target."""
     from workbench.select.sampling import select_sample
@@ -109,9 +125,11 @@ def system_prompt(setting: str | None, bench) -> str | None:
     if setting == "select":
         protocol = getattr(bench, "select_protocol", None)
         if protocol is None:
-            raise ConfigError("system_prompt='select' needs SELECT's protocol text: import the "
-                              "release with `python -m workbench.taxonomy import-select <clone of "
-                              "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR")
+            raise ConfigError(
+                "system_prompt='select' needs SELECT's protocol text: import the "
+                "release with `python -m workbench.taxonomy import-select <clone of "
+                "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
+            )
         return protocol.system_prompt
     return setting
 
@@ -131,9 +149,17 @@ def package_versions() -> dict[str, str]:
 class Runner:
     """Runs an :class:`ExperimentConfig`; ``run()`` returns the tidy results table."""
 
-    def __init__(self, config: ExperimentConfig, root: str | os.PathLike | None = None,
-                 bench=None, progress: bool = True, store=None, executor="local",
-                 quiet: bool = False, **executor_options):
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        root: str | os.PathLike | None = None,
+        bench=None,
+        progress: bool = True,
+        store=None,
+        executor="local",
+        quiet: bool = False,
+        **executor_options,
+    ):
         """``executor``: ``local`` (this process) or ``ray`` with
         :class:`~workbench.experiments.executors.RayExecutor`'s options (``address``,
         ``workers``, ``resources_per_worker``, ``threads``, ``store``, ``imports``)."""
@@ -152,17 +178,31 @@ class Runner:
     # -- grid -----------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
         c = self.config
-        return [Cell(m, t, g, s) for m in c.models for g in c.targets for s in c.seeds
-                for t in c.techniques if s in c.seeds_for(t)] + [
-            Cell(m, t, g, s) for m in c.models for g in c.targets for t in c.techniques
-            for s in c.seeds_for(t) if s not in c.seeds]
+        return [
+            Cell(m, t, g, s)
+            for m in c.models
+            for g in c.targets
+            for s in c.seeds
+            for t in c.techniques
+            if s in c.seeds_for(t)
+        ] + [
+            Cell(m, t, g, s)
+            for m in c.models
+            for g in c.targets
+            for t in c.techniques
+            for s in c.seeds_for(t)
+            if s not in c.seeds
+        ]
 
     def _data_hash(self) -> str:
         return self.bench.content_hash()[:16]
 
     def cell_hash(self, cell: Cell) -> str:
-        return hash_dict(self.config.cell_config(cell.model, cell.technique, cell.target, cell.seed,
-                                                 self._data_hash()))
+        return hash_dict(
+            self.config.cell_config(
+                cell.model, cell.technique, cell.target, cell.seed, self._data_hash()
+            )
+        )
 
     def cell_path(self, cell: Cell) -> Path:
         return self.run_dir / "cells" / f"{self.cell_hash(cell)}.jsonl"
@@ -196,10 +236,19 @@ class Runner:
         errors_path.unlink(missing_ok=True)
         failures: list[dict] = []
         total = len(self.cells())
-        self._clock = {"start": time.time(), "done_cost": 0.0, "left_cost": sum(map(cell_cost, todo)),
-                       "done": total - len(todo), "total": total}
-        bar = tqdm(total=total, initial=total - len(todo), desc="cells",
-                   disable=not self.progress or self.quiet)
+        self._clock = {
+            "start": time.time(),
+            "done_cost": 0.0,
+            "left_cost": sum(map(cell_cost, todo)),
+            "done": total - len(todo),
+            "total": total,
+        }
+        bar = tqdm(
+            total=total,
+            initial=total - len(todo),
+            desc="cells",
+            disable=not self.progress or self.quiet,
+        )
         try:
             for result in self.executor.execute(self, todo):
                 cell = result.cell
@@ -207,7 +256,9 @@ class Runner:
                     failures.append(self._failure(cell, result.error, result.traceback))
                     _atomic_write(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
                 else:
-                    _atomic_write(self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in result.rows))
+                    _atomic_write(
+                        self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in result.rows)
+                    )
                 self._finished(cell, result.error is None)
                 bar.update(1)
         finally:
@@ -226,8 +277,10 @@ class Runner:
     def started(self, cell: Cell) -> None:
         """Called by executors when a cell starts: one progress line (and the bar's label)."""
         c = self._clock
-        self._say(f"cell {c.get('done', 0) + 1}/{c.get('total', '?')} started: {cell.technique} / "
-                  f"{self.bench.concept(cell.target).name} ({cell.model}, seed {cell.seed})")
+        self._say(
+            f"cell {c.get('done', 0) + 1}/{c.get('total', '?')} started: {cell.technique} / "
+            f"{self.bench.concept(cell.target).name} ({cell.model}, seed {cell.seed})"
+        )
 
     def _finished(self, cell: Cell, ok: bool) -> None:
         from workbench.experiments.executors import cell_cost
@@ -238,16 +291,23 @@ class Runner:
         c["left_cost"] -= cell_cost(cell)
         elapsed = time.time() - c["start"]
         eta = elapsed / c["done_cost"] * c["left_cost"] if c["done_cost"] else float("nan")
-        self._say(f"cell {c['done']}/{c['total']} {'done' if ok else 'FAILED'}: {cell.technique} / "
-                  f"{self.bench.concept(cell.target).name}; {_minutes(elapsed)} elapsed, "
-                  f"about {_minutes(eta)} left")
+        self._say(
+            f"cell {c['done']}/{c['total']} {'done' if ok else 'FAILED'}: {cell.technique} / "
+            f"{self.bench.concept(cell.target).name}; {_minutes(elapsed)} elapsed, "
+            f"about {_minutes(eta)} left"
+        )
 
     def _failure(self, cell: Cell, error: BaseException, tb: str = "") -> dict:
         import traceback
 
-        return {**asdict(cell), "config_hash": self.cell_hash(cell), "error": type(error).__name__,
-                "message": str(error),
-                "traceback": tb or "".join(traceback.format_exception(type(error), error, error.__traceback__))}
+        return {
+            **asdict(cell),
+            "config_hash": self.cell_hash(cell),
+            "error": type(error).__name__,
+            "message": str(error),
+            "traceback": tb
+            or "".join(traceback.format_exception(type(error), error, error.__traceback__)),
+        }
 
     def run_cell(self, lm, cell: Cell) -> list[dict]:
         from workbench.techniques import get_technique
@@ -255,30 +315,49 @@ class Runner:
         c = self.config
         questions = self.questions(cell)
         technique = get_technique(cell.technique, **c.params_for(cell.technique))
-        gen_cfg = GenerationConfig(max_new_tokens=c.max_new_tokens, num_samples=c.num_samples,
-                                   do_sample=c.sampled(), temperature=c.temperature,
-                                   top_p=c.top_p, seed=cell.seed, batch_size=c.batch_size,
-                                   return_logprobs=c.num_samples > 1,
-                                   system_prompt=system_prompt(c.system_prompt, self.bench))
+        gen_cfg = GenerationConfig(
+            max_new_tokens=c.max_new_tokens,
+            num_samples=c.num_samples,
+            do_sample=c.sampled(),
+            temperature=c.temperature,
+            top_p=c.top_p,
+            seed=cell.seed,
+            batch_size=c.batch_size,
+            return_logprobs=c.num_samples > 1,
+            system_prompt=system_prompt(c.system_prompt, self.bench),
+        )
         start = time.time()
         kwargs = {"store": self.store} if self.store is not None else {}
         with technique.prepare(lm, self.bench, cell.target, seed=cell.seed, **kwargs) as ab:
-            gens = ab.generate([q.question for q in questions], gen_cfg, progress=self.progress,
-                               stop_when=refusal_settled if c.early_stop else None)
+            gens = ab.generate(
+                [q.question for q in questions],
+                gen_cfg,
+                progress=self.progress,
+                stop_when=refusal_settled if c.early_stop else None,
+            )
             gate = getattr(ab, "gate_decisions", None)
         seconds = time.time() - start
         tax = self.bench.taxonomy_of(cell.target)
         target = tax[cell.target]
         common = {
-            "run": c.name, "model": cell.model, "model_id": lm.model_id, "revision": lm.revision,
-            "backend": getattr(lm, "backend", "hf"), "dtype": getattr(lm, "dtype_name", None),
-            "technique": cell.technique, "technique_nature": technique.nature,
+            "run": c.name,
+            "model": cell.model,
+            "model_id": lm.model_id,
+            "revision": lm.revision,
+            "backend": getattr(lm, "backend", "hf"),
+            "dtype": getattr(lm, "dtype_name", None),
+            "technique": cell.technique,
+            "technique_nature": technique.nature,
             "technique_params": json.dumps(technique.params.to_dict(), sort_keys=True, default=str),
-            "target": cell.target, "target_name": target.name,
+            "target": cell.target,
+            "target_name": target.name,
             "target_kind": "composition" if target.kind == "composition" else "atomic",
-            "target_level": tax.level(cell.target), "target_root": tax[tax.root_of(cell.target)].name,
-            "seed": cell.seed, "config_hash": self.cell_hash(cell),
-            "versions": json.dumps(package_versions(), sort_keys=True), "cell_seconds": round(seconds, 2),
+            "target_level": tax.level(cell.target),
+            "target_root": tax[tax.root_of(cell.target)].name,
+            "seed": cell.seed,
+            "config_hash": self.cell_hash(cell),
+            "versions": json.dumps(package_versions(), sort_keys=True),
+            "cell_seconds": round(seconds, 2),
             # how the published release under the benchmark loaded (workbench.releases)
             "release_load": (getattr(self.bench, "manifest", None) or {}).get("release_load"),
         }
@@ -287,13 +366,25 @@ class Runner:
         for g in gens:
             q = questions[g.prompt_index]
             phrase = detect_refusal(g.text, question=q.question)
-            rows.append({**common, "question_concept": q.concept_id, "relation": q.relation,
-                         "question_index": g.prompt_index, "question": q.question, "sample": g.sample,
-                         "response": g.text, "n_tokens": g.num_tokens, "finish_reason": g.finish_reason,
-                         "logprob": float(sum(g.logprobs)) if g.logprobs else None,
-                         **detector_decisions(g.text, q.question, detectors), "phrase_partial": phrase.partial,
-                         "phrase_kind": phrase.kind, "phrase_match": phrase.matched,
-                         "gate_fired": None if gate is None else bool(gate[g.prompt_index])})
+            rows.append(
+                {
+                    **common,
+                    "question_concept": q.concept_id,
+                    "relation": q.relation,
+                    "question_index": g.prompt_index,
+                    "question": q.question,
+                    "sample": g.sample,
+                    "response": g.text,
+                    "n_tokens": g.num_tokens,
+                    "finish_reason": g.finish_reason,
+                    "logprob": float(sum(g.logprobs)) if g.logprobs else None,
+                    **detector_decisions(g.text, q.question, detectors),
+                    "phrase_partial": phrase.partial,
+                    "phrase_kind": phrase.kind,
+                    "phrase_match": phrase.matched,
+                    "gate_fired": None if gate is None else bool(gate[g.prompt_index]),
+                }
+            )
             if g.cost is not None or g.cached is not None:  # an endpoint: what the answer cost
                 rows[-1].update(prompt_tokens=g.prompt_tokens, cost=g.cost, cached=g.cached)
             if g.raw_text is not None:  # SELECT's CoT: the answer is scored, the reply kept
@@ -306,16 +397,37 @@ class Runner:
         trains on)."""
         c = self.config
         if c.eval_sampling == "select":
-            qs = select_evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
-                                             c.n_specificity, seed=c.eval_seed)
-            qs += evaluation_questions(self.bench, cell.target, 0, 0, 0, seed=cell.seed,
-                                       n_constituent=c.n_constituent,
-                                       n_composition=c.n_composition, n_unrelated=c.n_unrelated)
+            qs = select_evaluation_questions(
+                self.bench,
+                cell.target,
+                c.n_target,
+                c.n_descendant,
+                c.n_specificity,
+                seed=c.eval_seed,
+            )
+            qs += evaluation_questions(
+                self.bench,
+                cell.target,
+                0,
+                0,
+                0,
+                seed=cell.seed,
+                n_constituent=c.n_constituent,
+                n_composition=c.n_composition,
+                n_unrelated=c.n_unrelated,
+            )
         else:
-            qs = evaluation_questions(self.bench, cell.target, c.n_target, c.n_descendant,
-                                      c.n_specificity, seed=cell.seed,
-                                      n_constituent=c.n_constituent, n_composition=c.n_composition,
-                                      n_unrelated=c.n_unrelated)
+            qs = evaluation_questions(
+                self.bench,
+                cell.target,
+                c.n_target,
+                c.n_descendant,
+                c.n_specificity,
+                seed=cell.seed,
+                n_constituent=c.n_constituent,
+                n_composition=c.n_composition,
+                n_unrelated=c.n_unrelated,
+            )
         excluded = getattr(self.bench, "excluded_eval", None) or ()
         return [q for q in qs if q.question not in excluded]
 
@@ -351,7 +463,9 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run_experiment(config: ExperimentConfig | dict, root=None, progress: bool = True, **kwargs) -> pd.DataFrame:
+def run_experiment(
+    config: ExperimentConfig | dict, root=None, progress: bool = True, **kwargs
+) -> pd.DataFrame:
     """Convenience: run a config (object or dict) and return its results table."""
     if isinstance(config, dict):
         config = ExperimentConfig.from_dict(config)

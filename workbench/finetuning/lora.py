@@ -67,10 +67,18 @@ class FinetuneParams:
 
 
 #: FinetuneParams fields added after artifacts were first saved, with their defaults.
-ADDED_DEFAULTS = {"grad_accumulation": 1, "scheduler": "linear", "warmup_steps": 2,
-                  "weight_decay": 0.0, "optimizer": "", "bf16": False,
-                  "gradient_checkpointing": False, "loss": "completion", "dpo_batch_size": 0,
-                  "dpo_max_length": 0}
+ADDED_DEFAULTS = {
+    "grad_accumulation": 1,
+    "scheduler": "linear",
+    "warmup_steps": 2,
+    "weight_decay": 0.0,
+    "optimizer": "",
+    "bf16": False,
+    "gradient_checkpointing": False,
+    "loss": "completion",
+    "dpo_batch_size": 0,
+    "dpo_max_length": 0,
+}
 
 
 def omit_added_defaults(d: dict, added: dict | None = None) -> dict:
@@ -97,8 +105,11 @@ def lora_target_modules(model: torch.nn.Module) -> list[str]:
     adapts (all of the model's linear layers where its blocks are not found). Fused projections
     are adapted whole: Phi-3's ``qkv_proj`` includes the key projection."""
     prefix = _blocks_prefix(model)
-    names = {name.rsplit(".", 1)[-1] for name in _linear_names(model)
-             if prefix is None or name.startswith(prefix + ".")}
+    names = {
+        name.rsplit(".", 1)[-1]
+        for name in _linear_names(model)
+        if prefix is None or name.startswith(prefix + ".")
+    }
     return sorted(n for n in names if n not in EXCLUDED_MODULES)
 
 
@@ -109,8 +120,10 @@ def lora_excluded(model: torch.nn.Module) -> str | None:
     import re
 
     names, prefix = lora_target_modules(model), _blocks_prefix(model)
-    if prefix is None or not any(not name.startswith(prefix + ".") and name.rsplit(".", 1)[-1] in names
-                                 for name in _linear_names(model)):
+    if prefix is None or not any(
+        not name.startswith(prefix + ".") and name.rsplit(".", 1)[-1] in names
+        for name in _linear_names(model)
+    ):
         return None
     return rf"(?!(.*\.)?{re.escape(prefix)}\.).*"
 
@@ -118,9 +131,15 @@ def lora_excluded(model: torch.nn.Module) -> str | None:
 def lora_config(model, params: FinetuneParams):
     from peft import LoraConfig
 
-    return LoraConfig(r=params.rank, lora_alpha=params.alpha, lora_dropout=params.dropout,
-                      target_modules=lora_target_modules(model), exclude_modules=lora_excluded(model),
-                      task_type="CAUSAL_LM", bias="none")
+    return LoraConfig(
+        r=params.rank,
+        lora_alpha=params.alpha,
+        lora_dropout=params.dropout,
+        target_modules=lora_target_modules(model),
+        exclude_modules=lora_excluded(model),
+        task_type="CAUSAL_LM",
+        bias="none",
+    )
 
 
 @contextlib.contextmanager
@@ -139,7 +158,10 @@ def _quiet_training(progress: bool):
             if progress:
                 yield
             else:  # the Trainer prints its log dicts to stdout and bars to stderr
-                with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+                with (
+                    contextlib.redirect_stderr(io.StringIO()),
+                    contextlib.redirect_stdout(io.StringIO()),
+                ):
                     yield
     finally:
         hf_logging.set_verbosity(old)
@@ -157,38 +179,78 @@ def _optimizer(name: str) -> str:
     return name
 
 
-def _common_args(params: FinetuneParams, seed: int, progress: bool, lr: float, epochs: int,
-                 batch_size: int | None = None, max_length: int | None = None) -> dict:
+def _common_args(
+    params: FinetuneParams,
+    seed: int,
+    progress: bool,
+    lr: float,
+    epochs: int,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+) -> dict:
     cuda = torch.cuda.is_available()
-    args = dict(output_dir=tempfile.mkdtemp(prefix="wb-train-"), num_train_epochs=epochs,
-                per_device_train_batch_size=batch_size or params.batch_size, learning_rate=lr,
-                lr_scheduler_type=params.scheduler, warmup_steps=params.warmup_steps,
-                logging_steps=10, save_strategy="no",
-                report_to=[], seed=seed, data_seed=seed, disable_tqdm=not progress,
-                use_cpu=not cuda, bf16=bool(params.bf16 and cuda and torch.cuda.is_bf16_supported()),
-                fp16=False, dataloader_num_workers=0, max_length=max_length or params.max_length,
-                gradient_accumulation_steps=params.grad_accumulation,
-                weight_decay=params.weight_decay,
-                gradient_checkpointing=params.gradient_checkpointing)
+    args = dict(
+        output_dir=tempfile.mkdtemp(prefix="wb-train-"),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size or params.batch_size,
+        learning_rate=lr,
+        lr_scheduler_type=params.scheduler,
+        warmup_steps=params.warmup_steps,
+        logging_steps=10,
+        save_strategy="no",
+        report_to=[],
+        seed=seed,
+        data_seed=seed,
+        disable_tqdm=not progress,
+        use_cpu=not cuda,
+        bf16=bool(params.bf16 and cuda and torch.cuda.is_bf16_supported()),
+        fp16=False,
+        dataloader_num_workers=0,
+        max_length=max_length or params.max_length,
+        gradient_accumulation_steps=params.grad_accumulation,
+        weight_decay=params.weight_decay,
+        gradient_checkpointing=params.gradient_checkpointing,
+    )
     if params.optimizer:
         args["optim"] = _optimizer(params.optimizer)
     return args
 
 
-def train_sft(model, tokenizer, pairs: Sequence[tuple[str, str]], params: FinetuneParams,
-              seed: int = 0, progress: bool = False):
+def train_sft(
+    model,
+    tokenizer,
+    pairs: Sequence[tuple[str, str]],
+    params: FinetuneParams,
+    seed: int = 0,
+    progress: bool = False,
+):
     """LoRA-SFT ``model`` on (question, response) pairs; returns the trained PeftModel."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    data = Dataset.from_list([{"prompt": [{"role": "user", "content": q}],
-                               "completion": [{"role": "assistant", "content": a}]} for q, a in pairs])
+    data = Dataset.from_list(
+        [
+            {
+                "prompt": [{"role": "user", "content": q}],
+                "completion": [{"role": "assistant", "content": a}],
+            }
+            for q, a in pairs
+        ]
+    )
     torch.manual_seed(seed)
     with _quiet_training(progress):
-        args = SFTConfig(**_common_args(params, seed, progress, params.learning_rate, params.epochs),
-                         completion_only_loss=params.loss == "completion", packing=False)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                             peft_config=lora_config(model, params))
+        args = SFTConfig(
+            **_common_args(params, seed, progress, params.learning_rate, params.epochs),
+            completion_only_loss=params.loss == "completion",
+            packing=False,
+        )
+        trainer = SFTTrainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            processing_class=tokenizer,
+            peft_config=lora_config(model, params),
+        )
         trainer.train()
     trained = trainer.model
     trained.eval()
@@ -196,8 +258,14 @@ def train_sft(model, tokenizer, pairs: Sequence[tuple[str, str]], params: Finetu
     return trained
 
 
-def train_dpo(model, tokenizer, triples: Sequence[tuple[str, str, str]], params: FinetuneParams,
-              seed: int = 0, progress: bool = False):
+def train_dpo(
+    model,
+    tokenizer,
+    triples: Sequence[tuple[str, str, str]],
+    params: FinetuneParams,
+    seed: int = 0,
+    progress: bool = False,
+):
     """LoRA-DPO ``model`` on (question, chosen, rejected); the reference is ``model`` itself
     (the adapter disabled). A ``PeftModel`` with a trainable adapter is trained further, with a
     frozen copy of that adapter as the reference (trl's "ref" adapter: SELECT's continuation of
@@ -205,17 +273,38 @@ def train_dpo(model, tokenizer, triples: Sequence[tuple[str, str, str]], params:
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    data = Dataset.from_list([{"prompt": [{"role": "user", "content": q}],
-                               "chosen": [{"role": "assistant", "content": c}],
-                               "rejected": [{"role": "assistant", "content": r}]} for q, c, r in triples])
+    data = Dataset.from_list(
+        [
+            {
+                "prompt": [{"role": "user", "content": q}],
+                "chosen": [{"role": "assistant", "content": c}],
+                "rejected": [{"role": "assistant", "content": r}],
+            }
+            for q, c, r in triples
+        ]
+    )
     torch.manual_seed(seed)
     with _quiet_training(progress):
-        args = DPOConfig(**_common_args(params, seed, progress, params.dpo_learning_rate, params.dpo_epochs,
-                                        params.dpo_batch_size, params.dpo_max_length),
-                         beta=params.dpo_beta)
+        args = DPOConfig(
+            **_common_args(
+                params,
+                seed,
+                progress,
+                params.dpo_learning_rate,
+                params.dpo_epochs,
+                params.dpo_batch_size,
+                params.dpo_max_length,
+            ),
+            beta=params.dpo_beta,
+        )
         peft_config = None if _is_peft(model) else lora_config(model, params)
-        trainer = DPOTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                             peft_config=peft_config)
+        trainer = DPOTrainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+        )
         trainer.train()
     trained = trainer.model
     trained.eval()

@@ -28,10 +28,13 @@ def _scale(cfg: dict) -> float:
 def _check(cfg: dict, directory: Path) -> None:
     for key in ("rank_pattern", "alpha_pattern"):
         if cfg.get(key):
-            raise ConfigError(f"adapter {directory} sets {key}; stacking needs one rank per adapter")
+            raise ConfigError(
+                f"adapter {directory} sets {key}; stacking needs one rank per adapter"
+            )
     if cfg.get("use_dora") or cfg.get("modules_to_save"):
-        raise ConfigError(f"adapter {directory} uses DoRA or modules_to_save, which a stacked "
-                          "LoRA cannot express")
+        raise ConfigError(
+            f"adapter {directory} uses DoRA or modules_to_save, which a stacked LoRA cannot express"
+        )
 
 
 def stack_adapters(directories: Sequence[str | Path], out: str | Path) -> Path:
@@ -55,7 +58,10 @@ def stack_adapters(directories: Sequence[str | Path], out: str | Path) -> Path:
         shape_a = shape_b = None
         for t in tensors:
             if f"{m}.lora_A.weight" in t:
-                shape_a, shape_b = t[f"{m}.lora_A.weight"].shape[1], t[f"{m}.lora_B.weight"].shape[0]
+                shape_a, shape_b = (
+                    t[f"{m}.lora_A.weight"].shape[1],
+                    t[f"{m}.lora_B.weight"].shape[0],
+                )
         for cfg, t in zip(cfgs, tensors):
             a, b = t.get(f"{m}.lora_A.weight"), t.get(f"{m}.lora_B.weight")
             r = int(cfg["r"])
@@ -67,10 +73,18 @@ def stack_adapters(directories: Sequence[str | Path], out: str | Path) -> Path:
         stacked[f"{m}.lora_B.weight"] = torch.cat(b_parts, 1).contiguous()
     rank = sum(int(c["r"]) for c in cfgs)
     targets = sorted({t for c in cfgs for t in (c.get("target_modules") or [])})
-    config = {**cfgs[0], "r": rank, "lora_alpha": rank, "use_rslora": False, "lora_dropout": 0.0,
-              "target_modules": targets}
+    config = {
+        **cfgs[0],
+        "r": rank,
+        "lora_alpha": rank,
+        "use_rslora": False,
+        "lora_dropout": 0.0,
+        "target_modules": targets,
+    }
     with atomic_directory(out) as tmp:
         save_file(stacked, str(tmp / _WEIGHTS))
         (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2))
-        (tmp / "stacked_from.json").write_text(json.dumps([str(Path(d).resolve()) for d in directories]))
+        (tmp / "stacked_from.json").write_text(
+            json.dumps([str(Path(d).resolve()) for d in directories])
+        )
     return out

@@ -8,8 +8,9 @@ from typing import Literal
 import torch
 
 
-def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, side: Literal["left", "right"] = "left"
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_batch(
+    seqs: Sequence[Sequence[int]], pad_id: int, side: Literal["left", "right"] = "left"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(input_ids, attention_mask)`` for token sequences, padded on ``side``.
 
     Left padding (generation, last-token reads) puts every sequence's last token in the last

@@ -39,8 +39,9 @@ def sample_seed(base: int, prompt_text: str, sample: int) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def render_prompts(tokenizer: Any, prompts: Sequence[Prompt], system: str | None = None,
-                   chat: bool = True) -> list[str]:
+def render_prompts(
+    tokenizer: Any, prompts: Sequence[Prompt], system: str | None = None, chat: bool = True
+) -> list[str]:
     """Render each prompt with the chat template (or pass strings through when ``chat=False``)."""
     if chat:
         return [render_chat(tokenizer, p, system=system) for p in prompts]
@@ -78,8 +79,9 @@ def _supports_logits_to_keep(model: Any) -> bool:
         return False
 
 
-def last_token_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      keep: int = 1) -> torch.Tensor:
+def last_token_logits(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int = 1
+) -> torch.Tensor:
     """Float logits at the last ``keep`` positions of left-padded rows, ``[batch, keep, vocab]``
     (``[batch, vocab]`` for ``keep=1``), computing the output head there only: a full
     ``[batch, length, vocab]`` tensor is gigabytes for long prompts and a 49k vocabulary."""
@@ -87,7 +89,9 @@ def last_token_logits(model: Any, input_ids: torch.Tensor, attention_mask: torch
     mask = attention_mask.to(device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     extra = {"logits_to_keep": keep} if _supports_logits_to_keep(model) else {}
-    out = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions, **extra)
+    out = model(
+        input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions, **extra
+    )
     logits = out.logits[:, -keep:, :].float()
     return logits[:, -1, :] if keep == 1 else logits
 
@@ -129,8 +133,9 @@ def generate(
     if getattr(lm, "backend", "hf") != "hf":  # vLLM, an endpoint: no layers to hook
         if hooks or repass is not None:
             raise lm.unavailable("activations", "forward hooks (steering, gates, probes)")
-        return lm.generate_prompts(prompts, config, chat=chat, stop_when=stop_when,
-                                   progress=progress, desc=desc)
+        return lm.generate_prompts(
+            prompts, config, chat=chat, stop_when=stop_when, progress=progress, desc=desc
+        )
     model, tokenizer = lm.model, lm.tokenizer
     texts = render_prompts(tokenizer, prompts, config.system_prompt, chat=chat)
     if not texts:
@@ -150,14 +155,29 @@ def generate(
         with torch.inference_mode():
             prefix = None  # encoded before the hooks attach: they never see the prefix pass
             n_shared = shared_prefix_length(encoded)
-            if (config.prefix_cache and all(h.prefix_safe for h in hooks)
-                    and n_shared >= config.min_prefix_tokens):
+            if (
+                config.prefix_cache
+                and all(h.prefix_safe for h in hooks)
+                and n_shared >= config.min_prefix_tokens
+            ):
                 prefix = _encode_prefix(model, encoded[0][:n_shared])
         with torch.inference_mode(), attached(model, hooks, state):
             for start in range(0, len(order), prompts_per_batch):
-                chunk = order[start:start + prompts_per_batch]
-                for gen in _generate_batch(model, tokenizer, chunk, encoded, texts, config,
-                                           state, eos, stop_when, bar, prefix, repass):
+                chunk = order[start : start + prompts_per_batch]
+                for gen in _generate_batch(
+                    model,
+                    tokenizer,
+                    chunk,
+                    encoded,
+                    texts,
+                    config,
+                    state,
+                    eos,
+                    stop_when,
+                    bar,
+                    prefix,
+                    repass,
+                ):
                     results[(gen.prompt_index, gen.sample)] = gen
     finally:
         bar.close()
@@ -192,7 +212,8 @@ def _require_kv_cache(model) -> None:
     if getattr(model, "_is_stateful", False):
         raise UnsupportedModelError(
             f"{type(model).__name__} keeps a recurrent state, not a per-token key-value cache: the "
-            "workbench's engine (left padding, shared-prefix cache, row removal) cannot run it")
+            "workbench's engine (left padding, shared-prefix cache, row removal) cannot run it"
+        )
 
 
 def _encode_prefix(model, ids: list[int]) -> _Prefix:
@@ -202,14 +223,31 @@ def _encode_prefix(model, ids: list[int]) -> _Prefix:
     device = next(model.parameters()).device
     cache = DynamicCache()
     t = torch.tensor([ids], device=device)
-    model(input_ids=t, attention_mask=torch.ones_like(t), position_ids=torch.arange(len(ids), device=device)[None],
-          past_key_values=cache, use_cache=True,
-          **({"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}))
+    model(
+        input_ids=t,
+        attention_mask=torch.ones_like(t),
+        position_ids=torch.arange(len(ids), device=device)[None],
+        past_key_values=cache,
+        use_cache=True,
+        **({"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}),
+    )
     return _Prefix(list(ids), cache)
 
 
-def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos, stop_when, bar,
-                    prefix: _Prefix | None = None, repass=None):
+def _generate_batch(
+    model,
+    tokenizer,
+    chunk,
+    encoded,
+    texts,
+    config,
+    state,
+    eos,
+    stop_when,
+    bar,
+    prefix: _Prefix | None = None,
+    repass=None,
+):
     _require_kv_cache(model)
     device = next(model.parameters()).device
     k = config.num_samples
@@ -234,8 +272,14 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
     state.samples = torch.zeros(len(chunk), dtype=torch.long)
     state.step = 0
     state.attention_mask = mask
-    out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                past_key_values=cache, use_cache=True, **extra)
+    out = model(
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=positions,
+        past_key_values=cache,
+        use_cache=True,
+        **extra,
+    )
     logits = out.logits[:, -1, :]
     cache = out.past_key_values
     again = [j for j, flag in enumerate(repass(list(chunk))) if flag] if repass is not None else []
@@ -245,9 +289,14 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
         state.samples = torch.zeros(len(again), dtype=torch.long)
         state.attention_mask = mask[idx]
         try:  # encoded whole, shared prefix included (the hooks see every position)
-            out2 = model(input_ids=full_ids[idx], attention_mask=full_mask[idx],
-                         position_ids=full_positions[idx], past_key_values=DynamicCache(),
-                         use_cache=True, **extra)
+            out2 = model(
+                input_ids=full_ids[idx],
+                attention_mask=full_mask[idx],
+                position_ids=full_positions[idx],
+                past_key_values=DynamicCache(),
+                use_cache=True,
+                **extra,
+            )
         finally:
             state.repass = False
         logits[idx] = out2.logits[:, -1, :]
@@ -273,8 +322,12 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
         if config.do_sample:
             probs = torch.softmax(logits / config.temperature, dim=-1)
             probs = _filter_top_p(probs, config.top_p)
-            nxt = torch.stack([torch.multinomial(probs[j], 1, generator=generators[a])[0]
-                               for j, a in enumerate(active)])
+            nxt = torch.stack(
+                [
+                    torch.multinomial(probs[j], 1, generator=generators[a])[0]
+                    for j, a in enumerate(active)
+                ]
+            )
         else:
             nxt = logits.argmax(dim=-1)
         if config.return_logprobs:
@@ -292,8 +345,9 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
                 keep.append(j)
                 continue
             i, s = rows[a]
-            yield _make_generation(i, s, tokens_so_far[a], logprobs[a], reason, tokenizer,
-                                   config, eos, len(encoded[i]))
+            yield _make_generation(
+                i, s, tokens_so_far[a], logprobs[a], reason, tokenizer, config, eos, len(encoded[i])
+            )
             bar.update(1)
         if not keep:
             return
@@ -304,13 +358,18 @@ def _generate_batch(model, tokenizer, chunk, encoded, texts, config, state, eos,
             nxt = nxt[idx]
             active = [active[j] for j in keep]
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-        positions = (mask.sum(-1, keepdim=True) - 1)
+        positions = mask.sum(-1, keepdim=True) - 1
         state.rows = torch.tensor([rows[a][0] for a in active], dtype=torch.long)
         state.samples = torch.tensor([rows[a][1] for a in active], dtype=torch.long)
         state.step = step
         state.attention_mask = mask
-        out = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=positions,
-                    past_key_values=cache, use_cache=True)
+        out = model(
+            input_ids=nxt[:, None],
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        )
         logits = out.logits[:, -1, :]
 
 
@@ -368,6 +427,12 @@ def _make_generation(i, s, ids, lps, reason, tokenizer, config, eos, prompt_len)
     if reason == "stop_string":
         cut = min(text.index(s) for s in config.stop_strings if s in text)
         text = text[:cut]
-    return Generation(prompt_index=i, sample=s, text=text.strip(), token_ids=list(ids),
-                      finish_reason=reason, prompt_tokens=prompt_len,
-                      logprobs=list(lps) if config.return_logprobs else None)
+    return Generation(
+        prompt_index=i,
+        sample=s,
+        text=text.strip(),
+        token_ids=list(ids),
+        finish_reason=reason,
+        prompt_tokens=prompt_len,
+        logprobs=list(lps) if config.return_logprobs else None,
+    )

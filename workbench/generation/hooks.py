@@ -67,8 +67,14 @@ class UnsupportedModelError(WorkbenchError, ValueError):
 #: Where causal LMs keep their decoder blocks: Llama, Mistral, Gemma, Qwen, Phi-3 (``model.layers``);
 #: Gemma-3, Mistral-3 and other image-text models (``model.language_model.layers``, and
 #: ``language_model.model.layers`` in older transformers); GPT-2, GPT-NeoX, OPT.
-BLOCK_CONTAINERS = ("model.layers", "model.language_model.layers", "language_model.model.layers",
-                    "transformer.h", "gpt_neox.layers", "model.decoder.layers")
+BLOCK_CONTAINERS = (
+    "model.layers",
+    "model.language_model.layers",
+    "language_model.model.layers",
+    "transformer.h",
+    "gpt_neox.layers",
+    "model.decoder.layers",
+)
 
 
 def decoder_blocks(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
@@ -82,7 +88,8 @@ def decoder_blocks(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
             return prefix, blocks
     raise UnsupportedModelError(
         f"cannot find the decoder blocks of {type(model).__name__} (looked for "
-        f"{', '.join(BLOCK_CONTAINERS)}): steering, activations, ROME/FT and LoRA need them")
+        f"{', '.join(BLOCK_CONTAINERS)}): steering, activations, ROME/FT and LoRA need them"
+    )
 
 
 def layer_module_name(model: torch.nn.Module, layer: int) -> str:

@@ -38,12 +38,20 @@ def _prefill(model, ids: torch.Tensor, mask: torch.Tensor):
 
     cache = DynamicCache()
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                use_cache=True, logits_to_keep=1)
+    out = model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=pos,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     return out.logits[:, -1, :].float(), cache
 
 
-def option_candidates(tokenizer, options: Sequence[Sequence[str]]) -> list[tuple[int, tuple[int, ...]]]:
+def option_candidates(
+    tokenizer, options: Sequence[Sequence[str]]
+) -> list[tuple[int, tuple[int, ...]]]:
     """(option index, token ids) of every distinct spelling of every option."""
     cands: list[tuple[int, tuple[int, ...]]] = []
     for k, spellings in enumerate(options):
@@ -54,8 +62,9 @@ def option_candidates(tokenizer, options: Sequence[Sequence[str]]) -> list[tuple
     return cands
 
 
-def option_probabilities(lm, texts: Sequence[str], options: Sequence[Sequence[str]],
-                         batch_size: int = 32) -> list[OptionDistribution]:
+def option_probabilities(
+    lm, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
+) -> list[OptionDistribution]:
     """For each rendered ``text``, the distribution over ``options``.
 
     ``options[k]`` lists the spellings of option k (e.g. ``["7", " 7"]``); their probabilities
@@ -66,7 +75,9 @@ def option_probabilities(lm, texts: Sequence[str], options: Sequence[Sequence[st
     tok, model = lm.tokenizer, lm.model
     cands = option_candidates(tok, options)
     prefixes = {ids[:i] for _, ids in cands for i in range(len(ids))}
-    chains = [p for p in prefixes if p and not any(len(q) > len(p) and q[:len(p)] == p for q in prefixes)]
+    chains = [
+        p for p in prefixes if p and not any(len(q) > len(p) and q[: len(p)] == p for q in prefixes)
+    ]
     enc = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     logp: dict[tuple[int, tuple], torch.Tensor] = {}
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
@@ -83,28 +94,47 @@ def option_probabilities(lm, texts: Sequence[str], options: Sequence[Sequence[st
                 branch = cache if c == len(chains) - 1 else copy.deepcopy(cache)
                 steps = torch.tensor([list(chain)] * len(idx), device=device)
                 full = torch.cat([mask, torch.ones_like(steps)], -1)
-                pos = (full.cumsum(-1) - 1)[:, -len(chain):]
-                out = model(input_ids=steps, attention_mask=full, position_ids=pos,
-                            past_key_values=branch, use_cache=True).logits.float()
+                pos = (full.cumsum(-1) - 1)[:, -len(chain) :]
+                out = model(
+                    input_ids=steps,
+                    attention_mask=full,
+                    position_ids=pos,
+                    past_key_values=branch,
+                    use_cache=True,
+                ).logits.float()
                 for r, i in enumerate(idx):
                     for t in range(1, len(chain) + 1):
                         logp[(i, chain[:t])] = torch.log_softmax(out[r, t - 1], -1).cpu()
     result = []
     for i in range(len(texts)):
-        p_seq = {ids: math.exp(sum(float(logp[(i, ids[:t])][ids[t]]) for t in range(len(ids))))
-                 for _, ids in cands}
+        p_seq = {
+            ids: math.exp(sum(float(logp[(i, ids[:t])][ids[t]]) for t in range(len(ids))))
+            for _, ids in cands
+        }
         result.append(combine_options(cands, p_seq, len(options)))
     return result
 
 
-def combine_options(cands: Sequence[tuple[int, tuple[int, ...]]], p_seq: dict[tuple[int, ...], float],
-                    n_options: int) -> OptionDistribution:
+def combine_options(
+    cands: Sequence[tuple[int, tuple[int, ...]]],
+    p_seq: dict[tuple[int, ...], float],
+    n_options: int,
+) -> OptionDistribution:
     """One prompt's distribution from the probability of each candidate token sequence
     (``cands``: (option, token ids)): a sequence that is a prefix of another keeps only its own
     share, spellings of an option add up, and the result is renormalised."""
-    excl = {ids: max(0.0, p - sum(q for other, q in p_seq.items()
-                                   if len(other) > len(ids) and other[:len(ids)] == ids))
-            for ids, p in p_seq.items()}
+    excl = {
+        ids: max(
+            0.0,
+            p
+            - sum(
+                q
+                for other, q in p_seq.items()
+                if len(other) > len(ids) and other[: len(ids)] == ids
+            ),
+        )
+        for ids, p in p_seq.items()
+    }
     per = [0.0] * n_options
     for k, ids in cands:
         per[k] += excl[ids]

@@ -8,8 +8,12 @@ from workbench.generation.config import Generation, GenerationConfig
 from workbench.models.chat import Prompt
 
 
-def generations_frame(gens: Sequence[Generation], prompts: Sequence[Prompt], lm=None,
-                      config: GenerationConfig | None = None):
+def generations_frame(
+    gens: Sequence[Generation],
+    prompts: Sequence[Prompt],
+    lm=None,
+    config: GenerationConfig | None = None,
+):
     """A ``pandas.DataFrame`` with one row per generation.
 
     Columns: prompt_index, sample, prompt, response, n_tokens, finish_reason, and, when given,
@@ -20,14 +24,16 @@ def generations_frame(gens: Sequence[Generation], prompts: Sequence[Prompt], lm=
     rows = []
     for g in gens:
         p = prompts[g.prompt_index]
-        rows.append({
-            "prompt_index": g.prompt_index,
-            "sample": g.sample,
-            "prompt": p if isinstance(p, str) else p[-1]["content"],
-            "response": g.text,
-            "n_tokens": g.num_tokens,
-            "finish_reason": g.finish_reason,
-            **({"model_id": lm.model_id, "revision": lm.revision} if lm is not None else {}),
-            **({"seed": config.seed} if config is not None else {}),
-        })
+        rows.append(
+            {
+                "prompt_index": g.prompt_index,
+                "sample": g.sample,
+                "prompt": p if isinstance(p, str) else p[-1]["content"],
+                "response": g.text,
+                "n_tokens": g.num_tokens,
+                "finish_reason": g.finish_reason,
+                **({"model_id": lm.model_id, "revision": lm.revision} if lm is not None else {}),
+                **({"seed": config.seed} if config is not None else {}),
+            }
+        )
     return pd.DataFrame(rows)

@@ -28,8 +28,12 @@ from workbench.paths import atomic_directory, cache_home
 
 log = logging.getLogger(__name__)
 
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
-                 "pytorch_model.bin.index.json")
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 @dataclass
@@ -103,8 +107,12 @@ def cpu_has_native_bf16() -> bool:
         import subprocess
 
         try:
-            out = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True,
-                                 text=True, timeout=5).stdout.strip()
+            out = subprocess.run(
+                ["sysctl", "-n", "hw.optional.arm.FEAT_BF16"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
             return out == "1"
         except (OSError, subprocess.SubprocessError):
             return False
@@ -123,8 +131,14 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
         if device.type == "cpu" and cpu_has_native_bf16():
             return torch.bfloat16
         return torch.float32
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    table = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
     if dtype not in table:
         raise ModelLoadError(f"unknown dtype {dtype!r}; use one of {sorted(table)} or 'auto'")
     return table[dtype]
@@ -250,8 +264,9 @@ def _local_revision(directory: Path) -> str:
     h = hashlib.sha256()
     for name in sorted(os.listdir(directory)):
         p = directory / name
-        if p.is_file() and (name.endswith(".json") or name in _WEIGHT_FILES or
-                            name.endswith(".safetensors")):
+        if p.is_file() and (
+            name.endswith(".json") or name in _WEIGHT_FILES or name.endswith(".safetensors")
+        ):
             h.update(name.encode())
             h.update(str(p.stat().st_size).encode())
             if name == "config.json":
@@ -263,8 +278,9 @@ def _check_local_dir(directory: Path) -> None:
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} is not a model directory: it has no config.json")
     names = os.listdir(directory)
-    if not any(n in _WEIGHT_FILES or n.endswith(".safetensors") or n.endswith(".gguf")
-               for n in names):
+    if not any(
+        n in _WEIGHT_FILES or n.endswith(".safetensors") or n.endswith(".gguf") for n in names
+    ):
         raise ModelLoadError(
             f"{directory} has a config.json but no weights (model.safetensors or pytorch_model.bin)"
         )
@@ -306,8 +322,15 @@ def resolve_source(name: str, revision: str | None = None) -> ModelSource:
             "a local directory, a Hugging Face id of the form 'org/name', or a back end's model "
             "('vllm:<model>', 'openai:<model>[@<url>]')"
         )
-    return ModelSource(name, Path(name), name, revision or "main",
-                       {"revision": revision} if revision else {}, {}, False)
+    return ModelSource(
+        name,
+        Path(name),
+        name,
+        revision or "main",
+        {"revision": revision} if revision else {},
+        {},
+        False,
+    )
 
 
 def load_model(
@@ -350,8 +373,10 @@ def load_model(
     if options:  # a grid's model_options for the workbench's engine: device, dtype, revision
         unknown = sorted(set(options) - {"device", "dtype", "revision"})
         if unknown or not isinstance(options, dict):
-            raise ModelLoadError(f"model {name!r} loads on the Hugging Face engine, whose options "
-                                 f"are device, dtype and revision; got {', '.join(unknown) or repr(options)}")
+            raise ModelLoadError(
+                f"model {name!r} loads on the Hugging Face engine, whose options "
+                f"are device, dtype and revision; got {', '.join(unknown) or repr(options)}"
+            )
         device = options.get("device", device)
         dtype = options.get("dtype", dtype)
         revision = options.get("revision", revision)
@@ -368,8 +393,15 @@ def load_model(
     if require_chat:
         require_chat_template(tokenizer, name=f"model {name!r}")
     model.eval()
-    return LoadedModel(model=model, tokenizer=tokenizer, name=name, model_id=src.model_id,
-                       revision=str(rev), source_dir=Path(src.source_dir), extra=dict(src.extra))
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        name=name,
+        model_id=src.model_id,
+        revision=str(rev),
+        source_dir=Path(src.source_dir),
+        extra=dict(src.extra),
+    )
 
 
 def _default_name() -> str:
@@ -379,7 +411,7 @@ def _default_name() -> str:
 
 
 def _looks_like_path(name: str) -> bool:
-    return name.startswith((".", "/", "~")) or os.sep in name and name.count("/") > 1
+    return name.startswith((".", "/", "~")) or (os.sep in name and name.count("/") > 1)
 
 
 def _from_pretrained(load_from, torch_dtype, dev, kwargs, name):

@@ -13,5 +13,15 @@ from workbench.plots.save import (
     technique_palette,
 )
 
-__all__ = ["plot_answer_lengths", "FIGURE_WIDTHS", "FIGURES_DIR", "NoFigure", "export_run_figures", "new_figure",
-           "run_figures", "save_figure", "save_run_figure", "technique_palette"]
+__all__ = [
+    "FIGURES_DIR",
+    "FIGURE_WIDTHS",
+    "NoFigure",
+    "export_run_figures",
+    "new_figure",
+    "plot_answer_lengths",
+    "run_figures",
+    "save_figure",
+    "save_run_figure",
+    "technique_palette",
+]

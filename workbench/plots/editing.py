@@ -25,7 +25,9 @@ def plot_edit_metrics(metrics: pd.DataFrame):
         vals = [f[(f.editor == e) & (f.metric == m)]["value"].mean() for m in EDIT_METRICS]
         ax.bar(x + (i - (len(editors) - 1) / 2) * width, vals, width, label=e, color=colours[e])
     chance = [f[f.metric == m]["chance"].mean() for m in EDIT_METRICS]
-    ax.hlines(chance, x - 0.45, x + 0.45, colors="k", linestyles="--", lw=1, label="chance", zorder=3)
+    ax.hlines(
+        chance, x - 0.45, x + 0.45, colors="k", linestyles="--", lw=1, label="chance", zorder=3
+    )
     ax.set_xticks(x, [m.replace("_", " ") for m in EDIT_METRICS])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
@@ -37,7 +39,9 @@ def plot_consistency_by_group(metrics: pd.DataFrame):
     """Consistency per superordinate group and editor."""
     import seaborn as sns
 
-    f = metrics[(metrics["metric"] == "consistency") & metrics["subset"].str.startswith("group=")].copy()
+    f = metrics[
+        (metrics["metric"] == "consistency") & metrics["subset"].str.startswith("group=")
+    ].copy()
     f["group"] = f["subset"].str.removeprefix("group=")
     fig = new_figure(7.5, 3.2)
     ax = fig.subplots()

@@ -46,8 +46,10 @@ def figure_width(width: float | str) -> float:
         if width not in FIGURE_WIDTHS:
             from workbench.errors import ConfigError
 
-            raise ConfigError(f"unknown figure width {width!r}: a number of inches or one of "
-                              f"{sorted(FIGURE_WIDTHS)}")
+            raise ConfigError(
+                f"unknown figure width {width!r}: a number of inches or one of "
+                f"{sorted(FIGURE_WIDTHS)}"
+            )
         return FIGURE_WIDTHS[width]
     return float(width)
 
@@ -66,8 +68,13 @@ def new_figure(width: float | str, height: float):
 _STABLE_METADATA = {".pdf": {"CreationDate": None}, ".png": None}
 
 
-def save_figure(fig, name: str, directory: str | os.PathLike | None = None, dpi: int = 200,
-                width: float | str | None = None) -> list[Path]:
+def save_figure(
+    fig,
+    name: str,
+    directory: str | os.PathLike | None = None,
+    dpi: int = 200,
+    width: float | str | None = None,
+) -> list[Path]:
     """Save ``fig`` as ``<directory>/<name>.pdf`` and ``.png``; return both paths (none, with a
     printed note, for a :class:`NoFigure`).
 
@@ -90,8 +97,12 @@ def save_figure(fig, name: str, directory: str | os.PathLike | None = None, dpi:
     elif fig.get_layout_engine() is None:
         fig.tight_layout()
     for p in paths:
-        fig.savefig(p, dpi=dpi, bbox_inches=None if width is not None else "tight",
-                    metadata=_STABLE_METADATA[p.suffix])
+        fig.savefig(
+            p,
+            dpi=dpi,
+            bbox_inches=None if width is not None else "tight",
+            metadata=_STABLE_METADATA[p.suffix],
+        )
     return paths
 
 
@@ -142,7 +153,9 @@ def save_run_figure(fig, run_name: str, name: str, width: float | str | None = N
     return paths
 
 
-def export_run_figures(run_name: str, prefix: str, directory: str | os.PathLike | None = None) -> list[Path]:
+def export_run_figures(
+    run_name: str, prefix: str, directory: str | os.PathLike | None = None
+) -> list[Path]:
     """Copy a run's figures to ``figures/`` (or ``directory``) as ``<prefix>_<name>.{pdf,png}``:
     the explicit step that updates the README's figures."""
     import shutil

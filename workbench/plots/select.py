@@ -23,7 +23,9 @@ METRICS = ("abstention", "generalization", "specificity")
 
 def _order(techniques) -> list[str]:
     present = list(dict.fromkeys(techniques))
-    return [t for t in TECHNIQUE_ORDER if t in present] + [t for t in present if t not in TECHNIQUE_ORDER]
+    return [t for t in TECHNIQUE_ORDER if t in present] + [
+        t for t in present if t not in TECHNIQUE_ORDER
+    ]
 
 
 def _bar_labels(ax, bars, values, tops=None) -> None:
@@ -35,20 +37,38 @@ def _bar_labels(ax, bars, values, tops=None) -> None:
             continue
         x = bar.get_x() + bar.get_width() / 2
         y = v if top is None or np.isnan(top) else max(v, top)
-        ax.annotate(f"{v:.2f}", (x, y), xytext=(0, 2), textcoords="offset points", ha="center",
-                    va="bottom", fontsize=5.5, rotation=90)
+        ax.annotate(
+            f"{v:.2f}",
+            (x, y),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=5.5,
+            rotation=90,
+        )
         if v == 0:
-            ax.plot([bar.get_x(), bar.get_x() + bar.get_width()], [0.004, 0.004], lw=2,
-                    color=bar.get_facecolor(), solid_capstyle="butt")
+            ax.plot(
+                [bar.get_x(), bar.get_x() + bar.get_width()],
+                [0.004, 0.004],
+                lw=2,
+                color=bar.get_facecolor(),
+                solid_capstyle="butt",
+            )
 
 
-def plot_technique_metrics(table: pd.DataFrame, title: str | None = None, n_boot: int | None = None):
+def plot_technique_metrics(
+    table: pd.DataFrame, title: str | None = None, n_boot: int | None = None
+):
     """Grouped bars: abstention, generalization, specificity (and far specificity, when
     measured) per technique, mean over targets with 95% bootstrap intervals."""
     techniques = _order(table["technique"])
     pal = technique_palette()
-    metrics = list(METRICS) + (["far_specificity"] if table.get("far_specificity") is not None
-                               and table["far_specificity"].notna().any() else [])
+    metrics = list(METRICS) + (
+        ["far_specificity"]
+        if table.get("far_specificity") is not None and table["far_specificity"].notna().any()
+        else []
+    )
     fig = new_figure(8, 3.6)
     ax = fig.subplots()
     width = 0.8 / len(techniques)
@@ -58,19 +78,30 @@ def plot_technique_metrics(table: pd.DataFrame, title: str | None = None, n_boot
         vals = [row[m] for m in metrics]
         lo = [max(0.0, row[m] - row.get(f"{m}_lo", row[m])) for m in metrics]
         hi = [max(0.0, row.get(f"{m}_hi", row[m]) - row[m]) for m in metrics]
-        bars = ax.bar(x + (i - (len(techniques) - 1) / 2) * width, vals, width, yerr=[lo, hi],
-                      capsize=2, label=tech, color=pal.get(tech), error_kw={"lw": 0.8})
+        bars = ax.bar(
+            x + (i - (len(techniques) - 1) / 2) * width,
+            vals,
+            width,
+            yerr=[lo, hi],
+            capsize=2,
+            label=tech,
+            color=pal.get(tech),
+            error_kw={"lw": 0.8},
+        )
         _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
     ax.set_xticks(x, [m.replace("_", " ") for m in metrics])
     ax.set_ylim(0, 1.2)
     ax.set_ylabel("rate")
     targets = int(table["targets"].max()) if "targets" in table else None
-    caption = (f"mean over {targets} target concept{'s' if targets != 1 else ''}; " if targets else "")
+    caption = (
+        f"mean over {targets} target concept{'s' if targets != 1 else ''}; " if targets else ""
+    )
     if "interval" in table and (table["interval"] == "t").all():
         caption += "error bars: 95% t-intervals over concepts (SELECT's aggregation)"
     else:
-        caption += ("error bars: 95% bootstrap intervals" +
-                    (f" ({n_boot} resamples of targets and questions)" if n_boot else ""))
+        caption += "error bars: 95% bootstrap intervals" + (
+            f" ({n_boot} resamples of targets and questions)" if n_boot else ""
+        )
     ax.set_title((f"{title}\n" if title else "") + caption, fontsize=8)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
@@ -93,20 +124,36 @@ def plot_by_level(levels: pd.DataFrame):
             xs = [lvls.index(lv) + (i - (len(techniques) - 1) / 2) * step for lv in f.index]
             lo = (f[metric] - f[f"{metric}_min"]).clip(lower=0) if f"{metric}_min" in f else None
             hi = (f[f"{metric}_max"] - f[metric]).clip(lower=0) if f"{metric}_max" in f else None
-            ax.errorbar(xs, f[metric], yerr=None if lo is None else [lo, hi], fmt="o", ms=4,
-                        capsize=2, lw=0.8, color=pal.get(tech), label=tech)
+            ax.errorbar(
+                xs,
+                f[metric],
+                yerr=None if lo is None else [lo, hi],
+                fmt="o",
+                ms=4,
+                capsize=2,
+                lw=0.8,
+                color=pal.get(tech),
+                label=tech,
+            )
         ax.set_title(metric, fontsize=10)
         ax.set_xlabel("target level")
-        counts = levels.groupby("target_level")["n_targets"].max() if "n_targets" in levels else None
-        ax.set_xticks(range(len(lvls)), [f"{lv}\n(n={int(counts[lv])})" if counts is not None else str(lv)
-                                         for lv in lvls], fontsize=8)
+        counts = (
+            levels.groupby("target_level")["n_targets"].max() if "n_targets" in levels else None
+        )
+        ax.set_xticks(
+            range(len(lvls)),
+            [f"{lv}\n(n={int(counts[lv])})" if counts is not None else str(lv) for lv in lvls],
+            fontsize=8,
+        )
     axes[0].set_ylabel("rate (mean over targets; bars: min-max)")
     axes[0].set_ylim(-0.02, 1.05)
     axes[-1].legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
-def plot_universality(corr: pd.DataFrame, metric: str = "abstention", n_concepts: int | None = None):
+def plot_universality(
+    corr: pd.DataFrame, metric: str = "abstention", n_concepts: int | None = None
+):
     """Heatmap of Spearman correlations of a per-concept metric between techniques."""
     order = [t for t in _order(corr.index) if corr.loc[t].notna().sum() > 1]
     if len(order) < 2:
@@ -117,10 +164,23 @@ def plot_universality(corr: pd.DataFrame, metric: str = "abstention", n_concepts
 
     fig = new_figure(5, 4.2)
     ax = fig.subplots()
-    sns.heatmap(corr.loc[order, order], vmin=-1, vmax=1, cmap="vlag", annot=True, fmt=".2f",
-                square=True, cbar_kws={"label": "Spearman ρ"}, ax=ax, annot_kws={"fontsize": 8})
-    ax.set_title(f"universality: {metric} across "
-                 + (f"{n_concepts} concepts" if n_concepts else "concepts"), fontsize=10)
+    sns.heatmap(
+        corr.loc[order, order],
+        vmin=-1,
+        vmax=1,
+        cmap="vlag",
+        annot=True,
+        fmt=".2f",
+        square=True,
+        cbar_kws={"label": "Spearman ρ"},
+        ax=ax,
+        annot_kws={"fontsize": 8},
+    )
+    ax.set_title(
+        f"universality: {metric} across "
+        + (f"{n_concepts} concepts" if n_concepts else "concepts"),
+        fontsize=10,
+    )
     ax.set_xlabel("")
     ax.set_ylabel("")
     return fig
@@ -129,23 +189,35 @@ def plot_universality(corr: pd.DataFrame, metric: str = "abstention", n_concepts
 def plot_generalization_errors(errors: pd.DataFrame):
     """Share of missed descendant questions explained by the model not knowing the IS-A relation."""
     if errors.empty or errors["explained_share"].isna().all():
-        return NoFigure("no missed descendant question could be attributed (no misses, or the "
-                        "IS-A probe is uninformative)")
+        return NoFigure(
+            "no missed descendant question could be attributed (no misses, or the "
+            "IS-A probe is uninformative)"
+        )
     pal = technique_palette()
     techniques = _order(errors["technique"])
     fig = new_figure(6, 3)
     ax = fig.subplots()
     vals = [errors.loc[errors["technique"] == t, "explained_share"].iloc[0] for t in techniques]
-    bars = ax.bar(techniques, [0 if np.isnan(v) else v for v in vals], color=[pal.get(t) for t in techniques])
+    bars = ax.bar(
+        techniques, [0 if np.isnan(v) else v for v in vals], color=[pal.get(t) for t in techniques]
+    )
     _bar_labels(ax, bars, vals)
     for i, t in enumerate(techniques):
         n = errors.loc[errors["technique"] == t, "misses"].iloc[0]
-        ax.annotate(f"n={n}" + (" (none probed)" if np.isnan(vals[i]) else ""), (i, -0.08),
-                    ha="center", fontsize=7, annotation_clip=False)
+        ax.annotate(
+            f"n={n}" + (" (none probed)" if np.isnan(vals[i]) else ""),
+            (i, -0.08),
+            ha="center",
+            fontsize=7,
+            annotation_clip=False,
+        )
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("share of misses explained")
-    ax.set_title("generalization errors explained by missing IS-A knowledge\n"
-                 "(n: missed descendant questions)", fontsize=9)
+    ax.set_title(
+        "generalization errors explained by missing IS-A knowledge\n"
+        "(n: missed descendant questions)",
+        fontsize=9,
+    )
     ax.tick_params(axis="x", rotation=20, pad=12)
     return fig
 
@@ -166,13 +238,22 @@ def plot_atomic_vs_compositions(table: pd.DataFrame):
         for i, tech in enumerate(techniques):
             row = f[f["technique"] == tech].iloc[0]
             vals = [row[m] for m in METRICS]
-            bars = ax.bar(x + (i - (len(techniques) - 1) / 2) * width, vals, width,
-                          color=pal.get(tech), label=tech)
+            bars = ax.bar(
+                x + (i - (len(techniques) - 1) / 2) * width,
+                vals,
+                width,
+                color=pal.get(tech),
+                label=tech,
+            )
             _bar_labels(ax, bars, vals)
         n = int(f["targets"].max()) if "targets" in f else None
         ax.set_xticks(x, METRICS)
-        ax.set_title(kind + ("s" if kind == "composition" else " concepts")
-                     + (f" (mean over {n} targets)" if n else ""), fontsize=9)
+        ax.set_title(
+            kind
+            + ("s" if kind == "composition" else " concepts")
+            + (f" (mean over {n} targets)" if n else ""),
+            fontsize=9,
+        )
     axes[0][0].set_ylabel("rate")
     axes[0][0].set_ylim(0, 1.15)
     axes[0][-1].legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -203,12 +284,20 @@ def plot_compliance(shares: pd.DataFrame):
     ax = fig.subplots()
     bottom = np.zeros(len(techniques))
     for col, colour in zip(cols, colours):
-        vals = np.array([shares.loc[shares["technique"] == t, col].iloc[0] if col in shares else 0
-                         for t in techniques])
+        vals = np.array(
+            [
+                shares.loc[shares["technique"] == t, col].iloc[0] if col in shares else 0
+                for t in techniques
+            ]
+        )
         ax.bar(techniques, vals, bottom=bottom, label=col, color=colour)
         bottom += vals
-    n = [int(shares.loc[shares["technique"] == t, "prompts"].iloc[0]) if "prompts" in shares else None
-         for t in techniques]
+    n = [
+        int(shares.loc[shares["technique"] == t, "prompts"].iloc[0])
+        if "prompts" in shares
+        else None
+        for t in techniques
+    ]
     if all(v is not None for v in n):
         ax.set_xticks(range(len(techniques)), [f"{t}\n(n={k})" for t, k in zip(techniques, n)])
     ax.set_ylabel("% of prompts")
@@ -248,11 +337,19 @@ def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
             # a rate's interval drawn within [0, 1] (few concepts make t-intervals very wide)
             lo = [min(e, v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
             hi = [min(e, 1 - v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
-            bars = ax.bar(x + (i - (len(models) - 1) / 2) * width, vals, width, yerr=[lo, hi],
-                          capsize=1.5, color=colors[model], error_kw={"lw": 0.6},
-                          hatch="//" if model in run_models else None,
-                          edgecolor="black" if model in run_models else None, linewidth=0.4,
-                          label=model + (" (this run)" if model in run_models else ""))
+            bars = ax.bar(
+                x + (i - (len(models) - 1) / 2) * width,
+                vals,
+                width,
+                yerr=[lo, hi],
+                capsize=1.5,
+                color=colors[model],
+                error_kw={"lw": 0.6},
+                hatch="//" if model in run_models else None,
+                edgecolor="black" if model in run_models else None,
+                linewidth=0.4,
+                label=model + (" (this run)" if model in run_models else ""),
+            )
             _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
         ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=8)
         ax.set_title(metric, fontsize=9, pad=2)
@@ -260,8 +357,11 @@ def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
     axes[0].set_ylabel("rate")
     n_run = int(run["n_concepts"].max())
     n_rel = int(rel["n_concepts"].max())
-    fig.suptitle(f"this run ({n_run} concept{'s' if n_run != 1 else ''}) beside SELECT's released "
-                 f"models ({'the same' if concepts == 'same' else 'all their'} {n_rel} concepts); "
-                 "SELECT's aggregation, 95% t-intervals (drawn within [0, 1])", fontsize=8)
+    fig.suptitle(
+        f"this run ({n_run} concept{'s' if n_run != 1 else ''}) beside SELECT's released "
+        f"models ({'the same' if concepts == 'same' else 'all their'} {n_rel} concepts); "
+        "SELECT's aggregation, 95% t-intervals (drawn within [0, 1])",
+        fontsize=8,
+    )
     axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

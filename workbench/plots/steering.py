@@ -14,15 +14,23 @@ def plot_gate_tradeoff(curve: pd.DataFrame, per_target: pd.DataFrame):
     fig = new_figure(8, 3.4)
     axes = fig.subplots(1, 2, sharey=True)
     n = per_target.groupby("setting")["target"].nunique()
-    for ax, fpr, title in ((axes[0], "fpr_near", "near concepts (siblings, parent, ancestors)"),
-                           (axes[1], "fpr_far", "far concepts (elsewhere in the taxonomy)")):
+    for ax, fpr, title in (
+        (axes[0], "fpr_near", "near concepts (siblings, parent, ancestors)"),
+        (axes[1], "fpr_far", "far concepts (elsewhere in the taxonomy)"),
+    ):
         for name, f in curve.groupby("setting", sort=False):
             f = f.sort_values("offset")
             tpr = (f["tpr_target"] + f["tpr_descendant"]) / 2
-            line, = ax.plot(f[fpr], tpr, marker=".", label=f"{name} (n={n.get(name, 0)})")
+            (line,) = ax.plot(f[fpr], tpr, marker=".", label=f"{name} (n={n.get(name, 0)})")
             at = f["offset"].abs().idxmin()
-            ax.plot(f.loc[at, fpr], tpr.loc[at], marker="o", ms=8, color=line.get_color(),
-                    markerfacecolor="none")
+            ax.plot(
+                f.loc[at, fpr],
+                tpr.loc[at],
+                marker="o",
+                ms=8,
+                color=line.get_color(),
+                markerfacecolor="none",
+            )
         ax.plot([0, 1], [0, 1], ls=":", color="0.6", lw=1)
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(-0.02, 1.02)

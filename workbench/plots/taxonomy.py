@@ -10,9 +10,15 @@ def plot_taxonomy_levels(bench, ax=None):
     import pandas as pd
     import seaborn as sns
 
-    rows = [{"level": bench.atomic.level(c.id), "group": bench.atomic[bench.atomic.root_of(c.id)].name}
-            for c in bench.atomic if c.parent is not None]
-    rows += [{"level": bench.compositions.level(c.id), "group": "compositions"} for c in bench.compositions]
+    rows = [
+        {"level": bench.atomic.level(c.id), "group": bench.atomic[bench.atomic.root_of(c.id)].name}
+        for c in bench.atomic
+        if c.parent is not None
+    ]
+    rows += [
+        {"level": bench.compositions.level(c.id), "group": "compositions"}
+        for c in bench.compositions
+    ]
     frame = pd.DataFrame(rows).groupby(["level", "group"]).size().reset_index(name="concepts")
     if ax is None:
         ax = new_figure(7, 3.5).subplots()

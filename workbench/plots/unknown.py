@@ -12,14 +12,28 @@ def plot_by_confidence(levels: pd.DataFrame, xlabel: str = "verbalized confidenc
     """Refusal rate and accuracy at each confidence level, with the diagonal."""
     fig = new_figure(9, 3.2)
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, col, title in ((axes[0], "refusal_rate", "refusal rate"), (axes[1], "accuracy", "accuracy")):
+    for ax, col, title in (
+        (axes[0], "refusal_rate", "refusal rate"),
+        (axes[1], "accuracy", "accuracy"),
+    ):
         f = levels.dropna(subset=[col])
-        ax.plot([0, 10], [0, 1] if col == "accuracy" else [1, 0], ls="--", color="0.6", lw=1,
-                label="calibrated" if col == "accuracy" else "ideal (refuse when unsure)")
+        ax.plot(
+            [0, 10],
+            [0, 1] if col == "accuracy" else [1, 0],
+            ls="--",
+            color="0.6",
+            lw=1,
+            label="calibrated" if col == "accuracy" else "ideal (refuse when unsure)",
+        )
         ax.plot(f["confidence"], f[col], marker="o")
         for _, r in f.iterrows():
-            ax.annotate(f"{int(r['n'])}", (r["confidence"], r[col]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{int(r['n'])}",
+                (r["confidence"], r[col]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
         ax.set_xlim(-0.5, 10.5)

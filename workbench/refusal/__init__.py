@@ -23,7 +23,21 @@ from workbench.refusal.datasets import (
 from workbench.refusal.suite import RefusalSuite, SuiteResult, run_suite
 
 __all__ = [
-    "EXPECTED", "REGISTRY", "SAMPLING_PRESETS", "SEED_PROTOCOL", "AbstainerConfig", "DatasetError",
-    "DatasetRef", "JudgeConfig", "PromptItem", "PromptSet", "RefusalSuite", "SamplingConfig",
-    "SuiteConfig", "SuiteResult", "load_dataset", "read_prompt_file", "run_suite",
+    "EXPECTED",
+    "REGISTRY",
+    "SAMPLING_PRESETS",
+    "SEED_PROTOCOL",
+    "AbstainerConfig",
+    "DatasetError",
+    "DatasetRef",
+    "JudgeConfig",
+    "PromptItem",
+    "PromptSet",
+    "RefusalSuite",
+    "SamplingConfig",
+    "SuiteConfig",
+    "SuiteResult",
+    "load_dataset",
+    "read_prompt_file",
+    "run_suite",
 ]

@@ -88,8 +88,13 @@ class TableFormat:
 
 
 #: Any prompt file: a ``prompt`` column; ``id``, ``category`` and ``expected`` when present.
-GENERIC = TableFormat(prompt="prompt", id="id", category="category", expected="expected",
-                      optional=("id", "category", "expected"))
+GENERIC = TableFormat(
+    prompt="prompt",
+    id="id",
+    category="category",
+    expected="expected",
+    optional=("id", "category", "expected"),
+)
 
 
 @dataclass(frozen=True)
@@ -120,8 +125,10 @@ class DatasetSpec:
 
 
 SEED_RELEASE = "MultiverseComputingCAI/llm-refusal-evaluation"
-_SEED_SOURCE = (f"huggingface.co/datasets/{SEED_RELEASE} (seed 001's splits): "
-                f"hf download {SEED_RELEASE} --repo-type dataset --local-dir DATA_DIR/llm-refusal-evaluation")
+_SEED_SOURCE = (
+    f"huggingface.co/datasets/{SEED_RELEASE} (seed 001's splits): "
+    f"hf download {SEED_RELEASE} --repo-type dataset --local-dir DATA_DIR/llm-refusal-evaluation"
+)
 _SEED_LAYOUT = TableFormat(prompt="prompt", id="_id", category="subject")
 #: seed 001's splits and the behaviour its README expects of each (world_politics is in the
 #: earlier copy ``Iker/refusal-evaluation`` only).
@@ -140,57 +147,137 @@ _SEED_SPLITS = {
 }
 
 REGISTRY: dict[str, DatasetSpec] = {
-    name: DatasetSpec(name, expected, f"data/{name}-*.parquet", "llm-refusal-evaluation",
-                      _SEED_LAYOUT, _SEED_SOURCE, desc)
+    name: DatasetSpec(
+        name,
+        expected,
+        f"data/{name}-*.parquet",
+        "llm-refusal-evaluation",
+        _SEED_LAYOUT,
+        _SEED_SOURCE,
+        desc,
+    )
     for name, (expected, desc) in _SEED_SPLITS.items()
 }
-_XSTEST = ("github.com/paul-rottger/exaggerated-safety: git clone "
-           "https://github.com/paul-rottger/exaggerated-safety DATA_DIR/exaggerated-safety")
-_JBB = ("huggingface.co/datasets/JailbreakBench/JBB-Behaviors: hf download "
-        "JailbreakBench/JBB-Behaviors --repo-type dataset --local-dir DATA_DIR/JBB-Behaviors")
-_SORRY = ("huggingface.co/datasets/sorry-bench/sorry-bench-202503 (gated: accept its terms, "
-          "then) hf download sorry-bench/sorry-bench-202503 --repo-type dataset "
-          "--local-dir DATA_DIR/sorry-bench")
-_HARMBENCH = ("github.com/centerforaisafety/HarmBench: git clone "
-              "https://github.com/centerforaisafety/HarmBench DATA_DIR/HarmBench")
-_CCP = ("huggingface.co/datasets/promptfoo/CCP-sensitive-prompts: hf download "
-        "promptfoo/CCP-sensitive-prompts --repo-type dataset --local-dir DATA_DIR/CCP-sensitive-prompts")
-_DECCP = ("huggingface.co/datasets/augmxnt/deccp: hf download augmxnt/deccp --repo-type dataset "
-          "--local-dir DATA_DIR/deccp")
+_XSTEST = (
+    "github.com/paul-rottger/exaggerated-safety: git clone "
+    "https://github.com/paul-rottger/exaggerated-safety DATA_DIR/exaggerated-safety"
+)
+_JBB = (
+    "huggingface.co/datasets/JailbreakBench/JBB-Behaviors: hf download "
+    "JailbreakBench/JBB-Behaviors --repo-type dataset --local-dir DATA_DIR/JBB-Behaviors"
+)
+_SORRY = (
+    "huggingface.co/datasets/sorry-bench/sorry-bench-202503 (gated: accept its terms, "
+    "then) hf download sorry-bench/sorry-bench-202503 --repo-type dataset "
+    "--local-dir DATA_DIR/sorry-bench"
+)
+_HARMBENCH = (
+    "github.com/centerforaisafety/HarmBench: git clone "
+    "https://github.com/centerforaisafety/HarmBench DATA_DIR/HarmBench"
+)
+_CCP = (
+    "huggingface.co/datasets/promptfoo/CCP-sensitive-prompts: hf download "
+    "promptfoo/CCP-sensitive-prompts --repo-type dataset --local-dir DATA_DIR/CCP-sensitive-prompts"
+)
+_DECCP = (
+    "huggingface.co/datasets/augmxnt/deccp: hf download augmxnt/deccp --repo-type dataset "
+    "--local-dir DATA_DIR/deccp"
+)
 _ORIGINALS = [
-    DatasetSpec("xstest.safe", SHOULD_NOT_REFUSE, "xstest_prompts.csv", "exaggerated-safety",
-                TableFormat(prompt="prompt", id="id", category="type", where=(("label", "safe"),)),
-                _XSTEST, "XSTest v2's 250 safe prompts, from its authors' CSV"),
-    DatasetSpec("xstest.unsafe", SHOULD_REFUSE, "xstest_prompts.csv", "exaggerated-safety",
-                TableFormat(prompt="prompt", id="id", category="type", where=(("label", "unsafe"),)),
-                _XSTEST, "XSTest v2's 200 unsafe contrast prompts, from its authors' CSV"),
-    DatasetSpec("jbb.harmful", SHOULD_REFUSE, "data/harmful-behaviors.csv", "JBB-Behaviors",
-                TableFormat(prompt="Goal", id="Index", category="Category"), _JBB,
-                "JailbreakBench's 100 harmful behaviours"),
-    DatasetSpec("jbb.benign", SHOULD_NOT_REFUSE, "data/benign-behaviors.csv", "JBB-Behaviors",
-                TableFormat(prompt="Goal", id="Index", category="Category"), _JBB,
-                "JailbreakBench's 100 benign behaviours on the same topics"),
-    DatasetSpec("sorrybench.questions", SHOULD_REFUSE, "question.jsonl", "sorry-bench",
-                TableFormat(prompt="turns", id="question_id", category="category", first_turn=True),
-                _SORRY, "SORRY-Bench's unsafe instructions (first turn of each)"),
-    DatasetSpec("harmbench", SHOULD_REFUSE, "data/behavior_datasets/harmbench_behaviors_text_all.csv",
-                "HarmBench", TableFormat(prompt="Behavior", id="BehaviorID",
-                                         category="SemanticCategory", context="ContextString"),
-                _HARMBENCH, "HarmBench's text behaviours (standard, contextual, copyright)"),
-    DatasetSpec("ccp_sensitive_prompts", MAY_REFUSE, "ccp-sensitive-prompts.csv",
-                "CCP-sensitive-prompts", TableFormat(prompt="prompt", id=None, category="subject"),
-                _CCP, "promptfoo's CCP-sensitive prompts, from its CSV"),
-    DatasetSpec("deccp.censored", MAY_REFUSE, "data/censored-*.parquet", "deccp",
-                TableFormat(prompt="text", id=None), _DECCP,
-                "prompts Qwen2-7B-Instruct refused (deccp's censored split)"),
-    DatasetSpec("deccp.uncensored", MAY_REFUSE, "data/uncensored-*.parquet", "deccp",
-                TableFormat(prompt="text", id=None), _DECCP,
-                "deccp's control prompts Qwen2-7B-Instruct answered"),
+    DatasetSpec(
+        "xstest.safe",
+        SHOULD_NOT_REFUSE,
+        "xstest_prompts.csv",
+        "exaggerated-safety",
+        TableFormat(prompt="prompt", id="id", category="type", where=(("label", "safe"),)),
+        _XSTEST,
+        "XSTest v2's 250 safe prompts, from its authors' CSV",
+    ),
+    DatasetSpec(
+        "xstest.unsafe",
+        SHOULD_REFUSE,
+        "xstest_prompts.csv",
+        "exaggerated-safety",
+        TableFormat(prompt="prompt", id="id", category="type", where=(("label", "unsafe"),)),
+        _XSTEST,
+        "XSTest v2's 200 unsafe contrast prompts, from its authors' CSV",
+    ),
+    DatasetSpec(
+        "jbb.harmful",
+        SHOULD_REFUSE,
+        "data/harmful-behaviors.csv",
+        "JBB-Behaviors",
+        TableFormat(prompt="Goal", id="Index", category="Category"),
+        _JBB,
+        "JailbreakBench's 100 harmful behaviours",
+    ),
+    DatasetSpec(
+        "jbb.benign",
+        SHOULD_NOT_REFUSE,
+        "data/benign-behaviors.csv",
+        "JBB-Behaviors",
+        TableFormat(prompt="Goal", id="Index", category="Category"),
+        _JBB,
+        "JailbreakBench's 100 benign behaviours on the same topics",
+    ),
+    DatasetSpec(
+        "sorrybench.questions",
+        SHOULD_REFUSE,
+        "question.jsonl",
+        "sorry-bench",
+        TableFormat(prompt="turns", id="question_id", category="category", first_turn=True),
+        _SORRY,
+        "SORRY-Bench's unsafe instructions (first turn of each)",
+    ),
+    DatasetSpec(
+        "harmbench",
+        SHOULD_REFUSE,
+        "data/behavior_datasets/harmbench_behaviors_text_all.csv",
+        "HarmBench",
+        TableFormat(
+            prompt="Behavior", id="BehaviorID", category="SemanticCategory", context="ContextString"
+        ),
+        _HARMBENCH,
+        "HarmBench's text behaviours (standard, contextual, copyright)",
+    ),
+    DatasetSpec(
+        "ccp_sensitive_prompts",
+        MAY_REFUSE,
+        "ccp-sensitive-prompts.csv",
+        "CCP-sensitive-prompts",
+        TableFormat(prompt="prompt", id=None, category="subject"),
+        _CCP,
+        "promptfoo's CCP-sensitive prompts, from its CSV",
+    ),
+    DatasetSpec(
+        "deccp.censored",
+        MAY_REFUSE,
+        "data/censored-*.parquet",
+        "deccp",
+        TableFormat(prompt="text", id=None),
+        _DECCP,
+        "prompts Qwen2-7B-Instruct refused (deccp's censored split)",
+    ),
+    DatasetSpec(
+        "deccp.uncensored",
+        MAY_REFUSE,
+        "data/uncensored-*.parquet",
+        "deccp",
+        TableFormat(prompt="text", id=None),
+        _DECCP,
+        "deccp's control prompts Qwen2-7B-Instruct answered",
+    ),
 ]
 REGISTRY.update({s.name: s for s in _ORIGINALS})
 REGISTRY["sanity"] = DatasetSpec(  # each row carries its own expected behaviour
-    "sanity", "", Path(SANITY_FILE).name, str(Path(SANITY_FILE).parent), GENERIC,
-    "shipped with the workbench", "our own sanity set: harmless, bland harmful and sensitive prompts")
+    "sanity",
+    "",
+    Path(SANITY_FILE).name,
+    str(Path(SANITY_FILE).parent),
+    GENERIC,
+    "shipped with the workbench",
+    "our own sanity set: harmless, bland harmful and sensitive prompts",
+)
 
 
 @dataclass
@@ -219,7 +306,13 @@ def _fail(name: str, path: Path, what: str) -> DatasetError:
 
 def _kind(path: Path) -> str:
     suffix = path.suffix.lower()
-    kinds = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+    kinds = {
+        ".csv": "csv",
+        ".json": "json",
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".parquet": "parquet",
+    }
     return kinds.get(suffix, "")
 
 
@@ -276,16 +369,20 @@ def _text(value) -> str:
     return str(value)
 
 
-def items_from_records(records: Sequence[dict], layout: TableFormat, expected: str | None,
-                       name: str, path: Path) -> list[PromptItem]:
+def items_from_records(
+    records: Sequence[dict], layout: TableFormat, expected: str | None, name: str, path: Path
+) -> list[PromptItem]:
     """Map a file's rows to prompts by ``layout``; ``expected`` applies to rows without their own."""
     if not records:
         raise _fail(name, path, "holds no rows")
     columns = list(dict.fromkeys(k for r in records for k in r))
     missing = [c for c in layout.required() if c not in columns]
     if missing:
-        raise _fail(name, path, f"has no column {', '.join(map(repr, missing))} "
-                                f"(its columns: {', '.join(columns)})")
+        raise _fail(
+            name,
+            path,
+            f"has no column {', '.join(map(repr, missing))} (its columns: {', '.join(columns)})",
+        )
     where = dict(layout.where)
     items, seen = [], set()
     for n, row in enumerate(records, 1):
@@ -296,7 +393,9 @@ def items_from_records(records: Sequence[dict], layout: TableFormat, expected: s
             if hasattr(value, "tolist"):
                 value = value.tolist()
             if not isinstance(value, (list, tuple)) or not value:
-                raise _fail(name, path, f"row {n}: {layout.prompt!r} must be a non-empty list of turns")
+                raise _fail(
+                    name, path, f"row {n}: {layout.prompt!r} must be a non-empty list of turns"
+                )
             value = value[0]
         prompt = _text(value).strip()
         if not prompt:
@@ -312,11 +411,19 @@ def items_from_records(records: Sequence[dict], layout: TableFormat, expected: s
         exp = _text(row.get(layout.expected)).strip() if layout.expected else ""
         exp = exp or (expected or "")
         if not exp:
-            raise _fail(name, path, f"row {n} has no expected behaviour: give the dataset "
-                                    f"'expected: {'|'.join(EXPECTED)}' in the config, or an "
-                                    "'expected' column")
+            raise _fail(
+                name,
+                path,
+                f"row {n} has no expected behaviour: give the dataset "
+                f"'expected: {'|'.join(EXPECTED)}' in the config, or an "
+                "'expected' column",
+            )
         if exp not in EXPECTED:
-            raise _fail(name, path, f"row {n}: expected behaviour {exp!r} is not one of {', '.join(EXPECTED)}")
+            raise _fail(
+                name,
+                path,
+                f"row {n}: expected behaviour {exp!r} is not one of {', '.join(EXPECTED)}",
+            )
         category = _text(row.get(layout.category)).strip() if layout.category else ""
         items.append(PromptItem(pid, prompt, exp, category))
     if not items:
@@ -342,13 +449,19 @@ def _hash(files: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def read_prompt_file(path: str | os.PathLike, name: str = "prompts", expected: str | None = None,
-                     layout: TableFormat = GENERIC, description: str = "") -> PromptSet:
+def read_prompt_file(
+    path: str | os.PathLike,
+    name: str = "prompts",
+    expected: str | None = None,
+    layout: TableFormat = GENERIC,
+    description: str = "",
+) -> PromptSet:
     """Read a prompt file (or the shards a glob names) in ``layout`` (default: the generic
     format). Raises :class:`DatasetError` naming the file and what is wrong."""
     if expected is not None and expected not in EXPECTED:
-        raise DatasetError(f"dataset {name!r}: expected behaviour {expected!r} is not one of "
-                           f"{', '.join(EXPECTED)}")
+        raise DatasetError(
+            f"dataset {name!r}: expected behaviour {expected!r} is not one of {', '.join(EXPECTED)}"
+        )
     files = _files(name, Path(path).expanduser())
     items: list[PromptItem] = []
     for f in files:
@@ -360,7 +473,9 @@ def read_prompt_file(path: str | os.PathLike, name: str = "prompts", expected: s
     return PromptSet(name, items, str(path), _hash(files), expected or "", description, splits)
 
 
-def resolve_path(spec: DatasetSpec, data_dir: str | os.PathLike, path: str | os.PathLike | None = None) -> Path:
+def resolve_path(
+    spec: DatasetSpec, data_dir: str | os.PathLike, path: str | os.PathLike | None = None
+) -> Path:
     """Where ``spec``'s file is: ``path`` (a file, or the folder it was downloaded to), else
     ``data_dir/<folder>/<pattern>`` (the shipped sanity set: in the checkout)."""
     from workbench.paths import project_path
@@ -373,26 +488,35 @@ def resolve_path(spec: DatasetSpec, data_dir: str | os.PathLike, path: str | os.
     return spec.default_path(data_dir)
 
 
-def load_dataset(name: str, data_dir: str | os.PathLike, path: str | os.PathLike | None = None,
-                 expected: str | None = None) -> PromptSet:
+def load_dataset(
+    name: str,
+    data_dir: str | os.PathLike,
+    path: str | os.PathLike | None = None,
+    expected: str | None = None,
+) -> PromptSet:
     """A registered set by name, or any prompt file (``path`` and ``expected`` needed) in the
     generic format. A missing file says where to download it."""
     spec = REGISTRY.get(name)
     if spec is None:
         if not path:
-            raise DatasetError(f"unknown dataset {name!r}: name one of {', '.join(REGISTRY)}, or "
-                               "give 'path' (and 'expected') for a prompt file of your own")
+            raise DatasetError(
+                f"unknown dataset {name!r}: name one of {', '.join(REGISTRY)}, or "
+                "give 'path' (and 'expected') for a prompt file of your own"
+            )
         from workbench.paths import project_path
 
         return read_prompt_file(project_path(path), name, expected)
     where = resolve_path(spec, data_dir, path)
     try:
-        return read_prompt_file(where, name, expected or spec.expected or None, spec.layout,
-                                spec.description)
+        return read_prompt_file(
+            where, name, expected or spec.expected or None, spec.layout, spec.description
+        )
     except DatasetError as e:
         if "no file" in str(e) and spec.name != "sanity":
-            raise DatasetError(f"{e}; download it from {spec.source.replace('DATA_DIR', str(data_dir))}"
-                               " (or set the dataset's 'path')") from None
+            raise DatasetError(
+                f"{e}; download it from {spec.source.replace('DATA_DIR', str(data_dir))}"
+                " (or set the dataset's 'path')"
+            ) from None
         raise
 
 
@@ -401,6 +525,13 @@ def describe(names: Sequence[str] | None = None) -> list[dict]:
     out = []
     for name, s in REGISTRY.items():
         if names is None or name in names:
-            out.append({"name": name, "expected": s.expected, "file": f"{s.folder}/{s.pattern}",
-                        "source": s.source, "description": s.description})
+            out.append(
+                {
+                    "name": name,
+                    "expected": s.expected,
+                    "file": f"{s.folder}/{s.pattern}",
+                    "source": s.source,
+                    "description": s.description,
+                }
+            )
     return out

@@ -10,7 +10,11 @@ from workbench.plots.save import NoFigure, new_figure
 from workbench.refusal.datasets import EXPECTED
 
 #: One colour per expected behaviour: refuse (red), may refuse (amber), should answer (green).
-EXPECTED_COLOURS = {"should_refuse": "#c0504d", "may_refuse": "#d9a53f", "should_not_refuse": "#4c9f70"}
+EXPECTED_COLOURS = {
+    "should_refuse": "#c0504d",
+    "may_refuse": "#d9a53f",
+    "should_not_refuse": "#4c9f70",
+}
 
 
 def plot_confidence_histograms(scores: pd.DataFrame, system: str, margin: float = 0.1):
@@ -33,7 +37,7 @@ def plot_confidence_histograms(scores: pd.DataFrame, system: str, margin: float 
         label = split if split.endswith(expected) else f"{split} ({expected})"
         ax.set_title(f"{label}\nn={len(g)} prompts", fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in axes.flat[len(splits):]:
+    for ax in axes.flat[len(splits) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("c(x)", fontsize=8)
@@ -50,7 +54,10 @@ def plot_source_rates(table: pd.DataFrame):
         return NoFigure("no scored splits")
     systems = list(dict.fromkeys(table["system"]))
     sources = list(dict.fromkeys(table["source"]))
-    fig = new_figure(max(5.0, 1.2 * table[["system", "split"]].drop_duplicates().shape[0] + 2), 3.2 * len(systems))
+    fig = new_figure(
+        max(5.0, 1.2 * table[["system", "split"]].drop_duplicates().shape[0] + 2),
+        3.2 * len(systems),
+    )
     axes = fig.subplots(len(systems), 1, squeeze=False)[:, 0]
     width = 0.8 / len(sources)
     for ax, system in zip(axes, systems):
@@ -58,10 +65,14 @@ def plot_source_rates(table: pd.DataFrame):
         splits = list(dict.fromkeys(f["split"]))
         x = np.arange(len(splits))
         for i, s in enumerate(sources):
-            vals = [f[(f["split"] == sp) & (f["source"] == s)]["rejection_pct"].iloc[0] for sp in splits]
+            vals = [
+                f[(f["split"] == sp) & (f["source"] == s)]["rejection_pct"].iloc[0] for sp in splits
+            ]
             bars = ax.bar(x + (i - (len(sources) - 1) / 2) * width, vals, width, label=s)
             ax.bar_label(bars, fmt="%.0f", fontsize=6)  # a zero reads as measured
-        labels = [f"{sp}\n({f[f['split'] == sp]['expected'].iloc[0].replace('_', ' ')})" for sp in splits]
+        labels = [
+            f"{sp}\n({f[f['split'] == sp]['expected'].iloc[0].replace('_', ' ')})" for sp in splits
+        ]
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylim(0, 100)
         ax.set_ylabel("rejection, % of prompts", fontsize=8)

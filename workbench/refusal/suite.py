@@ -104,8 +104,9 @@ class RefusalSuite:
     """Runs a :class:`SuiteConfig`. ``models`` maps model names to already loaded models (tests,
     notebooks holding one); ``bench`` is the benchmark of abstainers that name none."""
 
-    def __init__(self, config: SuiteConfig, models: dict | None = None, bench=None,
-                 progress: bool = True):
+    def __init__(
+        self, config: SuiteConfig, models: dict | None = None, bench=None, progress: bool = True
+    ):
         from workbench.paths import runs_root
 
         self.config = config
@@ -128,7 +129,11 @@ class RefusalSuite:
             data = load_dataset(ref.name, c.data_dir, ref.path, ref.expected)
             limit = c.limit if ref.limit is None else ref.limit
             if limit and limit < len(data.items):
-                keep = sorted(random.Random(f"{c.sampling.seed}:{ref.name}").sample(range(len(data.items)), limit))
+                keep = sorted(
+                    random.Random(f"{c.sampling.seed}:{ref.name}").sample(
+                        range(len(data.items)), limit
+                    )
+                )
                 data.items = [data.items[i] for i in keep]
             self.datasets.append(data)
         for ab in c.abstainers:
@@ -145,7 +150,9 @@ class RefusalSuite:
                 from workbench.paths import project_path
                 from workbench.taxonomy import load_benchmark
 
-                self.benches[directory] = load_benchmark(project_path(directory) if directory else None)
+                self.benches[directory] = load_benchmark(
+                    project_path(directory) if directory else None
+                )
         return self.benches[directory]
 
     def systems(self) -> list[System]:
@@ -162,12 +169,19 @@ class RefusalSuite:
         c = self.config
         ab = None
         if system.abstainer is not None:
-            ab = {**asdict(system.abstainer),
-                  "benchmark_hash": self._bench(system.abstainer.benchmark).content_hash()[:16]}
-        return {"model": system.model, "abstainer": ab, "dataset": data.name,
-                "data_hash": data.content_hash, "prompts": [[i.prompt_id, i.prompt] for i in items],
-                "generation": c.sampling.generation_config(c.system_prompt).to_dict(),
-                "thinking_marker": c.thinking_marker}
+            ab = {
+                **asdict(system.abstainer),
+                "benchmark_hash": self._bench(system.abstainer.benchmark).content_hash()[:16],
+            }
+        return {
+            "model": system.model,
+            "abstainer": ab,
+            "dataset": data.name,
+            "data_hash": data.content_hash,
+            "prompts": [[i.prompt_id, i.prompt] for i in items],
+            "generation": c.sampling.generation_config(c.system_prompt).to_dict(),
+            "thinking_marker": c.thinking_marker,
+        }
 
     def _judge_identity(self, system: System) -> dict | None:
         j = self.config.judge
@@ -185,13 +199,20 @@ class RefusalSuite:
         for system in self.systems():
             for data in self.datasets:
                 for start in range(0, len(data.items), c.chunk_size):
-                    items = data.items[start:start + c.chunk_size]
+                    items = data.items[start : start + c.chunk_size]
                     gen_hash = hash_dict(self._gen_key(system, data, items))
                     judge = self._judge_identity(system)
                     judge_path = None
                     if judge is not None:
-                        judge_path = chunk_dir / f"judge-{hash_dict({'gen': gen_hash, 'judge': judge})}.parquet"
-                    out.append(Chunk(system, data, items, chunk_dir / f"gen-{gen_hash}.parquet", judge_path))
+                        judge_path = (
+                            chunk_dir
+                            / f"judge-{hash_dict({'gen': gen_hash, 'judge': judge})}.parquet"
+                        )
+                    out.append(
+                        Chunk(
+                            system, data, items, chunk_dir / f"gen-{gen_hash}.parquet", judge_path
+                        )
+                    )
         return out
 
     # -- running ----------------------------------------------------------------------------------
@@ -213,8 +234,12 @@ class RefusalSuite:
         j = self.config.judge
         name = system.model if j.model == "self" else j.model
         if name not in self._judge_lms:
-            self._judge_lms[name] = LLMJudge(self._model(name), batch_size=j.batch_size,
-                                             answer_chars=j.answer_chars, categories=j.categories)
+            self._judge_lms[name] = LLMJudge(
+                self._model(name),
+                batch_size=j.batch_size,
+                answer_chars=j.answer_chars,
+                categories=j.categories,
+            )
         return self._judge_lms[name]
 
     def run(self) -> SuiteResult:
@@ -222,14 +247,22 @@ class RefusalSuite:
         self.prepare()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "chunks").mkdir(exist_ok=True)
-        (self.run_dir / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2, default=str))
+        (self.run_dir / "config.json").write_text(
+            json.dumps(self.config.to_dict(), indent=2, default=str)
+        )
         plan = self.chunks()
-        todo = [ch for ch in plan if not ch.gen_path.is_file()
-                or (ch.judge_path is not None and not ch.judge_path.is_file())]
+        todo = [
+            ch
+            for ch in plan
+            if not ch.gen_path.is_file()
+            or (ch.judge_path is not None and not ch.judge_path.is_file())
+        ]
         total = sum(len(ch.items) for ch in todo)
         if todo:
-            self._say(f"{total} prompts to answer in {len(todo)} chunks "
-                      f"({len(plan) - len(todo)} of {len(plan)} chunks already done)")
+            self._say(
+                f"{total} prompts to answer in {len(todo)} chunks "
+                f"({len(plan) - len(todo)} of {len(plan)} chunks already done)"
+            )
         start, done, busy = time.time(), 0, 0.0  # busy: time spent answering and judging
         for model in self.config.models:
             mine = [ch for ch in todo if ch.system.model == model]
@@ -251,9 +284,11 @@ class RefusalSuite:
                             _write_atomic(self.judge(ch), ch.judge_path)
                         done += len(ch.items)
                         busy += time.time() - t0
-                        self._say(f"{system.name} / {ch.dataset.name}: {done}/{total} prompts; "
-                                  f"{_minutes(time.time() - start)} elapsed, about "
-                                  f"{_minutes(busy / done * (total - done))} left")
+                        self._say(
+                            f"{system.name} / {ch.dataset.name}: {done}/{total} prompts; "
+                            f"{_minutes(time.time() - start)} elapsed, about "
+                            f"{_minutes(busy / done * (total - done))} left"
+                        )
                 finally:
                     if abstainer is not None:
                         abstainer.close()
@@ -268,8 +303,9 @@ class RefusalSuite:
         ab = system.abstainer
         self._say(f"preparing {ab.technique} for {ab.target} on {system.model}")
         technique = get_technique(ab.technique, **ab.params)
-        return technique.prepare(self._model(system.model), self._bench(ab.benchmark), ab.target,
-                                 seed=ab.seed)
+        return technique.prepare(
+            self._model(system.model), self._bench(ab.benchmark), ab.target, seed=ab.seed
+        )
 
     def _release(self, model: str) -> None:
         """Free a model once its systems are done, unless the caller gave it or it judges."""
@@ -295,43 +331,76 @@ class RefusalSuite:
             gens = abstainer.generate(prompts, cfg, progress=False)
         seconds = time.time() - t0
         mixed = len(data.splits) > 1
-        common = {"run": c.name, "config_hash": chunk.gen_path.stem.removeprefix("gen-"),
-                  "system": system.name, "model": system.model, "model_id": lm.model_id,
-                  "revision": lm.revision, "technique": system.technique, "target": system.target,
-                  "dataset": data.name, "data_hash": data.content_hash[:16], "seed": c.sampling.seed,
-                  "thinking_marker": c.thinking_marker,
-                  "versions": json.dumps(package_versions(), sort_keys=True),
-                  "chunk_seconds": round(seconds, 2)}
+        common = {
+            "run": c.name,
+            "config_hash": chunk.gen_path.stem.removeprefix("gen-"),
+            "system": system.name,
+            "model": system.model,
+            "model_id": lm.model_id,
+            "revision": lm.revision,
+            "technique": system.technique,
+            "target": system.target,
+            "dataset": data.name,
+            "data_hash": data.content_hash[:16],
+            "seed": c.sampling.seed,
+            "thinking_marker": c.thinking_marker,
+            "versions": json.dumps(package_versions(), sort_keys=True),
+            "chunk_seconds": round(seconds, 2),
+        }
         rows = []
         for g in sorted(gens, key=lambda g: (g.prompt_index, g.sample)):
             item = chunk.items[g.prompt_index]
             answer, thinking = split_thinking(g.text, c.thinking_marker)
             known = bool(g.logprobs) and bool(g.token_ids)  # an HTTP back end may not say
-            lps = answer_logprobs(getattr(lm, "tokenizer", None), g.token_ids, g.logprobs, g.text,
-                                  c.thinking_marker) if known else []
-            rows.append({**common, "split": split_name(data.name, item.expected, mixed),
-                         "expected": item.expected, "category": item.category,
-                         "prompt_id": item.prompt_id, "prompt": item.prompt, "sample": g.sample,
-                         "response": answer, "thinking": thinking,
-                         "thinking_closed": None if not c.thinking_marker else thinking is not None,
-                         "response_complete": g.raw_text if g.raw_text is not None else g.text,
-                         "n_tokens": g.num_tokens, "has_logprobs": known,
-                         "answer_tokens": len(lps) if known else None,
-                         "finish_reason": g.finish_reason,
-                         "logprob_sum": float(sum(lps)) if lps else None,
-                         "logprob_mean": float(sum(lps) / len(lps)) if lps else None})
+            lps = (
+                answer_logprobs(
+                    getattr(lm, "tokenizer", None),
+                    g.token_ids,
+                    g.logprobs,
+                    g.text,
+                    c.thinking_marker,
+                )
+                if known
+                else []
+            )
+            rows.append(
+                {
+                    **common,
+                    "split": split_name(data.name, item.expected, mixed),
+                    "expected": item.expected,
+                    "category": item.category,
+                    "prompt_id": item.prompt_id,
+                    "prompt": item.prompt,
+                    "sample": g.sample,
+                    "response": answer,
+                    "thinking": thinking,
+                    "thinking_closed": None if not c.thinking_marker else thinking is not None,
+                    "response_complete": g.raw_text if g.raw_text is not None else g.text,
+                    "n_tokens": g.num_tokens,
+                    "has_logprobs": known,
+                    "answer_tokens": len(lps) if known else None,
+                    "finish_reason": g.finish_reason,
+                    "logprob_sum": float(sum(lps)) if lps else None,
+                    "logprob_mean": float(sum(lps) / len(lps)) if lps else None,
+                }
+            )
         return pd.DataFrame(rows)
 
     def judge(self, chunk: Chunk) -> pd.DataFrame:
         """The judge's verdict on every answer of ``chunk`` (its rows must exist)."""
         rows = pd.read_parquet(chunk.gen_path)
         verdicts = self._judge(chunk.system).judge(list(zip(rows["prompt"], rows["response"])))
-        return pd.DataFrame({"prompt_id": rows["prompt_id"], "sample": rows["sample"],
-                             "refused_judge": [v.refusal for v in verdicts],
-                             "judge_p_refusal": [v.p_refusal for v in verdicts],
-                             "judge_mass": [v.mass for v in verdicts],
-                             "judge_category": [v.category for v in verdicts],
-                             "judge_model": self._judge_identity(chunk.system)["model"]})
+        return pd.DataFrame(
+            {
+                "prompt_id": rows["prompt_id"],
+                "sample": rows["sample"],
+                "refused_judge": [v.refusal for v in verdicts],
+                "judge_p_refusal": [v.p_refusal for v in verdicts],
+                "judge_mass": [v.mass for v in verdicts],
+                "judge_category": [v.category for v in verdicts],
+                "judge_model": self._judge_identity(chunk.system)["model"],
+            }
+        )
 
     # -- gathering --------------------------------------------------------------------------------
     def rows(self, plan: list[Chunk] | None = None) -> pd.DataFrame:
@@ -347,15 +416,21 @@ class RefusalSuite:
             if ch.judge_path is not None:
                 if not ch.judge_path.is_file():
                     continue
-                f = f.merge(pd.read_parquet(ch.judge_path), on=["prompt_id", "sample"], how="left",
-                            validate="one_to_one")
+                f = f.merge(
+                    pd.read_parquet(ch.judge_path),
+                    on=["prompt_id", "sample"],
+                    how="left",
+                    validate="one_to_one",
+                )
             frames.append(f)
         if not frames:
             return pd.DataFrame()
         rows = pd.concat(frames, ignore_index=True)
         rows = rows.drop_duplicates(subset=ROW_KEY, keep="last").reset_index(drop=True)
         detectors = detectors_for()
-        decisions = [detector_decisions(r, q, detectors) for q, r in zip(rows["prompt"], rows["response"])]
+        decisions = [
+            detector_decisions(r, q, detectors) for q, r in zip(rows["prompt"], rows["response"])
+        ]
         for col in decisions[0] if decisions else []:
             rows[col] = [d[col] for d in decisions]
         phrase = [detect_refusal(r, question=q) for q, r in zip(rows["prompt"], rows["response"])]
@@ -392,8 +467,11 @@ class RefusalSuite:
         bad.to_csv(self.run_dir / "misbehaviour.csv", index=False, float_format="%.2f")
         figures: list[Path] = []
         for system in dict.fromkeys(scores["system"]):
-            figures += save_run_figure(plot_confidence_histograms(scores, system, c.margin), c.name,
-                                       f"confidence_{_slug(system)}")
+            figures += save_run_figure(
+                plot_confidence_histograms(scores, system, c.margin),
+                c.name,
+                f"confidence_{_slug(system)}",
+            )
         figures += save_run_figure(plot_source_rates(table), c.name, "source_rates")
         return SuiteResult(self.run_dir, rows, scores, table, metrics, bad, figures)
 
@@ -402,16 +480,21 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-def run_suite(config: SuiteConfig | dict, models: dict | None = None, bench=None,
-              progress: bool = True) -> SuiteResult:
+def run_suite(
+    config: SuiteConfig | dict, models: dict | None = None, bench=None, progress: bool = True
+) -> SuiteResult:
     """Run (or resume) a suite and return its tables."""
     if isinstance(config, dict):
         config = SuiteConfig.from_dict(config)
     return RefusalSuite(config, models=models, bench=bench, progress=progress).run()
 
 
-def run_config_file(path: str | os.PathLike, name: str | None = None, limit: int | None = None,
-                    progress: bool = True) -> SuiteResult:
+def run_config_file(
+    path: str | os.PathLike,
+    name: str | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> SuiteResult:
     """The ``refusal-eval`` command: read a YAML config (checked before any model loads), run or
     resume it, print the splits that misbehave and where everything went."""
     config = SuiteConfig.from_yaml(path)
@@ -420,13 +503,32 @@ def run_config_file(path: str | os.PathLike, name: str | None = None, limit: int
         config = SuiteConfig.from_dict({**config.to_dict(), **changes})
     start = time.time()
     result = run_suite(config, progress=progress)
-    cols = ["system", "split", "expected", "prompts", "compliance_pct", "ambiguous_pct",
-            "rejection_pct", "failure", "misbehaves"]
-    with pd.option_context("display.width", 200, "display.max_columns", None, "display.max_rows", None,
-                           "display.float_format", "{:.1f}".format):
+    cols = [
+        "system",
+        "split",
+        "expected",
+        "prompts",
+        "compliance_pct",
+        "ambiguous_pct",
+        "rejection_pct",
+        "failure",
+        "misbehaves",
+    ]
+    with pd.option_context(
+        "display.width",
+        200,
+        "display.max_columns",
+        None,
+        "display.max_rows",
+        None,
+        "display.float_format",
+        "{:.1f}".format,
+    ):
         print(f"\nc(x) from {result.metrics['score_source']}; splits, misbehaving first:")
         print(result.misbehaviour[cols].to_string(index=False))
-    print(f"\n{len(result.rows)} answers in {result.run_dir / 'rows.parquet'}; metrics.json, "
-          f"prompts.csv, splits.csv, misbehaviour.csv and figures/ beside it "
-          f"({_minutes(time.time() - start)})")
+    print(
+        f"\n{len(result.rows)} answers in {result.run_dir / 'rows.parquet'}; metrics.json, "
+        f"prompts.csv, splits.csv, misbehaviour.csv and figures/ beside it "
+        f"({_minutes(time.time() - start)})"
+    )
     return result

@@ -24,15 +24,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.scoring")
     sub = ap.add_subparsers(dest="cmd", required=True)
     ag = sub.add_parser("agreement", help="detectors against labelled responses")
-    ag.add_argument("--split", choices=("test", "dev", "all"), default=None,
-                    help="test (never used to write the rules), dev, or all; default: test for "
-                         "the shipped set, all when only labels files are given")
-    ag.add_argument("--judge", default=None, help="a model to judge with (registered name, path or hub id)")
-    ag.add_argument("--labels", action="append", default=None, metavar="FILE|DIR",
-                    help="a labels file (JSONL) or a labelled set directory (default data/labels); "
-                         "repeat to combine")
-    ag.add_argument("--csv", default=None,
-                    help="also write every table here, long form (columns by, group, detector, ...)")
+    ag.add_argument(
+        "--split",
+        choices=("test", "dev", "all"),
+        default=None,
+        help="test (never used to write the rules), dev, or all; default: test for "
+        "the shipped set, all when only labels files are given",
+    )
+    ag.add_argument(
+        "--judge", default=None, help="a model to judge with (registered name, path or hub id)"
+    )
+    ag.add_argument(
+        "--labels",
+        action="append",
+        default=None,
+        metavar="FILE|DIR",
+        help="a labels file (JSONL) or a labelled set directory (default data/labels); "
+        "repeat to combine",
+    )
+    ag.add_argument(
+        "--csv",
+        default=None,
+        help="also write every table here, long form (columns by, group, detector, ...)",
+    )
     args = ap.parse_args(argv)
     try:
         return _agreement(args)
@@ -59,7 +73,9 @@ def _agreement(args) -> int:
     if split != "all":
         labels = labels[labels["split"] == split]
     if labels.empty:
-        raise WorkbenchError(f"no labelled responses in the {split} split of {', '.join(map(str, inputs))}")
+        raise WorkbenchError(
+            f"no labelled responses in the {split} split of {', '.join(map(str, inputs))}"
+        )
     judge = None
     if args.judge:
         from workbench.models import load_model
@@ -70,9 +86,11 @@ def _agreement(args) -> int:
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
     cols = ["detector", "n", "accuracy", "precision", "recall", "kappa", "tp", "fp", "fn", "tn"]
-    print(f"labelled set ({', '.join(map(str, inputs))}), split={split}: {len(labels)} responses "
-          f"({(labels['label'] == 'refusal').sum()} refusals, {(labels['label'] == 'partial').sum()} "
-          f"partial refusals, {(labels['label'] == 'compliance').sum()} compliances)\n")
+    print(
+        f"labelled set ({', '.join(map(str, inputs))}), split={split}: {len(labels)} responses "
+        f"({(labels['label'] == 'refusal').sum()} refusals, {(labels['label'] == 'partial').sum()} "
+        f"partial refusals, {(labels['label'] == 'compliance').sum()} compliances)\n"
+    )
     print(agreement_table(pred)[cols].round(3).to_string(index=False))
     for by, title in (("source", "per source"), ("family", "per model family")):
         print(f"\n{title} (n, then Cohen's kappa; NaN where one class is missing):")
@@ -81,8 +99,10 @@ def _agreement(args) -> int:
     print("\nper style (accuracy / kappa where both classes occur):")
     print(by_style.pivot(index="style", columns="detector", values="accuracy").round(2).to_string())
     p = partial_tracking(pred)
-    print(f"\nphrase 'partial' flag against labelled partial refusals: precision {p['precision']:.2f}, "
-          f"recall {p['recall']:.2f} ({p['tp']} of {p['tp'] + p['fn']})")
+    print(
+        f"\nphrase 'partial' flag against labelled partial refusals: precision {p['precision']:.2f}, "
+        f"recall {p['recall']:.2f} ({p['tp']} of {p['tp'] + p['fn']})"
+    )
     if judge is not None:
         print(f"judge probability mass on the two labels: mean {pred['judge_mass'].mean():.2f}")
     if args.csv:

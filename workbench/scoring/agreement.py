@@ -30,8 +30,15 @@ def prompt_confidence(judged: pd.DataFrame, margin: float = 0.1) -> pd.DataFrame
     for key, f in judged.groupby(keys, sort=False):
         lps = [lp if lp is not None and lp == lp else 0.0 for lp in f["logprob"]]
         c = refusal_confidence(lps, [bool(v) for v in f["refused_judge"]])
-        out.append({**dict(zip(keys, key)), "relation": f["relation"].iloc[0], "samples": len(f),
-                    "confidence": c, "class": classify_confidence(c, margin)})
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "relation": f["relation"].iloc[0],
+                "samples": len(f),
+                "confidence": c,
+                "class": classify_confidence(c, margin),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -63,20 +70,31 @@ def scores(truth: Sequence[bool], pred: Sequence[bool]) -> dict:
     fn = sum(t and not p for t, p in zip(truth, pred))
     tn = len(truth) - tp - fp - fn
     n = len(truth)
-    return {"n": n, "accuracy": (tp + tn) / n if n else float("nan"),
-            "precision": tp / (tp + fp) if tp + fp else float("nan"),
-            "recall": tp / (tp + fn) if tp + fn else float("nan"),
-            "kappa": cohen_kappa(list(truth), list(pred)), "tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    return {
+        "n": n,
+        "accuracy": (tp + tn) / n if n else float("nan"),
+        "precision": tp / (tp + fp) if tp + fp else float("nan"),
+        "recall": tp / (tp + fn) if tp + fn else float("nan"),
+        "kappa": cohen_kappa(list(truth), list(pred)),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+    }
 
 
-def detector_predictions(labels: pd.DataFrame, judge: LLMJudge | None = None,
-                         detectors: dict[str, Callable[[str, str | None], bool]] | None = None) -> pd.DataFrame:
+def detector_predictions(
+    labels: pd.DataFrame,
+    judge: LLMJudge | None = None,
+    detectors: dict[str, Callable[[str, str | None], bool]] | None = None,
+) -> pd.DataFrame:
     """``labels`` with one boolean column per detector (and the judge's, named ``judge``)."""
     out = labels.copy()
     for name, fn in (detectors or DETECTORS).items():
         out[name] = [bool(fn(r, q)) for q, r in zip(out["question"], out["response"])]
-    out["phrase_partial"] = [detect_refusal(r, question=q).partial
-                             for q, r in zip(out["question"], out["response"])]
+    out["phrase_partial"] = [
+        detect_refusal(r, question=q).partial for q, r in zip(out["question"], out["response"])
+    ]
     if judge is not None:
         verdicts = judge.judge(list(zip(out["question"], out["response"])))
         out["judge"] = [v.refusal for v in verdicts]
@@ -84,13 +102,17 @@ def detector_predictions(labels: pd.DataFrame, judge: LLMJudge | None = None,
     return out
 
 
-def agreement_table(predicted: pd.DataFrame, by: str | None = None,
-                    detectors: Sequence[str] | None = None) -> pd.DataFrame:
+def agreement_table(
+    predicted: pd.DataFrame, by: str | None = None, detectors: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Per detector (and per value of ``by``, e.g. ``style``, ``source`` or ``family``):
     agreement with the labels, partial refusals counted as refusals. ``detectors``: the boolean
     columns to score (default: the registered detectors and ``judge`` that ``predicted`` has)."""
-    names = list(detectors) if detectors is not None else [
-        c for c in list(DETECTORS) + ["judge"] if c in predicted]
+    names = (
+        list(detectors)
+        if detectors is not None
+        else [c for c in list(DETECTORS) + ["judge"] if c in predicted]
+    )
     groups = [("all", predicted)] if by is None else list(predicted.groupby(by, sort=True))
     rows = []
     for name in names:
@@ -103,8 +125,11 @@ def agreement_table(predicted: pd.DataFrame, by: str | None = None,
     return pd.DataFrame(rows)
 
 
-def agreement_groups(predicted: pd.DataFrame, groupings: Sequence[str] = ("source", "family", "style"),
-                     detectors: Sequence[str] | None = None) -> pd.DataFrame:
+def agreement_groups(
+    predicted: pd.DataFrame,
+    groupings: Sequence[str] = ("source", "family", "style"),
+    detectors: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """One long table: overall (``by`` = ``all``) and per value of each grouping column that
     ``predicted`` has, with columns ``by``, ``group``, ``detector``, ``n``, ``accuracy``, ..."""
     parts = [agreement_table(predicted, detectors=detectors).assign(by="all", group="all")]

@@ -25,8 +25,12 @@ DETECTORS: dict[str, Callable[[str, str | None], bool]] = {
     "unknownbench": lambda text, question=None: unknownbench_refusal(text),
 }
 #: SELECT's decisions: detector name -> the key of ``SelectRefusalRule.decide``.
-SELECT_DETECTORS = {"select_phrase": "phrase", "select_keyword": "keyword",
-                    "select_phr_kw": "phr+kw", "select_heuristic": "heuristic"}
+SELECT_DETECTORS = {
+    "select_phrase": "phrase",
+    "select_keyword": "keyword",
+    "select_phr_kw": "phr+kw",
+    "select_heuristic": "heuristic",
+}
 #: The columns results may hold, for ``detector=`` parameters (``refused_select_*`` only where
 #: the benchmark has SELECT's protocol).
 DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in [*DETECTORS, *SELECT_DETECTORS])
@@ -62,8 +66,9 @@ def detectors_for(bench=None) -> dict[str, Callable[[str, str | None], bool]]:
     return out
 
 
-def detector_decisions(text: str, question: str | None = None,
-                       detectors: dict[str, Callable] | None = None) -> dict[str, bool]:
+def detector_decisions(
+    text: str, question: str | None = None, detectors: dict[str, Callable] | None = None
+) -> dict[str, bool]:
     """Every detector's decision on one response (to ``question``, when known), as
     ``{"refused_<name>": bool}``; ``detectors`` as :func:`detectors_for` gives them (default:
     the built-ins)."""
@@ -78,9 +83,15 @@ def check_detector(column: str, extra: tuple[str, ...] = (), bench=None) -> str:
     if column not in known:
         raise ConfigError(f"unknown detector {column!r}; known: {', '.join(known)}")
     name = column.removeprefix("refused_")
-    if bench is not None and name in SELECT_DETECTORS and column not in extra \
-            and getattr(bench, "select_protocol", None) is None:
-        raise ConfigError(f"detector {column!r} needs SELECT's refusal keywords: import the release "
-                          "with `python -m workbench.taxonomy import-select <clone>` (a clone of "
-                          "github.com/kinshuk-h/SELECT with its templates/ and src/, not only data/)")
+    if (
+        bench is not None
+        and name in SELECT_DETECTORS
+        and column not in extra
+        and getattr(bench, "select_protocol", None) is None
+    ):
+        raise ConfigError(
+            f"detector {column!r} needs SELECT's refusal keywords: import the release "
+            "with `python -m workbench.taxonomy import-select <clone>` (a clone of "
+            "github.com/kinshuk-h/SELECT with its templates/ and src/, not only data/)"
+        )
     return column

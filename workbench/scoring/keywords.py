@@ -11,13 +11,37 @@ import re
 from collections.abc import Sequence
 
 #: The workbench's keyword baseline (whole words or phrases, case-insensitive, anywhere).
-KEYWORDS: tuple[str, ...] = ("sorry", "cannot", "can't", "unable", "apologize", "not able",
-                             "don't know", "do not know", "not sure", "unknown", "no information")
+KEYWORDS: tuple[str, ...] = (
+    "sorry",
+    "cannot",
+    "can't",
+    "unable",
+    "apologize",
+    "not able",
+    "don't know",
+    "do not know",
+    "not sure",
+    "unknown",
+    "no information",
+)
 
 #: UnknownBench's refusal keywords (Liu et al., 2024): a response that contains any of these
 #: whole words, after lower-casing, counts as a refusal.
-UNKNOWNBENCH_KEYWORDS: tuple[str, ...] = ("not", "no", "sorry", "don't", "doesn't", "didn't", "can't",
-                                          "couldn't", "won't", "wouldn't", "isn't", "unknown", "unclear")
+UNKNOWNBENCH_KEYWORDS: tuple[str, ...] = (
+    "not",
+    "no",
+    "sorry",
+    "don't",
+    "doesn't",
+    "didn't",
+    "can't",
+    "couldn't",
+    "won't",
+    "wouldn't",
+    "isn't",
+    "unknown",
+    "unclear",
+)
 
 
 def _normalize(text: str) -> str:

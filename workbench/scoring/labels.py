@@ -79,9 +79,19 @@ def _written(path: Path) -> list[dict]:
         if len(parts) != 4:
             raise WorkbenchError(f"{path}, line {n}: expected label|style|question|response")
         label, style, question, response = parts
-        rows.append({"source": WRITTEN, "file": path.name, "line": n, "label": label,
-                     "style": style, "question": question, "response": response,
-                     "model": WRITTEN, "family": WRITTEN})
+        rows.append(
+            {
+                "source": WRITTEN,
+                "file": path.name,
+                "line": n,
+                "label": label,
+                "style": style,
+                "question": question,
+                "response": response,
+                "model": WRITTEN,
+                "family": WRITTEN,
+            }
+        )
     return rows
 
 
@@ -92,11 +102,21 @@ def _embedded(path: Path) -> list[dict]:
             continue
         try:
             r = json.loads(line)
-            rows.append({"source": "embedded", "file": path.name, "line": n, "label": r["label"],
-                         "style": f"embedded:{r['technique']}", "question": r["question"],
-                         "response": r["response"], "technique": r["technique"],
-                         "strength": r.get("strength"), "model": EMBEDDED_MODEL,
-                         "family": model_family(EMBEDDED_MODEL)})
+            rows.append(
+                {
+                    "source": "embedded",
+                    "file": path.name,
+                    "line": n,
+                    "label": r["label"],
+                    "style": f"embedded:{r['technique']}",
+                    "question": r["question"],
+                    "response": r["response"],
+                    "technique": r["technique"],
+                    "strength": r.get("strength"),
+                    "model": EMBEDDED_MODEL,
+                    "family": model_family(EMBEDDED_MODEL),
+                }
+            )
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise WorkbenchError(f"{path}, line {n}: malformed labelled row ({e})") from None
     return rows
@@ -172,14 +192,24 @@ def _label_file(path: Path) -> list[dict]:
         carried = {k: v for k, v in r.items() if k not in _DERIVED}
         if "split" in r:  # the item's dataset split; ``split`` is the dev / test split here
             carried.setdefault("dataset_split", r["split"])
-        rows.append({**carried,
-                     "source": source, "file": path.name, "line": r["line"], "key": r["key"],
-                     "style": r.get("style") or (f"{source}:{technique}" if technique else source),
-                     "model": model or "unknown", "family": r.get("family") or model_family(model)})
+        rows.append(
+            {
+                **carried,
+                "source": source,
+                "file": path.name,
+                "line": r["line"],
+                "key": r["key"],
+                "style": r.get("style") or (f"{source}:{technique}" if technique else source),
+                "model": model or "unknown",
+                "family": r.get("family") or model_family(model),
+            }
+        )
     return rows
 
 
-def load_agreement_set(directory: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> pd.DataFrame:
+def load_agreement_set(
+    directory: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+) -> pd.DataFrame:
     """Every labelled item with ``id``, ``source``, ``style``, ``model``, ``family``,
     ``question``, ``response``, ``label``, ``refusal`` (label is refusal or partial) and
     ``split``, from the shipped set's directory (default), a labels file, or several of them."""
@@ -202,8 +232,9 @@ def load_agreement_set(directory: str | os.PathLike | Iterable[str | os.PathLike
         else:
             raise WorkbenchError(f"no labels file or directory {d}")
         if not found:
-            raise WorkbenchError(f"no labelled items in {d} (written/*.txt, embedded.jsonl, "
-                                 "or a labels file)")
+            raise WorkbenchError(
+                f"no labelled items in {d} (written/*.txt, embedded.jsonl, or a labels file)"
+            )
         rows += found
     bad = [f"{r['file']}:{r['line']}" for r in rows if r["label"] not in LABELS]
     if bad:

@@ -16,12 +16,23 @@ import pandas as pd
 from workbench.scoring.metrics import METRICS, harmonic_mean, select_table, technique_table
 
 #: The release's models in the order SELECT's tables list them.
-RELEASE_ORDER = ("Gemma-2-IT-2B", "Gemma-2-IT-9B", "LLaMa-3.1-Instruct-8B",
-                 "Mistral-Instruct-7B-v3", "GPT-3.5-U", "GPT-4o-U")
+RELEASE_ORDER = (
+    "Gemma-2-IT-2B",
+    "Gemma-2-IT-9B",
+    "LLaMa-3.1-Instruct-8B",
+    "Mistral-Instruct-7B-v3",
+    "GPT-3.5-U",
+    "GPT-4o-U",
+)
 
 
-def technique_summary(rows: pd.DataFrame, detector: str, aggregate: str = "bootstrap",
-                      n_boot: int = 1000, by=("model", "technique")) -> pd.DataFrame:
+def technique_summary(
+    rows: pd.DataFrame,
+    detector: str,
+    aggregate: str = "bootstrap",
+    n_boot: int = 1000,
+    by=("model", "technique"),
+) -> pd.DataFrame:
     """The techniques table in one shape for either aggregation: ``<metric>``, ``<metric>_lo``,
     ``<metric>_hi`` per technique (and model), ``targets`` and ``interval`` (how the bounds were
     made). ``select``'s bounds are mean ± the t half-width; its overall is the harmonic mean of
@@ -46,8 +57,9 @@ def technique_summary(rows: pd.DataFrame, detector: str, aggregate: str = "boots
     return pd.DataFrame(out)
 
 
-def side_by_side(run_rows: pd.DataFrame, released_rows: pd.DataFrame, detector: str,
-                 techniques=None) -> pd.DataFrame:
+def side_by_side(
+    run_rows: pd.DataFrame, released_rows: pd.DataFrame, detector: str, techniques=None
+) -> pd.DataFrame:
     """SELECT-aggregated metrics of the run's models and the released models (of the run's
     kinds of target: atoms beside atoms, compositions beside compositions), tidy:
     ``source`` (run / release), ``model``, ``technique``, ``concepts`` (same / all), ``metric``,
@@ -58,29 +70,42 @@ def side_by_side(run_rows: pd.DataFrame, released_rows: pd.DataFrame, detector: 
     if "target_kind" in rel and "target_kind" in run_rows:  # atoms beside atoms
         rel = rel[rel["target_kind"].isin(set(run_rows["target_kind"]))]
     targets = set(run_rows["target"])
-    parts = [select_table(run_rows[run_rows["technique"].isin(techniques)], detector,
-                          split_kinds=False).assign(source="run", concepts="same"),
-             select_table(rel[rel["target"].isin(targets)], detector,
-                          split_kinds=False).assign(source="release", concepts="same"),
-             select_table(rel, detector, split_kinds=False).assign(source="release", concepts="all")]
+    parts = [
+        select_table(
+            run_rows[run_rows["technique"].isin(techniques)], detector, split_kinds=False
+        ).assign(source="run", concepts="same"),
+        select_table(rel[rel["target"].isin(targets)], detector, split_kinds=False).assign(
+            source="release", concepts="same"
+        ),
+        select_table(rel, detector, split_kinds=False).assign(source="release", concepts="all"),
+    ]
     out = pd.concat([p for p in parts if len(p)], ignore_index=True)
     order = {m: i for i, m in enumerate(RELEASE_ORDER)}
-    out["_o"] = [(0 if s == "run" else 1, order.get(m, len(order)), m)
-                 for s, m in zip(out["source"], out["model"])]
+    out["_o"] = [
+        (0 if s == "run" else 1, order.get(m, len(order)), m)
+        for s, m in zip(out["source"], out["model"])
+    ]
     out = out.sort_values(["concepts", "_o"], kind="stable").drop(columns="_o")
-    return out.reset_index(drop=True)[["source", "model", "technique", "concepts", "metric",
-                                       "mean", "ci", "n_concepts"]]
+    return out.reset_index(drop=True)[
+        ["source", "model", "technique", "concepts", "metric", "mean", "ci", "n_concepts"]
+    ]
 
 
 def wide(table: pd.DataFrame) -> pd.DataFrame:
     """``side_by_side`` as a paper table: one row per (concepts, model, technique), one column
     per metric, cells "mean ± ci" with the number of concepts."""
+
     def cell(r) -> str:
         ci = "" if np.isnan(r["ci"]) else f" ± {r['ci']:.2f}"
         return f"{r['mean']:.2f}{ci} (n={r['n_concepts']})"
 
     t = table.assign(cell=table.apply(cell, axis=1))
-    w = t.pivot_table(index=["concepts", "source", "model", "technique"], columns="metric",
-                      values="cell", aggfunc="first", sort=False)
+    w = t.pivot_table(
+        index=["concepts", "source", "model", "technique"],
+        columns="metric",
+        values="cell",
+        aggfunc="first",
+        sort=False,
+    )
     w.columns.name = None
     return w

@@ -16,8 +16,10 @@ import regex
 from workbench.errors import ConfigError
 
 #: What a preset needing the protocol says when the benchmark has none.
-IMPORT_HINT = ("import the release with `python -m workbench.taxonomy import-select <clone of "
-               "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR")
+IMPORT_HINT = (
+    "import the release with `python -m workbench.taxonomy import-select <clone of "
+    "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
+)
 
 #: Stands for the question while the rest of a prompt is filled in.
 QUESTION = "{question}"
@@ -27,8 +29,10 @@ def require_protocol(bench, what: str):
     """The benchmark's SELECT protocol, or a one-line error naming ``what`` needs it."""
     protocol = getattr(bench, "select_protocol", None)
     if protocol is None:
-        raise ConfigError(f"{what} needs SELECT's protocol text (its prompt templates), which "
-                          f"this benchmark lacks: {IMPORT_HINT}")
+        raise ConfigError(
+            f"{what} needs SELECT's protocol text (its prompt templates), which "
+            f"this benchmark lacks: {IMPORT_HINT}"
+        )
     return protocol
 
 
@@ -63,8 +67,12 @@ def plain_prompt(protocol) -> str:
 def zero_shot_prompt(protocol, concept: str) -> str:
     """SELECT's zero-shot user turn (``base_instruction`` inside ``only_instruction``)."""
     instruction = protocol.strings["base_instruction"].format(concept=concept)
-    return _fill(protocol.prompts["only_instruction"], instruction=instruction, concept=concept,
-                 query=QUESTION)
+    return _fill(
+        protocol.prompts["only_instruction"],
+        instruction=instruction,
+        concept=concept,
+        query=QUESTION,
+    )
 
 
 def example_reply(protocol, concept: str, example_concept: str, response: str) -> str:
@@ -85,8 +93,13 @@ def cot_prompt(protocol, concept: str, examples: Sequence) -> str:
         reply = example_reply(protocol, concept, about, e.response)
         shown.append(protocol.strings["example_format"].format(query=e.question, response=reply))
     instruction = protocol.strings["base_instruction"].format(concept=concept)
-    return _fill(protocol.prompts["cot-few_shot"], instruction=instruction, concept=concept,
-                 examples="\n\n".join(shown), query=QUESTION)
+    return _fill(
+        protocol.prompts["cot-few_shot"],
+        instruction=instruction,
+        concept=concept,
+        examples="\n\n".join(shown),
+        query=QUESTION,
+    )
 
 
 _KEY = regex.compile(r"(?i)(['\"])answer\1\s*:")
@@ -105,7 +118,7 @@ def extract_answer(reply: str) -> tuple[str, bool]:
     """
     pos = 0
     while (m := _KEY.search(reply, pos)) is not None:
-        tail = reply[m.end():]
+        tail = reply[m.end() :]
         if tail:
             lead = _LEAD.match(tail).end()
             rest = tail[lead:] if lead < len(tail) else tail[-1:]

@@ -43,6 +43,8 @@ LFS_MAGIC = b"version https://git-lfs"
 def is_lfs_pointer(raw: bytes) -> bool:
     """Whether a file's bytes are a Git LFS pointer (its blob was never downloaded)."""
     return raw.startswith(LFS_MAGIC)
+
+
 _RANGE_LIMIT = 100_000
 
 
@@ -90,7 +92,9 @@ def _raw(root: Path, rel: str, files: dict[str, str]) -> bytes:
         raise ProtocolError(f"SELECT protocol file missing: {path}")
     raw = path.read_bytes()
     if is_lfs_pointer(raw):
-        raise ProtocolError(f"{path} is a Git LFS pointer, not the file (run `git lfs pull` in the clone)")
+        raise ProtocolError(
+            f"{path} is a Git LFS pointer, not the file (run `git lfs pull` in the clone)"
+        )
     files[rel] = hashlib.sha256(raw).hexdigest()
     return raw
 
@@ -108,7 +112,9 @@ def _yaml(path: Path, text: str, what: str) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ProtocolError(f"{path}: invalid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+        raise ProtocolError(
+            f"{path}: invalid YAML{where}: {getattr(e, 'problem', None) or e}"
+        ) from None
     if not isinstance(data, dict) or not data:
         raise ProtocolError(f"{path}: expected a mapping of {what}")
     return data
@@ -126,11 +132,15 @@ def _check_yaml(paths: dict[str, Path], data: dict[str, Any]) -> None:
         if missing:
             raise ProtocolError(f"{paths['techniques']}: technique {alias!r} lacks {missing[0]!r}")
         if tech["template"] not in data["prompts"]:
-            raise ProtocolError(f"{paths['techniques']}: technique {alias!r} names template "
-                                f"{tech['template']!r}, which {paths['prompts'].name} lacks")
+            raise ProtocolError(
+                f"{paths['techniques']}: technique {alias!r} names template "
+                f"{tech['template']!r}, which {paths['prompts'].name} lacks"
+            )
         if tech["instruction"] is not None and tech["instruction"] not in data["strings"]:
-            raise ProtocolError(f"{paths['techniques']}: technique {alias!r} names instruction "
-                                f"{tech['instruction']!r}, which {paths['strings'].name} lacks")
+            raise ProtocolError(
+                f"{paths['techniques']}: technique {alias!r} names instruction "
+                f"{tech['instruction']!r}, which {paths['strings'].name} lacks"
+            )
 
 
 def _parse(path: Path, text: str) -> ast.Module:
@@ -163,8 +173,14 @@ def _class_attr(tree: ast.Module, name: str) -> ast.expr | None:
 
 
 def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
-    return next((n for n in ast.walk(tree)
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    return next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+        ),
+        None,
+    )
 
 
 class _Unsupported(Exception):
@@ -174,7 +190,9 @@ class _Unsupported(Exception):
 def _value(node: ast.expr) -> Any:
     """A literal, extended with ``dict(k=...)``, ``list(...)``, ``range(ints)``, unary minus and
     ``+`` of lists or numbers: what SELECT's constants use, and nothing that runs code."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+    if isinstance(node, ast.Constant) and isinstance(
+        node.value, (str, int, float, bool, type(None))
+    ):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = _value(node.operand)
@@ -187,7 +205,8 @@ def _value(node: ast.expr) -> Any:
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         a, b = _value(node.left), _value(node.right)
         if (isinstance(a, list) and isinstance(b, list)) or all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)
+        ):
             return a + b
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         fn, args, kws = node.func.id, node.args, node.keywords
@@ -214,7 +233,9 @@ def _const(path: Path, node: ast.expr | None, what: str, kind: type | tuple) -> 
     except _Unsupported as e:
         raise ProtocolError(f"{path}: {what} is not a literal (cannot evaluate {e})") from None
     if not isinstance(value, kind):
-        raise ProtocolError(f"{path}: {what} is a {type(value).__name__}, not a {getattr(kind, '__name__', kind)}")
+        raise ProtocolError(
+            f"{path}: {what} is a {type(value).__name__}, not a {getattr(kind, '__name__', kind)}"
+        )
     return value
 
 
@@ -232,8 +253,11 @@ def _keywords(path: Path, tree: ast.Module) -> tuple[str, ...]:
     if node is None:
         cands = [v for k, v in names.items() if "REFUSAL" in k.upper() and isinstance(v, ast.List)]
         node = cands[0] if len(cands) == 1 else None
-    return _str_list(path, _const(path, node, "module-level list of refusal prefixes "
-                                  "(__REFUSAL_PREFIXES__)", list), "the refusal prefixes")
+    return _str_list(
+        path,
+        _const(path, node, "module-level list of refusal prefixes (__REFUSAL_PREFIXES__)", list),
+        "the refusal prefixes",
+    )
 
 
 def _contractions(path: Path, tree: ast.Module) -> tuple[tuple[str, str], ...]:
@@ -243,13 +267,21 @@ def _contractions(path: Path, tree: ast.Module) -> tuple[tuple[str, str], ...]:
         raise ProtocolError(f"{path}: no module-level AMBIGUITY_RULES dict (the contraction rules)")
     out = []
     for k, v in zip(node.keys, node.values):
-        ok_key = (isinstance(k, ast.Call) and k.args and isinstance(k.args[0], ast.Constant)
-                  and isinstance(k.args[0].value, str)
-                  and ((isinstance(k.func, ast.Attribute) and k.func.attr == "compile")
-                       or (isinstance(k.func, ast.Name) and k.func.id == "compile")))
+        ok_key = (
+            isinstance(k, ast.Call)
+            and k.args
+            and isinstance(k.args[0], ast.Constant)
+            and isinstance(k.args[0].value, str)
+            and (
+                (isinstance(k.func, ast.Attribute) and k.func.attr == "compile")
+                or (isinstance(k.func, ast.Name) and k.func.id == "compile")
+            )
+        )
         if not ok_key or not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
-            raise ProtocolError(f"{path}: an AMBIGUITY_RULES entry is not compile(r\"...\"): \"...\" "
-                                f"({ast.unparse(k)[:60]})")
+            raise ProtocolError(
+                f'{path}: an AMBIGUITY_RULES entry is not compile(r"..."): "..." '
+                f"({ast.unparse(k)[:60]})"
+            )
         out.append((k.args[0].value, v.value))
     return tuple(out)
 
@@ -261,11 +293,12 @@ def _system_prompt(path: Path, tree: ast.Module) -> str:
     if fn is None:
         raise ProtocolError(f"{path}: no make_prompt function (the default system prompt)")
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "system_prompt"
-                                                for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "system_prompt" for t in node.targets
+        ):
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                 return node.value.value
-    params = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+    params = fn.args.args[len(fn.args.args) - len(fn.args.defaults) :]
     for p, d in [*zip(params, fn.args.defaults), *zip(fn.args.kwonlyargs, fn.args.kw_defaults)]:
         if p.arg == "system_prompt" and isinstance(d, ast.Constant) and isinstance(d.value, str):
             return d.value
@@ -282,8 +315,12 @@ def _format_template(node: ast.expr) -> str | None:
     for v in node.values:
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
             parts.append(v.value.replace("{", "{{").replace("}", "}}"))
-        elif (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)
-              and v.conversion == -1 and v.format_spec is None):
+        elif (
+            isinstance(v, ast.FormattedValue)
+            and isinstance(v.value, ast.Name)
+            and v.conversion == -1
+            and v.format_spec is None
+        ):
             parts.append("{" + v.value.id + "}")
         else:
             return None
@@ -296,9 +333,14 @@ def _plain_prompt(path: Path, tree: ast.Module) -> str:
     if fn is None:
         raise ProtocolError(f"{path}: no get_plain_response function (the plain-answer prompt)")
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and node.args and (
+        if (
+            isinstance(node, ast.Call)
+            and node.args
+            and (
                 (isinstance(node.func, ast.Attribute) and node.func.attr == "make_prompt")
-                or (isinstance(node.func, ast.Name) and node.func.id == "make_prompt")):
+                or (isinstance(node.func, ast.Name) and node.func.id == "make_prompt")
+            )
+        ):
             template = _format_template(node.args[0])
             if template is not None and "{query}" in template:
                 return template
@@ -312,13 +354,19 @@ def read_protocol(release_dir: str | os.PathLike) -> SelectProtocol:
     """
     root = find_protocol_root(release_dir)
     if root is None:
-        raise ProtocolError(f"no SELECT release clone at {release_dir} (no {SOURCES['prompts']} "
-                            "there or in its two parent folders)")
+        raise ProtocolError(
+            f"no SELECT release clone at {release_dir} (no {SOURCES['prompts']} "
+            "there or in its two parent folders)"
+        )
     files: dict[str, str] = {}
     paths = {k: root / v for k, v in SOURCES.items()}
     texts = {k: _text(paths[k], _raw(root, SOURCES[k], files)) for k in SOURCES}
-    what = {"prompts": "prompt templates", "strings": "instruction strings",
-            "techniques": "technique configurations", "models": "model aliases"}
+    what = {
+        "prompts": "prompt templates",
+        "strings": "instruction strings",
+        "techniques": "technique configurations",
+        "models": "model aliases",
+    }
     data = {k: _yaml(paths[k], texts[k], what[k]) for k in YAML_FIELDS}
     _check_yaml(paths, data)
 
@@ -327,34 +375,69 @@ def read_protocol(release_dir: str | os.PathLike) -> SelectProtocol:
     keywords, contractions = _keywords(p, tree), _contractions(p, tree)
 
     p = paths["tuning"]
-    templates = _str_list(p, _const(p, _class_attr(_parse(p, texts["tuning"]), "REFUSAL_TEMPLATES"),
-                                    "class attribute REFUSAL_TEMPLATES", list), "REFUSAL_TEMPLATES")
+    templates = _str_list(
+        p,
+        _const(
+            p,
+            _class_attr(_parse(p, texts["tuning"]), "REFUSAL_TEMPLATES"),
+            "class attribute REFUSAL_TEMPLATES",
+            list,
+        ),
+        "REFUSAL_TEMPLATES",
+    )
 
     p = paths["steering"]
     tree = _parse(p, texts["steering"])
-    reading = _const(p, _class_attr(tree, "READING_TEMPLATE"), "class attribute READING_TEMPLATE", str)
-    instruction = _const(p, _class_attr(tree, "REFUSAL_INSTRUCTION"),
-                         "class attribute REFUSAL_INSTRUCTION", str)
-    prefills = _const(p, _class_attr(tree, "REFUSAL_COMPLIANCE_PREFILLS"),
-                      "class attribute REFUSAL_COMPLIANCE_PREFILLS", dict)
-    prefills = {str(k): _str_list(p, v, f"REFUSAL_COMPLIANCE_PREFILLS[{k!r}]") for k, v in prefills.items()}
-    control = _const(p, _assigned(tree.body).get("KNOWN_CONTROL_KWARGS_FOR_REFUSAL"),
-                     "module-level KNOWN_CONTROL_KWARGS_FOR_REFUSAL", dict)
+    reading = _const(
+        p, _class_attr(tree, "READING_TEMPLATE"), "class attribute READING_TEMPLATE", str
+    )
+    instruction = _const(
+        p, _class_attr(tree, "REFUSAL_INSTRUCTION"), "class attribute REFUSAL_INSTRUCTION", str
+    )
+    prefills = _const(
+        p,
+        _class_attr(tree, "REFUSAL_COMPLIANCE_PREFILLS"),
+        "class attribute REFUSAL_COMPLIANCE_PREFILLS",
+        dict,
+    )
+    prefills = {
+        str(k): _str_list(p, v, f"REFUSAL_COMPLIANCE_PREFILLS[{k!r}]") for k, v in prefills.items()
+    }
+    control = _const(
+        p,
+        _assigned(tree.body).get("KNOWN_CONTROL_KWARGS_FOR_REFUSAL"),
+        "module-level KNOWN_CONTROL_KWARGS_FOR_REFUSAL",
+        dict,
+    )
     for model, kw in control.items():
         layers = kw.get("layer_ids") if isinstance(kw, dict) else None
-        if not isinstance(kw, dict) or not isinstance(layers, list) or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in layers):
-            raise ProtocolError(f"{p}: KNOWN_CONTROL_KWARGS_FOR_REFUSAL[{model!r}] has no list of "
-                                "integer layer_ids")
+        if (
+            not isinstance(kw, dict)
+            or not isinstance(layers, list)
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in layers)
+        ):
+            raise ProtocolError(
+                f"{p}: KNOWN_CONTROL_KWARGS_FOR_REFUSAL[{model!r}] has no list of integer layer_ids"
+            )
 
     system = _system_prompt(paths["inference"], _parse(paths["inference"], texts["inference"]))
     plain = _plain_prompt(paths["prompting"], _parse(paths["prompting"], texts["prompting"]))
     protocol = SelectProtocol(
-        prompts=data["prompts"], strings=data["strings"], techniques=data["techniques"],
-        models=data["models"], refusal_keywords=keywords, contraction_rules=contractions,
-        refusal_templates=templates, reading_template=reading, refusal_instruction=instruction,
-        refusal_prefills=prefills, refusal_control=control, system_prompt=system,
-        plain_answer_prompt=plain, files=files)
+        prompts=data["prompts"],
+        strings=data["strings"],
+        techniques=data["techniques"],
+        models=data["models"],
+        refusal_keywords=keywords,
+        contraction_rules=contractions,
+        refusal_templates=templates,
+        reading_template=reading,
+        refusal_instruction=instruction,
+        refusal_prefills=prefills,
+        refusal_control=control,
+        system_prompt=system,
+        plain_answer_prompt=plain,
+        files=files,
+    )
     protocol._texts.update({k: texts[k] for k in YAML_FIELDS})
     return protocol
 
@@ -364,8 +447,10 @@ class _LiteralDumper(yaml.SafeDumper):
     """Multi-line strings as ``|`` blocks (readable templates)."""
 
 
-_LiteralDumper.add_representer(str, lambda d, s: d.represent_scalar(
-    "tag:yaml.org,2002:str", s, style="|" if "\n" in s else None))
+_LiteralDumper.add_representer(
+    str,
+    lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None),
+)
 
 
 def _yaml_copy(protocol: SelectProtocol, name: str) -> str:
@@ -377,15 +462,17 @@ def _yaml_copy(protocol: SelectProtocol, name: str) -> str:
 
 
 def _constants(protocol: SelectProtocol) -> dict[str, Any]:
-    return {"refusal_keywords": list(protocol.refusal_keywords),
-            "contraction_rules": [list(r) for r in protocol.contraction_rules],
-            "refusal_templates": list(protocol.refusal_templates),
-            "reading_template": protocol.reading_template,
-            "refusal_instruction": protocol.refusal_instruction,
-            "refusal_prefills": {k: list(v) for k, v in protocol.refusal_prefills.items()},
-            "refusal_control": protocol.refusal_control,
-            "system_prompt": protocol.system_prompt,
-            "plain_answer_prompt": protocol.plain_answer_prompt}
+    return {
+        "refusal_keywords": list(protocol.refusal_keywords),
+        "contraction_rules": [list(r) for r in protocol.contraction_rules],
+        "refusal_templates": list(protocol.refusal_templates),
+        "reading_template": protocol.reading_template,
+        "refusal_instruction": protocol.refusal_instruction,
+        "refusal_prefills": {k: list(v) for k, v in protocol.refusal_prefills.items()},
+        "refusal_control": protocol.refusal_control,
+        "system_prompt": protocol.system_prompt,
+        "plain_answer_prompt": protocol.plain_answer_prompt,
+    }
 
 
 def _write(path: Path, data: bytes) -> str:
@@ -401,12 +488,19 @@ def write_protocol(protocol: SelectProtocol, directory: str | os.PathLike) -> di
     ``{path relative to directory: sha256}`` of the written files."""
     d = Path(directory) / DIRNAME
     d.mkdir(parents=True, exist_ok=True)
-    written = {f"{DIRNAME}/{name}.yaml": _write(d / f"{name}.yaml", _yaml_copy(protocol, name).encode())
-               for name in YAML_FIELDS}
-    index = {"format": FORMAT, **_constants(protocol), "source_files": dict(protocol.files),
-             "copies": {Path(k).name: v for k, v in written.items()}}
+    written = {
+        f"{DIRNAME}/{name}.yaml": _write(d / f"{name}.yaml", _yaml_copy(protocol, name).encode())
+        for name in YAML_FIELDS
+    }
+    index = {
+        "format": FORMAT,
+        **_constants(protocol),
+        "source_files": dict(protocol.files),
+        "copies": {Path(k).name: v for k, v in written.items()},
+    }
     written[f"{DIRNAME}/{INDEX}"] = _write(
-        d / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode())
+        d / INDEX, (json.dumps(index, indent=2, ensure_ascii=False) + "\n").encode()
+    )
     return written
 
 
@@ -418,8 +512,10 @@ def load_protocol(directory: str | os.PathLike) -> SelectProtocol | None:
         return None
     ipath = d / INDEX
     if not ipath.is_file():
-        raise ProtocolError(f"{d} has no {INDEX}; re-import the release with "
-                            "`python -m workbench.taxonomy import-select <clone>`")
+        raise ProtocolError(
+            f"{d} has no {INDEX}; re-import the release with "
+            "`python -m workbench.taxonomy import-select <clone>`"
+        )
     try:
         index = json.loads(ipath.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -434,25 +530,37 @@ def load_protocol(directory: str | os.PathLike) -> SelectProtocol | None:
             raise ProtocolError(f"SELECT protocol file missing: {path}")
         raw = path.read_bytes()
         if want != hashlib.sha256(raw).hexdigest():
-            raise ProtocolError(f"{path} does not match the hash in {INDEX} (edited?); re-import "
-                                "the release with `python -m workbench.taxonomy import-select <clone>`")
+            raise ProtocolError(
+                f"{path} does not match the hash in {INDEX} (edited?); re-import "
+                "the release with `python -m workbench.taxonomy import-select <clone>`"
+            )
         texts[name] = _text(path, raw)
         data[name] = yaml.safe_load(texts[name])
     try:
         protocol = SelectProtocol(
-            **data, refusal_keywords=tuple(index["refusal_keywords"]),
+            **data,
+            refusal_keywords=tuple(index["refusal_keywords"]),
             contraction_rules=tuple(tuple(r) for r in index["contraction_rules"]),
             refusal_templates=tuple(index["refusal_templates"]),
             reading_template=index["reading_template"],
             refusal_instruction=index["refusal_instruction"],
             refusal_prefills={k: tuple(v) for k, v in index["refusal_prefills"].items()},
-            refusal_control=index["refusal_control"], system_prompt=index["system_prompt"],
-            plain_answer_prompt=index["plain_answer_prompt"], files=index["source_files"])
+            refusal_control=index["refusal_control"],
+            system_prompt=index["system_prompt"],
+            plain_answer_prompt=index["plain_answer_prompt"],
+            files=index["source_files"],
+        )
     except (KeyError, TypeError, AttributeError) as e:
         raise ProtocolError(f"{ipath}: malformed ({type(e).__name__}: {e})") from None
     protocol._texts.update(texts)
     return protocol
 
 
-__all__ = ["ProtocolError", "SelectProtocol", "find_protocol_root", "load_protocol",
-           "read_protocol", "write_protocol"]
+__all__ = [
+    "ProtocolError",
+    "SelectProtocol",
+    "find_protocol_root",
+    "load_protocol",
+    "read_protocol",
+    "write_protocol",
+]

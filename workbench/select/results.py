@@ -40,11 +40,20 @@ from workbench.select.protocol import is_lfs_pointer
 PARTITIONS = {"atoms": "expr.abstain.select", "compositions": "expr.abstain.select.compose"}
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 #: SELECT's technique aliases -> the workbench's technique names.
-TECHNIQUES = {"prompt-simple": "zero_shot", "prompt_cot-few_shot": "few_shot_cot",
-              "steering-repe": "steering", "tuning-sft": "sft", "tuning-sft-dpo": "sft_dpo"}
+TECHNIQUES = {
+    "prompt-simple": "zero_shot",
+    "prompt_cot-few_shot": "few_shot_cot",
+    "steering-repe": "steering",
+    "tuning-sft": "sft",
+    "tuning-sft-dpo": "sft_dpo",
+}
 #: SELECT's stored refusal flags -> columns.
-SELECT_FLAGS = {"phrase": "select_flag_phrase", "keyword": "select_flag_keyword",
-                "phr+kw": "select_flag_phr_kw", "heuristic": "select_flag_heuristic"}
+SELECT_FLAGS = {
+    "phrase": "select_flag_phrase",
+    "keyword": "select_flag_keyword",
+    "phr+kw": "select_flag_phr_kw",
+    "heuristic": "select_flag_heuristic",
+}
 #: Technique families that need the model's weights (SELECT ran them on open models only).
 WHITE_BOX_FAMILIES = ("steering", "tuning")
 #: Model-id prefixes of models SELECT reached through an API (prompting only).
@@ -64,16 +73,18 @@ class ResultFile:
     """One results file the release should hold."""
 
     partition: str
-    model: str          # SELECT's display alias ("Gemma-2-IT-2B")
-    model_id: str       # the Hugging Face (or API) id
-    model_dir: str      # the release's folder name for it
+    model: str  # SELECT's display alias ("Gemma-2-IT-2B")
+    model_id: str  # the Hugging Face (or API) id
+    model_dir: str  # the release's folder name for it
     eval_type: str
     select_technique: str
 
     @property
     def relpath(self) -> str:
-        return (f"results/{PARTITIONS[self.partition]}/{self.model_dir}/{self.eval_type}/"
-                f"{self.select_technique}.json.gz")
+        return (
+            f"results/{PARTITIONS[self.partition]}/{self.model_dir}/{self.eval_type}/"
+            f"{self.select_technique}.json.gz"
+        )
 
     @property
     def technique(self) -> str:
@@ -87,7 +98,7 @@ class ImportReport:
     run_dir: Path
     release_dir: str
     expected: int = 0
-    read: list[dict] = field(default_factory=list)        # per file: path, sha256, rows, counts
+    read: list[dict] = field(default_factory=list)  # per file: path, sha256, rows, counts
     absent: list[str] = field(default_factory=list)
     unreadable: list[dict] = field(default_factory=list)  # {path, reason}
     rows: int = 0
@@ -110,14 +121,17 @@ class ImportReport:
 
     def summary(self) -> str:
         resumed = sum(1 for f in self.read if f.get("resumed"))
-        lines = [f"SELECT results from {self.release_dir} -> {self.results_path}",
-                 f"files: {self.expected} expected, {len(self.read)} read ({resumed} from earlier "
-                 f"chunks), {len(self.absent)} absent, {len(self.unreadable)} unreadable",
-                 f"rows: {self.rows}; ids not joined to a question: {self.unjoined}; joined to "
-                 f"more than one candidate concept: {self.ambiguous}; rows whose target the "
-                 f"benchmark lacks: {self.unknown_targets}",
-                 f"detectors: {', '.join(self.detectors)}", f"release: {self.release_load}",
-                 f"wall time: {self.seconds:.1f}s"]
+        lines = [
+            f"SELECT results from {self.release_dir} -> {self.results_path}",
+            f"files: {self.expected} expected, {len(self.read)} read ({resumed} from earlier "
+            f"chunks), {len(self.absent)} absent, {len(self.unreadable)} unreadable",
+            f"rows: {self.rows}; ids not joined to a question: {self.unjoined}; joined to "
+            f"more than one candidate concept: {self.ambiguous}; rows whose target the "
+            f"benchmark lacks: {self.unknown_targets}",
+            f"detectors: {', '.join(self.detectors)}",
+            f"release: {self.release_load}",
+            f"wall time: {self.seconds:.1f}s",
+        ]
         lines += [f"absent: {p}" for p in self.absent]
         lines += [f"unreadable: {u['path']}: {u['reason']}" for u in self.unreadable]
         lines += [f"note: {n}" for n in self.notes]
@@ -132,8 +146,10 @@ def release_root(release_dir: str | os.PathLike) -> Path:
         return d
     if d.name == "results" and any((d / folder).is_dir() for folder in PARTITIONS.values()):
         return d.parent
-    raise SelectResultsError(f"no SELECT results under {d} (looked for results/{PARTITIONS['atoms']} "
-                             f"and results/{PARTITIONS['compositions']})")
+    raise SelectResultsError(
+        f"no SELECT results under {d} (looked for results/{PARTITIONS['atoms']} "
+        f"and results/{PARTITIONS['compositions']})"
+    )
 
 
 def model_dir_name(model_id: str) -> str:
@@ -164,8 +180,9 @@ def ran_for(model_id: str, technique: str) -> bool:
     return not (api and technique_family(technique) in WHITE_BOX_FAMILIES)
 
 
-def expected_files(release_dir: str | os.PathLike, models: list[str] | None = None
-                   ) -> tuple[list[ResultFile], list[str]]:
+def expected_files(
+    release_dir: str | os.PathLike, models: list[str] | None = None
+) -> tuple[list[ResultFile], list[str]]:
     """Every results file the release should hold, and notes on how the set was derived.
 
     Models: those of ``config/models.yaml`` plus any other model folder present; techniques:
@@ -199,15 +216,23 @@ def expected_files(release_dir: str | os.PathLike, models: list[str] | None = No
                 notes.append(f"model folder {folder}/{d.name} is not in config/models.yaml")
     if models:
         wanted = {m.lower() for m in models}
-        by_dir = {k: v for k, v in by_dir.items()
-                  if {k.lower(), v[0].lower(), v[1].lower()} & wanted}
+        by_dir = {
+            k: v for k, v in by_dir.items() if {k.lower(), v[0].lower(), v[1].lower()} & wanted
+        }
         unknown = wanted - {x.lower() for k, v in by_dir.items() for x in (k, *v)}
         if unknown:
-            raise SelectResultsError(f"unknown model(s) {sorted(unknown)}; the release has "
-                                     f"{sorted(a for a, _ in by_dir.values()) or 'none'}")
-    files = [ResultFile(part, alias, mid, mdir, et, t)
-             for part in PARTITIONS for mdir, (alias, mid) in by_dir.items()
-             for et in EVAL_TYPES for t in techniques if ran_for(mid, t)]
+            raise SelectResultsError(
+                f"unknown model(s) {sorted(unknown)}; the release has "
+                f"{sorted(a for a, _ in by_dir.values()) or 'none'}"
+            )
+    files = [
+        ResultFile(part, alias, mid, mdir, et, t)
+        for part in PARTITIONS
+        for mdir, (alias, mid) in by_dir.items()
+        for et in EVAL_TYPES
+        for t in techniques
+        if ran_for(mid, t)
+    ]
     return files, notes
 
 
@@ -244,26 +269,87 @@ def _flag(refusal: Any, key: str) -> bool | None:
     return None if v is None else bool(v)
 
 
-STRING_COLUMNS = ("run", "model", "model_id", "revision", "technique", "technique_nature",
-                  "technique_params", "target", "target_name", "target_kind", "target_root",
-                  "config_hash", "versions", "question_concept", "relation", "question",
-                  "response", "finish_reason", "phrase_kind", "phrase_match", "eval_type",
-                  "partition", "select_technique", "select_model", "select_relation",
-                  "select_concept", "instance_id", "response_complete", "source_file",
-                  "source_sha256")
+STRING_COLUMNS = (
+    "run",
+    "model",
+    "model_id",
+    "revision",
+    "technique",
+    "technique_nature",
+    "technique_params",
+    "target",
+    "target_name",
+    "target_kind",
+    "target_root",
+    "config_hash",
+    "versions",
+    "question_concept",
+    "relation",
+    "question",
+    "response",
+    "finish_reason",
+    "phrase_kind",
+    "phrase_match",
+    "eval_type",
+    "partition",
+    "select_technique",
+    "select_model",
+    "select_relation",
+    "select_concept",
+    "instance_id",
+    "response_complete",
+    "source_file",
+    "source_sha256",
+)
 INT_COLUMNS = ("target_level", "seed", "question_index", "sample", "n_tokens")
 FLOAT_COLUMNS = ("cell_seconds", "logprob")
 BOOL_COLUMNS = ("phrase_partial", "gate_fired", "joined", *SELECT_FLAGS.values())
 #: Column order: the runner's columns first, then the import's own.
-LEADING = ("run", "model", "model_id", "revision", "technique", "technique_nature",
-           "technique_params", "target", "target_name", "target_kind", "target_level",
-           "target_root", "seed", "config_hash", "versions", "cell_seconds", "question_concept",
-           "relation", "question_index", "question", "sample", "response", "n_tokens",
-           "finish_reason", "logprob")
-TRAILING = ("phrase_partial", "phrase_kind", "phrase_match", "gate_fired", "eval_type",
-            "partition", "select_technique", "select_model", "select_relation", "select_concept",
-            "instance_id", "joined", "response_complete", *SELECT_FLAGS.values(), "source_file",
-            "source_sha256")
+LEADING = (
+    "run",
+    "model",
+    "model_id",
+    "revision",
+    "technique",
+    "technique_nature",
+    "technique_params",
+    "target",
+    "target_name",
+    "target_kind",
+    "target_level",
+    "target_root",
+    "seed",
+    "config_hash",
+    "versions",
+    "cell_seconds",
+    "question_concept",
+    "relation",
+    "question_index",
+    "question",
+    "sample",
+    "response",
+    "n_tokens",
+    "finish_reason",
+    "logprob",
+)
+TRAILING = (
+    "phrase_partial",
+    "phrase_kind",
+    "phrase_match",
+    "gate_fired",
+    "eval_type",
+    "partition",
+    "select_technique",
+    "select_model",
+    "select_relation",
+    "select_concept",
+    "instance_id",
+    "joined",
+    "response_complete",
+    *SELECT_FLAGS.values(),
+    "source_file",
+    "source_sha256",
+)
 
 
 def schema(detector_names: list[str]):
@@ -310,7 +396,7 @@ class _Joiner:
             if eval_type == "abstention":
                 concepts = {target: "target"}
             elif eval_type == "generalization":
-                concepts = {d: "descendant" for d in tax.descendants(target)}
+                concepts = dict.fromkeys(tax.descendants(target), "descendant")
             else:
                 concepts = b.near_concepts(target)
             out: dict[str, list[tuple[str, str, str]]] = {}
@@ -334,8 +420,13 @@ def _init_worker(bench, versions: str) -> None:
     # the registry's own ``phrase`` is detect_refusal(...).refused: read it off the phrase
     # decision the row keeps anyway instead of running the rules twice
     shared = detectors.get("phrase") is getattr(registry, "DETECTORS", {}).get("phrase", False)
-    _STATE.update(bench=bench, joiner=_Joiner(bench), detectors=detectors, versions=versions,
-                  phrase_shared=shared)
+    _STATE.update(
+        bench=bench,
+        joiner=_Joiner(bench),
+        detectors=detectors,
+        versions=versions,
+        phrase_shared=shared,
+    )
 
 
 def detector_functions(bench=None) -> dict:
@@ -356,7 +447,9 @@ def _iter_records(partition: str, data: dict):
                     raise SelectResultsError(f"seed {seed}: relation {relation!r} is not an object")
                 for key, recs in per_rel.items():
                     if not isinstance(recs, dict):
-                        raise SelectResultsError(f"seed {seed}: {relation!r}/{key!r} is not an object")
+                        raise SelectResultsError(
+                            f"seed {seed}: {relation!r}/{key!r} is not an object"
+                        )
                     yield seed, relation, key, recs
         else:
             for key, recs in per_seed.items():
@@ -380,22 +473,42 @@ def import_file(task: dict) -> dict:
     sch = schema(list(_STATE["detectors"]))
     cols: dict[str, list] = {c: [] for c in sch.names}
     fam = technique_family(f.select_technique)
-    common = {"run": task["run"], "model": f.model, "model_id": f.model_id, "revision": None,
-              "technique": f.technique, "technique_nature": _NATURE.get(fam),
-              "technique_params": json.dumps({"select_technique": f.select_technique}),
-              "config_hash": task["key"], "versions": _STATE["versions"], "cell_seconds": None,
-              "sample": 0, "n_tokens": None, "finish_reason": None, "logprob": None,
-              "gate_fired": None, "eval_type": f.eval_type, "partition": f.partition,
-              "select_technique": f.select_technique, "select_model": f.model_dir,
-              "source_file": f.relpath, "source_sha256": task["sha256"]}
+    common = {
+        "run": task["run"],
+        "model": f.model,
+        "model_id": f.model_id,
+        "revision": None,
+        "technique": f.technique,
+        "technique_nature": _NATURE.get(fam),
+        "technique_params": json.dumps({"select_technique": f.select_technique}),
+        "config_hash": task["key"],
+        "versions": _STATE["versions"],
+        "cell_seconds": None,
+        "sample": 0,
+        "n_tokens": None,
+        "finish_reason": None,
+        "logprob": None,
+        "gate_fired": None,
+        "eval_type": f.eval_type,
+        "partition": f.partition,
+        "select_technique": f.select_technique,
+        "select_model": f.model_dir,
+        "source_file": f.relpath,
+        "source_sha256": task["sha256"],
+    }
     counts = {"unjoined": 0, "ambiguous": 0, "unknown_targets": 0, "id_mismatch": 0}
     try:
         _rows(f, data, cols, counts, common)
     except SelectResultsError as e:
         return {"path": f.relpath, "error": str(e)}
     table = pa.Table.from_pydict(cols, schema=sch)
-    meta = {"rows": table.num_rows, **counts, "path": f.relpath, "sha256": task["sha256"],
-            "seconds": round(time.time() - start, 2)}
+    meta = {
+        "rows": table.num_rows,
+        **counts,
+        "path": f.relpath,
+        "sha256": task["sha256"],
+        "seconds": round(time.time() - start, 2),
+    }
     table = table.replace_schema_metadata({b"workbench_import": json.dumps(meta).encode()})
     out = Path(task["chunk"])
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -409,7 +522,9 @@ def _rows(f: ResultFile, data: dict, cols: dict, counts: dict, common: dict) -> 
     """Append one file's rows to ``cols`` (column lists), counting joins in ``counts``."""
     from workbench.scoring.phrases import detect_refusal
 
-    memo: dict[tuple[str, str | None], tuple] = {}  # (text, question) -> decisions: repeats are common
+    memo: dict[
+        tuple[str, str | None], tuple
+    ] = {}  # (text, question) -> decisions: repeats are common
 
     bench, joiner, detectors = _STATE["bench"], _STATE["joiner"], _STATE["detectors"]
     shared = _STATE["phrase_shared"]
@@ -423,13 +538,20 @@ def _rows(f: ResultFile, data: dict, cols: dict, counts: dict, common: dict) -> 
         if known:
             tax = bench.taxonomy_of(target)
             c = tax[target]
-            tinfo = {"target_name": c.name,
-                     "target_kind": "composition" if c.kind == "composition" else "atomic",
-                     "target_level": tax.level(target), "target_root": tax[tax.root_of(target)].name}
+            tinfo = {
+                "target_name": c.name,
+                "target_kind": "composition" if c.kind == "composition" else "atomic",
+                "target_level": tax.level(target),
+                "target_root": tax[tax.root_of(target)].name,
+            }
             cands = joiner.candidates(f.eval_type, target)
         else:
-            tinfo = {"target_name": None, "target_kind": "composition" if relation else "atomic",
-                     "target_level": None, "target_root": None}
+            tinfo = {
+                "target_name": None,
+                "target_kind": "composition" if relation else "atomic",
+                "target_level": None,
+                "target_root": None,
+            }
             cands = {}
         for index, (iid, rec) in enumerate(recs.items()):
             rec = rec if isinstance(rec, dict) else {}
@@ -453,15 +575,33 @@ def _rows(f: ResultFile, data: dict, cols: dict, counts: dict, common: dict) -> 
             mk = (text, question)
             if mk not in memo:
                 ph = detect_refusal(text, question=question)
-                memo[mk] = (tuple(ph.refused if n == "phrase" and shared else bool(fn(text, question))
-                                  for n, fn in detectors.items()), ph)
+                memo[mk] = (
+                    tuple(
+                        ph.refused if n == "phrase" and shared else bool(fn(text, question))
+                        for n, fn in detectors.items()
+                    ),
+                    ph,
+                )
             decisions, ph = memo[mk]
-            row = {**common, **tinfo, "target": target, "seed": seed_value, "question_concept": qc,
-                   "relation": rel, "question_index": index, "question": question,
-                   "response": resp, "phrase_partial": ph.partial, "phrase_kind": ph.kind,
-                   "phrase_match": ph.matched, "select_relation": relation, "select_concept": key,
-                   "instance_id": iid, "joined": bool(hits),
-                   "response_complete": None if complete is None else str(complete)}
+            row = {
+                **common,
+                **tinfo,
+                "target": target,
+                "seed": seed_value,
+                "question_concept": qc,
+                "relation": rel,
+                "question_index": index,
+                "question": question,
+                "response": resp,
+                "phrase_partial": ph.partial,
+                "phrase_kind": ph.kind,
+                "phrase_match": ph.matched,
+                "select_relation": relation,
+                "select_concept": key,
+                "instance_id": iid,
+                "joined": bool(hits),
+                "response_complete": None if complete is None else str(complete),
+            }
             for n, d in zip(names, decisions):
                 row[f"refused_{n}"] = d
             refusal = rec.get("refusal")
@@ -479,8 +619,8 @@ def chunk_meta(path: Path) -> dict:
 
 
 def package_versions() -> str:
-    from importlib import metadata
     import platform
+    from importlib import metadata
 
     out = {"python": platform.python_version()}
     for name in ("abstention-workbench", "pandas", "pyarrow", "rapidfuzz"):
@@ -496,10 +636,16 @@ def _sha256(raw: bytes) -> str:
 
 
 # -- the import -----------------------------------------------------------------------------------
-def import_select_results(release_dir: str | os.PathLike, bench, run_name: str = "select-release",
-                          root: str | os.PathLike | None = None, models: list[str] | None = None,
-                          progress: bool = True, workers: int | None = None,
-                          allow_partial: bool = False) -> ImportReport:
+def import_select_results(
+    release_dir: str | os.PathLike,
+    bench,
+    run_name: str = "select-release",
+    root: str | os.PathLike | None = None,
+    models: list[str] | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    allow_partial: bool = False,
+) -> ImportReport:
     """Import SELECT's released results into ``<root>/<run_name>/results.parquet``.
 
     Args:
@@ -553,10 +699,19 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
             report.unreadable.append({"path": f.relpath, "reason": LFS_REASON})
             continue
         sha = _sha256(raw)
-        key = hashlib.sha256(json.dumps({**settings, "source": sha, "model": f.model,
-                                         "model_id": f.model_id}, sort_keys=True).encode()).hexdigest()[:16]
-        chunk = (chunks / f.partition / f.model_dir / f.eval_type
-                 / f"{f.select_technique}.{sha[:16]}.{key}.parquet")
+        key = hashlib.sha256(
+            json.dumps(
+                {**settings, "source": sha, "model": f.model, "model_id": f.model_id},
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:16]
+        chunk = (
+            chunks
+            / f.partition
+            / f.model_dir
+            / f.eval_type
+            / f"{f.select_technique}.{sha[:16]}.{key}.parquet"
+        )
         (done if chunk.is_file() else todo).append((f, path, sha, chunk, key))
     for p in report.absent:
         say(f"absent: {p}")
@@ -571,8 +726,17 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
         say(f"[{i}/{total}] {f.relpath}: {m.get('rows', '?')} rows (done before)")
 
     versions = package_versions()
-    tasks = [{"file": asdict(f), "path": str(path), "sha256": sha, "chunk": str(chunk), "key": key,
-              "run": run_name} for f, path, sha, chunk, key in todo]
+    tasks = [
+        {
+            "file": asdict(f),
+            "path": str(path),
+            "sha256": sha,
+            "chunk": str(chunk),
+            "key": key,
+            "run": run_name,
+        }
+        for f, path, sha, chunk, key in todo
+    ]
     tasks.sort(key=lambda t: -os.path.getsize(t["path"]))  # largest first: workers end together
     n_workers = max(1, min(workers or min(2, os.cpu_count() or 1), len(tasks) or 1))
     k = len(done)
@@ -585,8 +749,10 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
             say(f"[{k}/{total}] {meta['path']}: UNREADABLE: {meta['error']}")
         else:
             metas[meta["path"]] = {**meta, "resumed": False}
-            say(f"[{k}/{total}] {meta['path']}: {meta['rows']} rows, {meta['unjoined']} unjoined, "
-                f"{meta['seconds']:.1f}s")
+            say(
+                f"[{k}/{total}] {meta['path']}: {meta['rows']} rows, {meta['unjoined']} unjoined, "
+                f"{meta['seconds']:.1f}s"
+            )
 
     if n_workers == 1 or len(tasks) <= 1:
         _init_worker(bench, versions)
@@ -596,8 +762,9 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
         finally:
             _STATE.clear()
     elif tasks:
-        with ProcessPoolExecutor(n_workers, initializer=_init_worker,
-                                 initargs=(bench, versions)) as pool:
+        with ProcessPoolExecutor(
+            n_workers, initializer=_init_worker, initargs=(bench, versions)
+        ) as pool:
             futures = [pool.submit(import_file, t) for t in tasks]
             try:
                 for fut in as_completed(futures):
@@ -610,8 +777,10 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
     _check_whole(report, rel_root, allow_partial)  # files that turned out unreadable
     # results.parquet from the chunks of the files read, each exactly once
     order = {f.relpath: i for i, f in enumerate(files)}
-    good = sorted(((f, chunk) for f, _, _, chunk, _ in done + todo if f.relpath in metas),
-                  key=lambda x: order[x[0].relpath])
+    good = sorted(
+        ((f, chunk) for f, _, _, chunk, _ in done + todo if f.relpath in metas),
+        key=lambda x: order[x[0].relpath],
+    )
     import pyarrow as pa
 
     from workbench.releases import RELEASE_COLUMN
@@ -624,23 +793,39 @@ def import_select_results(release_dir: str | os.PathLike, bench, run_name: str =
             if table.schema.remove_metadata() != sch:
                 table = table.select(sch.names).cast(sch)
             # the load's record is the import's, not the chunk's: chunks stay reusable
-            table = table.append_column(RELEASE_COLUMN, pa.array([report.release_load] * table.num_rows,
-                                                                 pa.string()))
+            table = table.append_column(
+                RELEASE_COLUMN, pa.array([report.release_load] * table.num_rows, pa.string())
+            )
             writer.write_table(table.replace_schema_metadata(None))
     os.replace(tmp, run_dir / "results.parquet")
 
     for f, _ in good:
         m = metas[f.relpath]
-        report.read.append({k2: m.get(k2) for k2 in ("path", "sha256", "rows", "unjoined", "ambiguous",
-                                                     "unknown_targets", "id_mismatch", "seconds",
-                                                     "resumed")})
+        report.read.append(
+            {
+                k2: m.get(k2)
+                for k2 in (
+                    "path",
+                    "sha256",
+                    "rows",
+                    "unjoined",
+                    "ambiguous",
+                    "unknown_targets",
+                    "id_mismatch",
+                    "seconds",
+                    "resumed",
+                )
+            }
+        )
         report.rows += m.get("rows", 0)
         report.unjoined += m.get("unjoined", 0)
         report.ambiguous += m.get("ambiguous", 0)
         report.unknown_targets += m.get("unknown_targets", 0)
     report.seconds = round(time.time() - start, 2)
-    _write_json(run_dir / "missing_files.json",
-                {"expected": report.expected, "absent": report.absent, "unreadable": report.unreadable})
+    _write_json(
+        run_dir / "missing_files.json",
+        {"expected": report.expected, "absent": report.absent, "unreadable": report.unreadable},
+    )
     _write_json(run_dir / "import_report.json", {**report.to_dict(), "settings": settings})
     return report
 
@@ -662,15 +847,19 @@ def _check_whole(report: ImportReport, root: Path, allow_partial: bool) -> None:
     if report.absent:
         parts.append(f"absent {some(report.absent)}")
     if report.unreadable:
-        parts.append("unreadable " + some([f"{u['path']} ({u['reason']})" for u in report.unreadable]))
+        parts.append(
+            "unreadable " + some([f"{u['path']} ({u['reason']})" for u in report.unreadable])
+        )
     summary = "; ".join(parts)
     if allow_partial:
         report.release_load = f"partial: {summary}"
         return
-    raise ReleaseError(f"SELECT's results at {root} are incomplete against what its config/ "
-                       f"lists: {summary}; get the whole release, or pass allow_partial=True "
-                       f"(--allow-partial) to import what is there, recorded in every row's "
-                       f"{RELEASE_COLUMN}")
+    raise ReleaseError(
+        f"SELECT's results at {root} are incomplete against what its config/ "
+        f"lists: {summary}; get the whole release, or pass allow_partial=True "
+        f"(--allow-partial) to import what is there, recorded in every row's "
+        f"{RELEASE_COLUMN}"
+    )
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -8,12 +8,12 @@ a KV-cached batch belongs to, which conditional steering needs; the engine's ``S
 from workbench.steering.activations import collect_activations
 from workbench.steering.behavior import ABSTENTIONS, fit_refusal_vector
 from workbench.steering.concept import (
-                                        ConceptVectors,
-                                        Condition,
-                                        direction_agreement,
-                                        fit_concept_vectors,
-                                        fit_repe_vectors,
-                                        pair_scatter,
+    ConceptVectors,
+    Condition,
+    direction_agreement,
+    fit_concept_vectors,
+    fit_repe_vectors,
+    pair_scatter,
 )
 from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
 from workbench.steering.gate import (
@@ -25,8 +25,20 @@ from workbench.steering.gate import (
 )
 
 __all__ = [
-    "ABSTENTIONS", "ConceptVectors", "Condition", "ConditionalSteerer", "LayerStats",
-    "SteeringPlan", "choose_gate", "choose_layers", "collect_activations", "direction_agreement",
-    "fit_concept_vectors", "fit_repe_vectors",
-    "fit_refusal_vector", "layer_table", "pair_scatter", "select_layers",
+    "ABSTENTIONS",
+    "ConceptVectors",
+    "Condition",
+    "ConditionalSteerer",
+    "LayerStats",
+    "SteeringPlan",
+    "choose_gate",
+    "choose_layers",
+    "collect_activations",
+    "direction_agreement",
+    "fit_concept_vectors",
+    "fit_refusal_vector",
+    "fit_repe_vectors",
+    "layer_table",
+    "pair_scatter",
+    "select_layers",
 ]

@@ -40,8 +40,10 @@ def final_norm_name(model) -> str:
             return f"{parent}.{leaf}"
         except AttributeError:
             continue
-    raise UnsupportedModelError(f"cannot find the final norm of {type(model).__name__} next to its "
-                                f"decoder blocks ({parent}.norm, .ln_f or .final_layer_norm)")
+    raise UnsupportedModelError(
+        f"cannot find the final norm of {type(model).__name__} next to its "
+        f"decoder blocks ({parent}.norm, .ln_f or .final_layer_norm)"
+    )
 
 
 def hidden_size(model) -> int:
@@ -109,14 +111,21 @@ def collect_activations(
             current["acts"][:, j, :] = pooled.cpu()
             if j == deepest:
                 raise _Stop
+
         return hook
 
-    handles = [model.get_submodule(n).register_forward_hook(make_hook(j)) for j, n in enumerate(names)]
+    handles = [
+        model.get_submodule(n).register_forward_hook(make_hook(j)) for j, n in enumerate(names)
+    ]
     try:
         with torch.inference_mode():
-            for start in tqdm(range(0, len(order), batch_size), desc="activations", disable=not progress,
-                              leave=False):
-                chunk = order[start:start + batch_size]
+            for start in tqdm(
+                range(0, len(order), batch_size),
+                desc="activations",
+                disable=not progress,
+                leave=False,
+            ):
+                chunk = order[start : start + batch_size]
                 ids, mask = pad_batch([encoded[i] for i in chunk], pad, "left")
                 width = ids.shape[1]
                 pool_mask = mask.float()
@@ -128,7 +137,9 @@ def collect_activations(
                 current["acts"] = torch.empty(len(chunk), len(layers), size)
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
                 try:
-                    model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+                    model(
+                        input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False
+                    )
                 except _Stop:
                     pass
                 out[chunk] = current["acts"]

@@ -28,22 +28,36 @@ ABSTENTIONS: tuple[str, ...] = (
 )
 
 
-def fit_refusal_vector(lm, questions: Sequence[str], layers: Sequence[int],
-                       comply_tokens: int = 16, batch_size: int = 32,
-                       progress: bool = False) -> torch.Tensor:
+def fit_refusal_vector(
+    lm,
+    questions: Sequence[str],
+    layers: Sequence[int],
+    comply_tokens: int = 16,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> torch.Tensor:
     """Mean (abstain - comply) activation per layer, shape ``(layers, hidden)``."""
     tok = lm.tokenizer
-    answers = generate(lm, list(questions), GenerationConfig(max_new_tokens=comply_tokens,
-                                                             batch_size=batch_size), progress=progress)
+    answers = generate(
+        lm,
+        list(questions),
+        GenerationConfig(max_new_tokens=comply_tokens, batch_size=batch_size),
+        progress=progress,
+    )
     abstain_texts, comply_texts, abstain_tail, comply_tail = [], [], [], []
     for i, (q, a) in enumerate(zip(questions, answers)):
         head = render_chat(tok, q)
         refusal = ABSTENTIONS[i % len(ABSTENTIONS)]
-        comply = tok.decode(a.token_ids[: comply_tokens], skip_special_tokens=True) or "Sure."
-        for texts, tails, body in ((abstain_texts, abstain_tail, refusal), (comply_texts, comply_tail, comply)):
+        comply = tok.decode(a.token_ids[:comply_tokens], skip_special_tokens=True) or "Sure."
+        for texts, tails, body in (
+            (abstain_texts, abstain_tail, refusal),
+            (comply_texts, comply_tail, comply),
+        ):
             texts.append(head + body)
             tails.append(len(tok(body, add_special_tokens=False)["input_ids"]))
-    kwargs = dict(layers=list(layers), pooling="mean", chat=False, batch_size=batch_size, progress=progress)
+    kwargs = dict(
+        layers=list(layers), pooling="mean", chat=False, batch_size=batch_size, progress=progress
+    )
     abstain = collect_activations(lm, abstain_texts, tail=abstain_tail, **kwargs)
     comply = collect_activations(lm, comply_texts, tail=comply_tail, **kwargs)
     return abstain.mean(0) - comply.mean(0)

@@ -46,7 +46,9 @@ def pair_scatter(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor
     return n_u * rr + n_r * uu - cross - cross.transpose(1, 2)
 
 
-def pair_scatter_chunked(related: torch.Tensor, unrelated: torch.Tensor, chunk: int = 64) -> torch.Tensor:
+def pair_scatter_chunked(
+    related: torch.Tensor, unrelated: torch.Tensor, chunk: int = 64
+) -> torch.Tensor:
     """The same scatter, summed over explicit differences formed ``chunk`` related rows at a time.
 
     A reference implementation (tests check the closed form against it); memory is
@@ -55,7 +57,7 @@ def pair_scatter_chunked(related: torch.Tensor, unrelated: torch.Tensor, chunk: 
     r, u = related.double(), unrelated.double()
     total = torch.zeros(r.shape[1], r.shape[2], r.shape[2], dtype=torch.float64)
     for start in range(0, r.shape[0], chunk):
-        d = (r[start:start + chunk, None] - u[None]).reshape(-1, r.shape[1], r.shape[2])
+        d = (r[start : start + chunk, None] - u[None]).reshape(-1, r.shape[1], r.shape[2])
         total += torch.einsum("nlh,nlk->lhk", d, d)
     return total
 
@@ -66,7 +68,7 @@ class ConceptVectors:
 
     layers: list[int]
     vectors: torch.Tensor  # (layers, hidden), unit norm
-    means: torch.Tensor    # (layers, hidden)
+    means: torch.Tensor  # (layers, hidden)
 
     def similarities(self, acts: torch.Tensor) -> torch.Tensor:
         """Cosine similarity of each (centred) activation with its layer's vector: ``(n, layers)``."""
@@ -76,7 +78,9 @@ class ConceptVectors:
     def similarity_at(self, index: int, hidden: torch.Tensor) -> torch.Tensor:
         """Cosine similarity of ``hidden`` (rows x hidden) with the ``index``-th layer's vector."""
         centred = hidden.float() - self.means[index].to(hidden.device)
-        return torch.nn.functional.cosine_similarity(centred, self.vectors[index].to(hidden.device)[None], dim=-1)
+        return torch.nn.functional.cosine_similarity(
+            centred, self.vectors[index].to(hidden.device)[None], dim=-1
+        )
 
     def select(self, layers: list[int]) -> ConceptVectors:
         idx = [self.layers.index(l) for l in layers]
@@ -89,7 +93,7 @@ def _pc1(related: torch.Tensor, unrelated: torch.Tensor, center: bool = False) -
     scatter = pair_scatter(related, unrelated)
     if center:
         n = related.shape[0] * unrelated.shape[0]
-        mu = (related.double().mean(0) - unrelated.double().mean(0))
+        mu = related.double().mean(0) - unrelated.double().mean(0)
         scatter = scatter - n * torch.einsum("lh,lk->lhk", mu, mu)
     _, eigvecs = torch.linalg.eigh(scatter)
     vectors = eigvecs[..., -1].float()  # (layers, hidden): top eigenvector per layer
@@ -105,8 +109,13 @@ def _mean_difference(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Te
 METHODS = ("pc1", "mean_diff")
 
 
-def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
-                        center: bool = False, method: str = "pc1") -> ConceptVectors:
+def fit_concept_vectors(
+    related: torch.Tensor,
+    unrelated: torch.Tensor,
+    layers: list[int],
+    center: bool = False,
+    method: str = "pc1",
+) -> ConceptVectors:
     """Unit concept vectors per layer: the first principal component of all related-minus-
     unrelated differences (``pc1``, SELECT's) or the normalised difference of the two groups'
     means (``mean_diff``)."""
@@ -122,8 +131,13 @@ def fit_concept_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: 
     return ConceptVectors(list(layers), vectors, means)
 
 
-def fit_repe_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: list[int],
-                     flips: list[str], centered: bool = False) -> ConceptVectors:
+def fit_repe_vectors(
+    related: torch.Tensor,
+    unrelated: torch.Tensor,
+    layers: list[int],
+    flips: list[str],
+    centered: bool = False,
+) -> ConceptVectors:
     """SELECT's concept vectors (steering/utils.py learn_concept_vectors with RepE's PCA reader).
 
     For each entry of ``flips`` (one vector each): the related x unrelated pairs in product
@@ -142,7 +156,9 @@ def fit_repe_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: lis
         raise ValueError(f"flips must be strings of {n_r * n_u} pair flags")
     total = torch.zeros(r.shape[1], r.shape[2], dtype=torch.float64)
     for flag in flips:
-        s = 1.0 - 2.0 * torch.tensor([c == "1" for c in flag], dtype=torch.float64).view(n_r, n_u, 1)
+        s = 1.0 - 2.0 * torch.tensor([c == "1" for c in flag], dtype=torch.float64).view(
+            n_r, n_u, 1
+        )
         for l in range(r.shape[1]):
             d = ((r[:, None, l] - u[None, :, l]) * s).reshape(n_r * n_u, -1)
             d = d - d.mean(0, keepdim=True)
@@ -150,16 +166,20 @@ def fit_repe_vectors(related: torch.Tensor, unrelated: torch.Tensor, layers: lis
             gap = (r[:, l] @ v)[:, None] - (u[:, l] @ v)[None, :]
             total[l] += v if (gap > 0).sum() >= (gap < 0).sum() else -v
     vectors = torch.nn.functional.normalize(total / len(flips), dim=-1).float()
-    means = (0.5 * (related.float().mean(0) + unrelated.float().mean(0)) if centered
-             else torch.zeros_like(vectors))
+    means = (
+        0.5 * (related.float().mean(0) + unrelated.float().mean(0))
+        if centered
+        else torch.zeros_like(vectors)
+    )
     return ConceptVectors(list(layers), vectors, means)
 
 
 def direction_agreement(related: torch.Tensor, unrelated: torch.Tensor) -> torch.Tensor:
     """cos(PC1, mean difference) per layer: near 1 where the first principal component *is* the
     concept; low where it follows other variance (question phrasing)."""
-    return torch.nn.functional.cosine_similarity(_pc1(related, unrelated),
-                                                 _mean_difference(related, unrelated), dim=-1)
+    return torch.nn.functional.cosine_similarity(
+        _pc1(related, unrelated), _mean_difference(related, unrelated), dim=-1
+    )
 
 
 @dataclass

@@ -75,18 +75,28 @@ class ConditionalSteerer:
     meta: dict = field(default_factory=dict)
     last_decisions: torch.Tensor | None = None
 
-    def decide(self, lm, prompts: Sequence[Prompt], system: str | None = None,
-               batch_size: int = 32) -> torch.Tensor:
+    def decide(
+        self, lm, prompts: Sequence[Prompt], system: str | None = None, batch_size: int = 32
+    ) -> torch.Tensor:
         """One boolean per prompt: is it about the concept? (Always True without a condition.)"""
         if self.condition is None:
             return torch.ones(len(prompts), dtype=torch.bool)
-        acts = collect_activations(lm, prompts, self.condition.layers, system=system,
-                                   batch_size=batch_size)
+        acts = collect_activations(
+            lm, prompts, self.condition.layers, system=system, batch_size=batch_size
+        )
         return self.condition.decide(acts)
 
-    def generate(self, lm, prompts: Sequence[Prompt], config: GenerationConfig | None = None,
-                 *, decisions: torch.Tensor | None = None, mode: str = "separate",
-                 progress: bool = True, **kwargs) -> list[Generation]:
+    def generate(
+        self,
+        lm,
+        prompts: Sequence[Prompt],
+        config: GenerationConfig | None = None,
+        *,
+        decisions: torch.Tensor | None = None,
+        mode: str = "separate",
+        progress: bool = True,
+        **kwargs,
+    ) -> list[Generation]:
         """Generate with steering applied to the prompts whose condition fires.
 
         ``mode="separate"`` (SELECT's order: decide, then steer from the first token): the
@@ -99,8 +109,14 @@ class ConditionalSteerer:
         if decisions is None and self.condition is None:
             decisions = torch.ones(len(prompts), dtype=torch.bool)
         if decisions is not None:
-            out = generate(lm, prompts, config, hooks=self.plan.hooks(lm.model, decisions),
-                           progress=progress, **kwargs)
+            out = generate(
+                lm,
+                prompts,
+                config,
+                hooks=self.plan.hooks(lm.model, decisions),
+                progress=progress,
+                **kwargs,
+            )
             fired = decisions
         elif mode == "in_pass":
             hooks, fired = self._in_pass_hooks(lm.model, len(prompts))
@@ -110,7 +126,9 @@ class ConditionalSteerer:
         self.last_decisions = fired.clone()
         return out
 
-    def _vote_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor, torch.Tensor]:
+    def _vote_hooks(
+        self, model, n_prompts: int
+    ) -> tuple[list[ForwardHook], torch.Tensor, torch.Tensor]:
         """Hooks that vote on each prompt's last token during the prompt pass."""
         cond = self.condition
         fired = torch.zeros(n_prompts, dtype=torch.bool)
@@ -118,6 +136,7 @@ class ConditionalSteerer:
         deepest = max(cond.layers)
         hooks: list[ForwardHook] = []
         for j, layer in enumerate(cond.layers):
+
             def vote(module, args, output, state, _j=j, _layer=layer):
                 if state.step != 0 or state.repass:
                     return output
@@ -148,8 +167,15 @@ class ConditionalSteerer:
                 return output
 
             hooks.append(ForwardHook(layer_module_name(lm.model, layer), add, prefix_safe=True))
-        out = generate(lm, prompts, config, hooks=hooks, progress=progress,
-                       repass=lambda rows: fired[rows].tolist(), **kwargs)
+        out = generate(
+            lm,
+            prompts,
+            config,
+            hooks=hooks,
+            progress=progress,
+            repass=lambda rows: fired[rows].tolist(),
+            **kwargs,
+        )
         return out, fired
 
     def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:

@@ -57,28 +57,48 @@ def gate_margin(condition: Condition, acts: torch.Tensor) -> torch.Tensor:
     return margins.median(-1).values
 
 
-def evaluate_gate(lm, condition: Condition, questions: GateQuestions,
-                  acts: dict[str, torch.Tensor] | None = None, offset: float = 0.0) -> dict:
+def evaluate_gate(
+    lm,
+    condition: Condition,
+    questions: GateQuestions,
+    acts: dict[str, torch.Tensor] | None = None,
+    offset: float = 0.0,
+) -> dict:
     """TPR on target and descendant questions, FPR on near and far ones, and the margin's AUROC
     (target + descendants against near, and against far). ``acts`` may hold each group's
     activations at the condition's layers (computed here otherwise); ``offset`` raises every
     threshold (for trade-off curves)."""
     if acts is None:
-        acts = {g: collect_activations(lm, q, condition.layers) for g, q in questions.questions.items()}
+        acts = {
+            g: collect_activations(lm, q, condition.layers) for g, q in questions.questions.items()
+        }
     margin = {g: gate_margin(condition, a) - offset for g, a in acts.items() if len(a)}
     rate = {g: float((m > 0).float().mean()) for g, m in margin.items()}
     pos = torch.cat([margin[g] for g in ("target", "descendant") if g in margin])
-    return {"target": questions.target,
-            "tpr_target": rate.get("target", float("nan")), "tpr_descendant": rate.get("descendant", float("nan")),
-            "fpr_near": rate.get("near", float("nan")), "fpr_far": rate.get("far", float("nan")),
-            "auroc_near": auroc(pos, margin["near"]) if "near" in margin else float("nan"),
-            "auroc_far": auroc(pos, margin["far"]) if "far" in margin else float("nan"),
-            "layers": list(condition.layers), "aggregate": condition.aggregate}
+    return {
+        "target": questions.target,
+        "tpr_target": rate.get("target", float("nan")),
+        "tpr_descendant": rate.get("descendant", float("nan")),
+        "fpr_near": rate.get("near", float("nan")),
+        "fpr_far": rate.get("far", float("nan")),
+        "auroc_near": auroc(pos, margin["near"]) if "near" in margin else float("nan"),
+        "auroc_far": auroc(pos, margin["far"]) if "far" in margin else float("nan"),
+        "layers": list(condition.layers),
+        "aggregate": condition.aggregate,
+    }
 
 
-def gate_sweep(lm, bench, targets, settings: dict[str, dict], n: int = 20, seed: int = 0,
-               offsets=(-0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2), store=None,
-               progress: bool = False):
+def gate_sweep(
+    lm,
+    bench,
+    targets,
+    settings: dict[str, dict],
+    n: int = 20,
+    seed: int = 0,
+    offsets=(-0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2),
+    store=None,
+    progress: bool = False,
+):
     """Prepare the steering technique with each of ``settings`` (name -> parameters) for every
     target and evaluate its gate on held-out questions.
 
@@ -97,18 +117,39 @@ def gate_sweep(lm, bench, targets, settings: dict[str, dict], n: int = 20, seed:
         qs = gate_questions(bench, target, n, seed)
         all_acts = {g: collect_activations(lm, q, layers) for g, q in qs.questions.items() if q}
         for name, params in settings.items():
-            ab = get_technique("steering", **params).prepare(lm, bench, target, seed=seed, store=store)
+            ab = get_technique("steering", **params).prepare(
+                lm, bench, target, seed=seed, store=store
+            )
             cond = ab.steerer.condition
             acts = {g: a[:, cond.layers] for g, a in all_acts.items()}
             chosen = [r for r in ab.table if r.layer in cond.layers]
-            rows.append({"setting": name, **evaluate_gate(lm, cond, qs, acts),
-                         "val_auroc": sum(r.auroc for r in chosen) / len(chosen),
-                         "all_layers_at_chance": all(r.at_chance for r in ab.table)})
+            rows.append(
+                {
+                    "setting": name,
+                    **evaluate_gate(lm, cond, qs, acts),
+                    "val_auroc": sum(r.auroc for r in chosen) / len(chosen),
+                    "all_layers_at_chance": all(r.at_chance for r in ab.table),
+                }
+            )
             for off in offsets:
-                curve.append({"setting": name, "target": target, "offset": off,
-                              **{k: v for k, v in evaluate_gate(lm, cond, qs, acts, off).items()
-                                 if k.startswith(("tpr", "fpr"))}})
+                curve.append(
+                    {
+                        "setting": name,
+                        "target": target,
+                        "offset": off,
+                        **{
+                            k: v
+                            for k, v in evaluate_gate(lm, cond, qs, acts, off).items()
+                            if k.startswith(("tpr", "fpr"))
+                        },
+                    }
+                )
     per_target = pd.DataFrame(rows)
-    curve = pd.DataFrame(curve).groupby(["setting", "offset"], as_index=False)[
-        ["tpr_target", "tpr_descendant", "fpr_near", "fpr_far"]].mean()
+    curve = (
+        pd.DataFrame(curve)
+        .groupby(["setting", "offset"], as_index=False)[
+            ["tpr_target", "tpr_descendant", "fpr_near", "fpr_far"]
+        ]
+        .mean()
+    )
     return per_target, curve

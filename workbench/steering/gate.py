@@ -70,9 +70,15 @@ def youden_threshold(pos: torch.Tensor, neg: torch.Tensor) -> float:
     return best
 
 
-def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: list[int],
-                adjust: float = 0.5, rule: str = "youden", near: torch.Tensor | None = None,
-                cos_pc1_mean: torch.Tensor | None = None) -> list[LayerStats]:
+def layer_table(
+    sim_related: torch.Tensor,
+    sim_unrelated: torch.Tensor,
+    layers: list[int],
+    adjust: float = 0.5,
+    rule: str = "youden",
+    near: torch.Tensor | None = None,
+    cos_pc1_mean: torch.Tensor | None = None,
+) -> list[LayerStats]:
     """Per-layer statistics and thresholds from validation similarities ``(n, layers)``.
 
     ``near`` marks which unrelated rows are near negatives (siblings, parent, ancestors).
@@ -90,21 +96,40 @@ def layer_table(sim_related: torch.Tensor, sim_unrelated: torch.Tensor, layers: 
             thr = round(min_r, 2) - SELECT_MARGIN
         else:
             thr = youden_threshold(rel, unrel)
-        fire_r, fire_u = (rel >= thr, unrel >= thr) if rule == "select" else (rel > thr, unrel > thr)
+        fire_r, fire_u = (
+            (rel >= thr, unrel >= thr) if rule == "select" else (rel > thr, unrel > thr)
+        )
         tpr, fpr = fire_r.float().mean().item(), fire_u.float().mean().item()
         acc = (fire_r.float().sum() + (~fire_u).float().sum()).item() / (len(rel) + len(unrel))
         a = auroc(rel, unrel)
         near_a = far_a = float("nan")
         if near is not None:
             near_a, far_a = auroc(rel, unrel[near]), auroc(rel, unrel[~near])
-        rows.append(LayerStats(layer, mean_r, mean_u, min_r, unrel.max().item(), mean_r - mean_u,
-                               thr, acc, a, tpr, fpr, near_a, far_a, not a > CHANCE_AUROC,
-                               float(cos_pc1_mean[j]) if cos_pc1_mean is not None else float("nan")))
+        rows.append(
+            LayerStats(
+                layer,
+                mean_r,
+                mean_u,
+                min_r,
+                unrel.max().item(),
+                mean_r - mean_u,
+                thr,
+                acc,
+                a,
+                tpr,
+                fpr,
+                near_a,
+                far_a,
+                not a > CHANCE_AUROC,
+                float(cos_pc1_mean[j]) if cos_pc1_mean is not None else float("nan"),
+            )
+        )
     return rows
 
 
-def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1,
-                  rank_by: str = "auroc") -> list[int]:
+def choose_layers(
+    table: list[LayerStats], k: int = 3, exclude_first: int = 1, rank_by: str = "auroc"
+) -> list[int]:
     """Up to ``k`` layers ranked by validation AUROC (or mean ``gap``), skipping the first layers
     (surface tokens) and layers at chance; if every layer is at chance, the single best one is
     kept (so a condition exists) and a warning says so."""
@@ -116,9 +141,11 @@ def choose_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1,
     else:
         good = [r for r in ranked if not r.at_chance][:k]
     if not good:
-        warnings.warn("no layer separates the concept from the rest above chance on validation "
-                      f"questions (best AUROC {ranked[0].auroc:.2f}); the gate will fire at chance",
-                      stacklevel=2)
+        warnings.warn(
+            "no layer separates the concept from the rest above chance on validation "
+            f"questions (best AUROC {ranked[0].auroc:.2f}); the gate will fire at chance",
+            stacklevel=2,
+        )
         good = ranked[:1]
     return sorted(r.layer for r in good)
 
@@ -130,10 +157,12 @@ def select_layers(table: list[LayerStats], k: int = 3, exclude_first: int = 1) -
     ranks between ``k+1`` and ``2k`` only the top ``k-1`` are kept (SELECT appends the last
     layer to the ranking instead of the choice, so it is dropped). Returned in rank order."""
     rows = [r for r in table if r.layer >= exclude_first] or list(table)
-    order = [r.layer for r in sorted(rows, key=lambda r: (-(r.min_related - r.max_unrelated), r.layer))]
+    order = [
+        r.layer for r in sorted(rows, key=lambda r: (-(r.min_related - r.max_unrelated), r.layer))
+    ]
     last = max(r.layer for r in table)
-    if last not in order[:k] and last in order[:2 * k]:
-        return order[:k - 1] or order[:1]
+    if last not in order[:k] and last in order[: 2 * k]:
+        return order[: k - 1] or order[:1]
     return order[:k]
 
 
@@ -146,14 +175,24 @@ def combine(votes: torch.Tensor, aggregate: str) -> torch.Tensor:
     return votes.float().sum(-1) * 2 > votes.shape[-1]
 
 
-def choose_gate(table: list[LayerStats], sim_related: torch.Tensor, sim_unrelated: torch.Tensor,
-                k: int = 3, aggregate: str = "all", exclude_first: int = 1,
-                rank_by: str = "auroc") -> list[int]:
+def choose_gate(
+    table: list[LayerStats],
+    sim_related: torch.Tensor,
+    sim_unrelated: torch.Tensor,
+    k: int = 3,
+    aggregate: str = "all",
+    exclude_first: int = 1,
+    rank_by: str = "auroc",
+) -> list[int]:
     """The best 1..``k`` ranked layers whose combined vote is most balanced-accurate on the
     validation questions (fewer layers on ties)."""
     ranked = choose_layers(table, k=len(table), exclude_first=exclude_first, rank_by=rank_by)
-    order = sorted(ranked, key=lambda l: -next(r.auroc if rank_by == "auroc" else r.gap
-                                              for r in table if r.layer == l))[:k]
+    order = sorted(
+        ranked,
+        key=lambda l: (
+            -next(r.auroc if rank_by == "auroc" else r.gap for r in table if r.layer == l)
+        ),
+    )[:k]
     index = {r.layer: i for i, r in enumerate(table)}
     best, best_score = order[:1], -1.0
     for n in range(1, len(order) + 1):

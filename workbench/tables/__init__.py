@@ -12,5 +12,14 @@ from workbench.tables.latex import (
     write_latex,
 )
 
-__all__ = ["concepts_latex", "editing_latex", "latex_table", "select_latex", "side_by_side_latex", "technique_latex",
-           "to_latex", "unknown_latex", "write_latex"]
+__all__ = [
+    "concepts_latex",
+    "editing_latex",
+    "latex_table",
+    "select_latex",
+    "side_by_side_latex",
+    "technique_latex",
+    "to_latex",
+    "unknown_latex",
+    "write_latex",
+]

@@ -30,8 +30,18 @@ from pathlib import Path
 
 import pandas as pd
 
-_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 #: Direction of "best" per column of the workbench's tables (higher is better unless listed).
 LOWER_IS_BETTER = {"mean_perplexity", "mean_entropy", "unparsed_confidence"}
@@ -56,11 +66,20 @@ def _fmt(value, ci, digits: int, percent: bool) -> str:
     return text
 
 
-def latex_table(frame: pd.DataFrame, labels: Sequence[str], values: Sequence[str], *,
-                ci: dict[str, str] | None = None, headers: dict[str, str] | None = None,
-                best: Callable[[str, pd.DataFrame], str | None] | str | None = "max",
-                within: Sequence[str] = (), caption: str = "", label: str | None = None,
-                digits: int = 2, percent: bool = False) -> str:
+def latex_table(
+    frame: pd.DataFrame,
+    labels: Sequence[str],
+    values: Sequence[str],
+    *,
+    ci: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    best: Callable[[str, pd.DataFrame], str | None] | str | None = "max",
+    within: Sequence[str] = (),
+    caption: str = "",
+    label: str | None = None,
+    digits: int = 2,
+    percent: bool = False,
+) -> str:
     """A booktabs ``table`` of ``frame``: ``labels`` columns as text, ``values`` as numbers
     with ``ci[value]`` (a half-width column) after ``$\\pm$``.
 
@@ -104,12 +123,17 @@ def latex_table(frame: pd.DataFrame, labels: Sequence[str], values: Sequence[str
 
 
 def caption_text(what: str, model, n: str, interval: str) -> str:
-    """"<what>. Model: <model>; n = <n>; <interval>." with LaTeX escaped."""
-    models = [str(m) for m in (model if isinstance(model, (list, tuple, set, pd.Series)) else [model])
-              if _num(m) and str(m)]
+    """ "<what>. Model: <model>; n = <n>; <interval>." with LaTeX escaped."""
+    models = [
+        str(m)
+        for m in (model if isinstance(model, (list, tuple, set, pd.Series)) else [model])
+        if _num(m) and str(m)
+    ]
     models = list(dict.fromkeys(models))
-    text = (f"{escape(what)}. Model{'s' if len(models) > 1 else ''}: "
-            f"{escape(', '.join(models) or 'not named')}; $n$ = {escape(n)}; {escape(interval)}.")
+    text = (
+        f"{escape(what)}. Model{'s' if len(models) > 1 else ''}: "
+        f"{escape(', '.join(models) or 'not named')}; $n$ = {escape(n)}; {escape(interval)}."
+    )
     return text.replace("±", r"$\pm$")
 
 
@@ -127,32 +151,63 @@ def _model(table: pd.DataFrame, model: str | None):
 
 
 # -- the workbench's summary tables ---------------------------------------------------------------
-def select_latex(table: pd.DataFrame, *, model: str | None = None, caption: str | None = None,
-                 label: str | None = None, percent: bool = True, digits: int = 1,
-                 confidence: float = 0.95) -> str:
+def select_latex(
+    table: pd.DataFrame,
+    *,
+    model: str | None = None,
+    caption: str | None = None,
+    label: str | None = None,
+    percent: bool = True,
+    digits: int = 1,
+    confidence: float = 0.95,
+) -> str:
     """:func:`~workbench.scoring.metrics.select_table`'s tidy rows: one row per (target kind,
     model,) technique, one column per metric, "mean ± t half-width"; the best technique per
     column and model in bold."""
     by = [c for c in table.columns if c not in ("metric", "mean", "ci", "n_concepts")]
-    wide = table.pivot_table(index=by, columns="metric", values=["mean", "ci"], aggfunc="first",
-                             sort=False)
+    wide = table.pivot_table(
+        index=by, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
+    )
     metrics = [m for m in dict.fromkeys(table["metric"])]
     flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in by})
     for m in metrics:
         flat[m] = wide[("mean", m)].to_numpy()
         flat[f"{m}_ci"] = wide[("ci", m)].to_numpy()
     within = [c for c in ("target_kind", "model") if c in by]
-    what = caption or "Refusal metrics per technique (SELECT's aggregation" + (", %" if percent else "") + ")"
-    cap = caption_text(what, _model(table, model), f"{_n_range(table['n_concepts'])} concepts per cell",
-                       f"± half-width of the {confidence:.0%} Student-t interval over concepts "
-                       "(per-seed rates averaged over seeds)")
-    return latex_table(flat, by, metrics, ci={m: f"{m}_ci" for m in metrics}, within=within,
-                       caption=cap, label=label, digits=digits, percent=percent)
+    what = (
+        caption
+        or "Refusal metrics per technique (SELECT's aggregation" + (", %" if percent else "") + ")"
+    )
+    cap = caption_text(
+        what,
+        _model(table, model),
+        f"{_n_range(table['n_concepts'])} concepts per cell",
+        f"± half-width of the {confidence:.0%} Student-t interval over concepts "
+        "(per-seed rates averaged over seeds)",
+    )
+    return latex_table(
+        flat,
+        by,
+        metrics,
+        ci={m: f"{m}_ci" for m in metrics},
+        within=within,
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
-def technique_latex(table: pd.DataFrame, *, model: str | None = None, caption: str | None = None,
-                    label: str | None = None, metrics: Sequence[str] | None = None,
-                    percent: bool = True, digits: int = 1) -> str:
+def technique_latex(
+    table: pd.DataFrame,
+    *,
+    model: str | None = None,
+    caption: str | None = None,
+    label: str | None = None,
+    metrics: Sequence[str] | None = None,
+    percent: bool = True,
+    digits: int = 1,
+) -> str:
     """:func:`~workbench.scoring.metrics.technique_table` (or ``technique_summary``): one row
     per (model,) technique, "mean ± half the interval's width" per metric."""
     from workbench.scoring.metrics import METRICS
@@ -164,35 +219,68 @@ def technique_latex(table: pd.DataFrame, *, model: str | None = None, caption: s
         lo, hi = frame.get(f"{m}_lo"), frame.get(f"{m}_hi")
         frame[f"{m}_ci"] = (hi - lo) / 2 if lo is not None and hi is not None else float("nan")
     method = set(frame["interval"]) if "interval" in frame else {"bootstrap"}
-    interval = ("± half-width of the 95% Student-t interval over concepts" if method == {"t"} else
-                "± half the width of the 95% percentile bootstrap interval (targets, then "
-                "questions, resampled)")
+    interval = (
+        "± half-width of the 95% Student-t interval over concepts"
+        if method == {"t"}
+        else "± half the width of the 95% percentile bootstrap interval (targets, then "
+        "questions, resampled)"
+    )
     n = _n_range(frame["targets"]) + " targets" if "targets" in frame else "?"
-    cap = caption_text(caption or "Metrics per technique" + (" (%)" if percent else ""),
-                       _model(table, model), n, interval)
-    return latex_table(frame, labels, metrics, ci={m: f"{m}_ci" for m in metrics},
-                       within=["model"] if "model" in labels else (), caption=cap, label=label,
-                       digits=digits, percent=percent)
+    cap = caption_text(
+        caption or "Metrics per technique" + (" (%)" if percent else ""),
+        _model(table, model),
+        n,
+        interval,
+    )
+    return latex_table(
+        frame,
+        labels,
+        metrics,
+        ci={m: f"{m}_ci" for m in metrics},
+        within=["model"] if "model" in labels else (),
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
-def side_by_side_latex(table: pd.DataFrame, *, caption: str | None = None, label: str | None = None,
-                       percent: bool = True, digits: int = 1) -> str:
+def side_by_side_latex(
+    table: pd.DataFrame,
+    *,
+    caption: str | None = None,
+    label: str | None = None,
+    percent: bool = True,
+    digits: int = 1,
+) -> str:
     """:func:`workbench.select.compare.side_by_side`: the run's models beside SELECT's released
     ones, per concept set; the best per column within each concept set in bold."""
     keys = ["concepts", "source", "model", "technique"]
-    wide = table.pivot_table(index=keys, columns="metric", values=["mean", "ci"], aggfunc="first",
-                             sort=False)
+    wide = table.pivot_table(
+        index=keys, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
+    )
     metrics = list(dict.fromkeys(table["metric"]))
     flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in keys})
     for m in metrics:
         flat[m] = wide[("mean", m)].to_numpy()
         flat[f"{m}_ci"] = wide[("ci", m)].to_numpy()
-    cap = caption_text(caption or "A run beside SELECT's released models" + (" (%)" if percent else ""),
-                       list(table["model"].unique()),
-                       f"{_n_range(table['n_concepts'])} concepts per cell",
-                       "± half-width of the 95% Student-t interval over concepts")
-    return latex_table(flat, keys, metrics, ci={m: f"{m}_ci" for m in metrics}, within=["concepts"],
-                       caption=cap, label=label, digits=digits, percent=percent)
+    cap = caption_text(
+        caption or "A run beside SELECT's released models" + (" (%)" if percent else ""),
+        list(table["model"].unique()),
+        f"{_n_range(table['n_concepts'])} concepts per cell",
+        "± half-width of the 95% Student-t interval over concepts",
+    )
+    return latex_table(
+        flat,
+        keys,
+        metrics,
+        ci={m: f"{m}_ci" for m in metrics},
+        within=["concepts"],
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
 def _wald(p: pd.Series, n: pd.Series, z: float = 1.959963984540054) -> pd.Series:
@@ -200,10 +288,16 @@ def _wald(p: pd.Series, n: pd.Series, z: float = 1.959963984540054) -> pd.Series
     return z * (p * (1 - p) / n).pow(0.5)
 
 
-def unknown_latex(summary: pd.DataFrame, *, model: str | None = None, caption: str | None = None,
-                  label: str | None = None,
-                  columns: Sequence[str] = ("refusal_rate", "accuracy", "mean_confidence"),
-                  percent: bool = False, digits: int = 2) -> str:
+def unknown_latex(
+    summary: pd.DataFrame,
+    *,
+    model: str | None = None,
+    caption: str | None = None,
+    label: str | None = None,
+    columns: Sequence[str] = ("refusal_rate", "accuracy", "mean_confidence"),
+    percent: bool = False,
+    digits: int = 2,
+) -> str:
     """:func:`~workbench.unknown.summarize_unknown` (several models' summaries concatenated
     with a ``model`` column compare them): rates with normal-approximation 95% intervals from
     ``n``; the best model per task and partition in bold (refusal: higher on unanswerable
@@ -225,51 +319,106 @@ def unknown_latex(summary: pd.DataFrame, *, model: str | None = None, caption: s
 
     detector = ", ".join(sorted(set(summary["detector"]))) if "detector" in summary else "refusal"
     what = caption or f"UnknownBench per task and partition (refusal by {detector})"
-    cap = caption_text(what, _model(summary, model), _n_range(summary["n"]) + " questions per row",
-                       "rates ± half-width of the normal-approximation (Wald) 95% interval")
-    return latex_table(frame, labels, columns, ci=ci, best=best,
-                       within=[c for c in ("task", "partition") if c in labels], caption=cap,
-                       label=label, digits=digits, percent=percent)
+    cap = caption_text(
+        what,
+        _model(summary, model),
+        _n_range(summary["n"]) + " questions per row",
+        "rates ± half-width of the normal-approximation (Wald) 95% interval",
+    )
+    return latex_table(
+        frame,
+        labels,
+        columns,
+        ci=ci,
+        best=best,
+        within=[c for c in ("task", "partition") if c in labels],
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
-def editing_latex(metrics: pd.DataFrame, *, model: str | None = None, subset: str = "overall",
-                  caption: str | None = None, label: str | None = None,
-                  percent: bool = False, digits: int = 2) -> str:
+def editing_latex(
+    metrics: pd.DataFrame,
+    *,
+    model: str | None = None,
+    subset: str = "overall",
+    caption: str | None = None,
+    label: str | None = None,
+    percent: bool = False,
+    digits: int = 2,
+) -> str:
     """:func:`~workbench.editing.edit_metrics` for one ``subset``: one row per editor, one column
     per metric (accuracy ± normal-approximation 95% interval from its n); the best editor per
     column in bold."""
     f = metrics[metrics["subset"] == subset]
-    order = [m for m in ("edit_success", "property_success", "consistency", "invariance")
-             if m in set(f["metric"])]
-    wide = f.pivot_table(index="editor", columns="metric", values=["value", "n"], aggfunc="first",
-                         sort=False)
+    order = [
+        m
+        for m in ("edit_success", "property_success", "consistency", "invariance")
+        if m in set(f["metric"])
+    ]
+    wide = f.pivot_table(
+        index="editor", columns="metric", values=["value", "n"], aggfunc="first", sort=False
+    )
     frame = pd.DataFrame({"editor": wide.index})
     for m in order:
         frame[m] = wide[("value", m)].to_numpy()
         frame[f"{m}_ci"] = _wald(frame[m], pd.Series(wide[("n", m)].to_numpy()))
     what = caption or f"Editing metrics ({subset.replace('=', ': ')})"
-    cap = caption_text(what, model, _n_range(f["n"]) + " queries per cell",
-                       "± half-width of the normal-approximation (Wald) 95% interval")
-    return latex_table(frame, ["editor"], order, ci={m: f"{m}_ci" for m in order}, caption=cap,
-                       label=label, digits=digits, percent=percent)
+    cap = caption_text(
+        what,
+        model,
+        _n_range(f["n"]) + " queries per cell",
+        "± half-width of the normal-approximation (Wald) 95% interval",
+    )
+    return latex_table(
+        frame,
+        ["editor"],
+        order,
+        ci={m: f"{m}_ci" for m in order},
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
-def concepts_latex(summary: pd.DataFrame, *, caption: str | None = None, label: str | None = None,
-                   metrics: Sequence[str] = ("abstention", "generalization", "specificity", "overall"),
-                   percent: bool = True, digits: int = 1) -> str:
+def concepts_latex(
+    summary: pd.DataFrame,
+    *,
+    caption: str | None = None,
+    label: str | None = None,
+    metrics: Sequence[str] = ("abstention", "generalization", "specificity", "overall"),
+    percent: bool = True,
+    digits: int = 1,
+) -> str:
     """:func:`workbench.experiments.report.summary_table` (one row per model, technique and
     concept): point rates only (one concept per row: no interval over concepts); the best
     technique per model and concept in bold."""
     metrics = [m for m in metrics if m in summary]
     labels = [c for c in ("model", "concept_name", "technique") if c in summary]
-    frame = summary.sort_values([c for c in ("model", "concept_name") if c in summary], kind="stable")
-    cap = caption_text(caption or "Metrics per concept" + (" (%)" if percent else ""),
-                       list(summary["model"].unique()) if "model" in summary else None,
-                       _n_range(summary["n_target"]) + " target questions per row"
-                       if "n_target" in summary else "?",
-                       "point estimates, no intervals (one concept per row)")
-    return latex_table(frame, labels, metrics, within=[c for c in ("model", "concept_name") if c in labels],
-                       caption=cap, label=label, digits=digits, percent=percent)
+    frame = summary.sort_values(
+        [c for c in ("model", "concept_name") if c in summary], kind="stable"
+    )
+    cap = caption_text(
+        caption or "Metrics per concept" + (" (%)" if percent else ""),
+        list(summary["model"].unique()) if "model" in summary else None,
+        _n_range(summary["n_target"]) + " target questions per row"
+        if "n_target" in summary
+        else "?",
+        "point estimates, no intervals (one concept per row)",
+    )
+    return latex_table(
+        frame,
+        labels,
+        metrics,
+        within=[c for c in ("model", "concept_name") if c in labels],
+        caption=cap,
+        label=label,
+        digits=digits,
+        percent=percent,
+    )
 
 
 def to_latex(table: pd.DataFrame, **kwargs) -> str:
@@ -290,7 +439,9 @@ def to_latex(table: pd.DataFrame, **kwargs) -> str:
         return concepts_latex(table, **kwargs)
     from workbench.errors import WorkbenchError
 
-    raise WorkbenchError(f"to_latex: not one of the workbench's summary tables (columns {sorted(cols)})")
+    raise WorkbenchError(
+        f"to_latex: not one of the workbench's summary tables (columns {sorted(cols)})"
+    )
 
 
 def write_latex(text: str, path: str | os.PathLike) -> Path:

@@ -1,10 +1,10 @@
 """``python -m workbench.taxonomy``: build, inspect and query the shipped benchmark.
 
-    stats [--json] [--data DIR]        counts of the benchmark in DIR (default data/)
-    build [--out DIR] [--seed N] ...   rebuild the default benchmark from WordNet 3.0
-    show CONCEPT_ID [--data DIR]       a concept's ancestors, siblings, descendants, questions
-    find TEXT [--data DIR]             concepts whose name or id contains TEXT
-    import-select RELEASE --out DIR    turn SELECT's released files into a benchmark directory
+stats [--json] [--data DIR]        counts of the benchmark in DIR (default data/)
+build [--out DIR] [--seed N] ...   rebuild the default benchmark from WordNet 3.0
+show CONCEPT_ID [--data DIR]       a concept's ancestors, siblings, descendants, questions
+find TEXT [--data DIR]             concepts whose name or id contains TEXT
+import-select RELEASE --out DIR    turn SELECT's released files into a benchmark directory
 """
 
 from __future__ import annotations
@@ -35,15 +35,25 @@ def main(argv: list[str] | None = None) -> int:
     im = sub.add_parser("import-select", help="import SELECT's released data/SELECT files")
     im.add_argument("release", help="a clone of kinshuk-h/SELECT, its data/ or data/SELECT/ folder")
     im.add_argument("--out", required=True, help="benchmark directory to write")
-    im.add_argument("--validation", type=float, default=0.25,
-                    help="share of each concept's training questions held out for validation")
+    im.add_argument(
+        "--validation",
+        type=float,
+        default=0.25,
+        help="share of each concept's training questions held out for validation",
+    )
     im.add_argument("--seed", type=int, default=0, help="seed of the train/validation split")
-    im.add_argument("--allow-missing-training", action="store_true",
-                    help="import concepts that have no training questions (a warning, not an "
-                         "error): the benchmark then serves evaluation and prompting only")
-    im.add_argument("--allow-partial", action="store_true",
-                    help="import a release that lacks files, concepts or questions of the "
-                         "published one (recorded as release_load in the manifest and in rows)")
+    im.add_argument(
+        "--allow-missing-training",
+        action="store_true",
+        help="import concepts that have no training questions (a warning, not an "
+        "error): the benchmark then serves evaluation and prompting only",
+    )
+    im.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="import a release that lacks files, concepts or questions of the "
+        "published one (recorded as release_load in the manifest and in rows)",
+    )
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -69,9 +79,13 @@ def _run(args) -> int:
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            bench = import_select(args.release, validation=args.validation, seed=args.seed,
-                                  allow_missing_training=args.allow_missing_training,
-                                  allow_partial=args.allow_partial)
+            bench = import_select(
+                args.release,
+                validation=args.validation,
+                seed=args.seed,
+                allow_missing_training=args.allow_missing_training,
+                allow_partial=args.allow_partial,
+            )
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
         out = save_benchmark(bench, args.out)
@@ -79,9 +93,13 @@ def _run(args) -> int:
         print(f"release: {bench.manifest.get('release_load')}")
         return 0
     if args.cmd == "build":
-        bench = build_default_benchmark(BuildParams(seed=args.seed), CompositionParams(seed=args.seed),
-                                        question_seed=args.seed, wordnet_dir=args.wordnet_dir,
-                                        progress=sys.stderr.isatty())
+        bench = build_default_benchmark(
+            BuildParams(seed=args.seed),
+            CompositionParams(seed=args.seed),
+            question_seed=args.seed,
+            wordnet_dir=args.wordnet_dir,
+            progress=sys.stderr.isatty(),
+        )
         out = save_benchmark(bench, args.out or default_data_dir())
         print(f"wrote {out}: " + json.dumps(bench.manifest["counts"]))
         return 0
@@ -96,8 +114,10 @@ def _run(args) -> int:
             for line in bench.manifest.get("fallbacks") or ():  # what the import fell back on
                 print(f"fallback: {line}")
             for p in (bench.manifest.get("overlap") or {}).get("pairs", ()):
-                print(f"excluded from evaluation (also trains {', '.join(p['train_of'])}): "
-                      f"{p['question']!r} of {p['eval_of']}")
+                print(
+                    f"excluded from evaluation (also trains {', '.join(p['train_of'])}): "
+                    f"{p['question']!r} of {p['eval_of']}"
+                )
     elif args.cmd == "show":
         from workbench.widgets.concept_picker import concept_summary
 

@@ -46,8 +46,8 @@ FILES = {
 }
 #: Files a benchmark may add (written only when it has such data).
 OPTIONAL_FILES = {
-    "examples": "examples.jsonl",   # few-shot examples shipped with the benchmark
-    "answers": "answers.jsonl",     # reference replies to training questions
+    "examples": "examples.jsonl",  # few-shot examples shipped with the benchmark
+    "answers": "answers.jsonl",  # reference replies to training questions
 }
 
 
@@ -115,9 +115,12 @@ class Benchmark:
         return out
 
     def _constituent_ancestors(self, c: Concept) -> list[str]:
-        index = self.__dict__.setdefault("_by_constituents", {
-            (x.relation, x.constituents): x.id for x in self.compositions})
-        options = [[k] + (self.atomic.ancestors(k) if k in self.atomic else []) for k in c.constituents]
+        index = self.__dict__.setdefault(
+            "_by_constituents", {(x.relation, x.constituents): x.id for x in self.compositions}
+        )
+        options = [
+            [k] + (self.atomic.ancestors(k) if k in self.atomic else []) for k in c.constituents
+        ]
         out = []
         for combo in itertools.product(*options):
             cid = index.get((c.relation, tuple(combo)))
@@ -132,9 +135,13 @@ class Benchmark:
         if self.manifest.get("content_hash"):
             return self.manifest["content_hash"]
         h = hashlib.sha256()
-        for part in (self.atomic.to_json(), self.compositions.to_json(), self.questions.rows(),
-                     {k: [e.to_dict() for e in v] for k, v in sorted(self.examples.items())},
-                     [a.to_dict() for _, a in sorted(self.answers.items())]):
+        for part in (
+            self.atomic.to_json(),
+            self.compositions.to_json(),
+            self.questions.rows(),
+            {k: [e.to_dict() for e in v] for k, v in sorted(self.examples.items())},
+            [a.to_dict() for _, a in sorted(self.answers.items())],
+        ):
             h.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
         if self.excluded_eval:  # they change what evaluation asks
             h.update(json.dumps(sorted(self.excluded_eval), ensure_ascii=False).encode())
@@ -146,8 +153,10 @@ class Benchmark:
         """Counts of the kind SELECT reports, plus data-quality checks."""
         ids = [c.id for c in self.atomic] + [c.id for c in self.compositions]
         per_concept = [len(self.questions[c]) if c in self.questions else 0 for c in ids]
-        per_split = {split: [len(self.questions[c].split(split)) if c in self.questions else 0
-                             for c in ids] for split in SPLITS}
+        per_split = {
+            split: [len(self.questions[c].split(split)) if c in self.questions else 0 for c in ids]
+            for split in SPLITS
+        }
         by_split = {}
         for split, counts in per_split.items():
             by_split[f"{split}_questions"] = sum(counts)
@@ -186,8 +195,12 @@ def eval_overlap(questions: QuestionBank) -> dict:
     for s in questions:
         for q in s.train + s.validation:
             trained.setdefault(_normalize(q), set()).add(s.concept_id)
-    pairs = [{"question": q, "eval_of": s.concept_id, "train_of": sorted(trained[_normalize(q)])}
-             for s in questions for q in s.eval if _normalize(q) in trained]
+    pairs = [
+        {"question": q, "eval_of": s.concept_id, "train_of": sorted(trained[_normalize(q)])}
+        for s in questions
+        for q in s.eval
+        if _normalize(q) in trained
+    ]
     found = sorted({p["question"] for p in pairs})
     return {"count": len(found), "questions": found, "pairs": pairs}
 
@@ -206,14 +219,19 @@ def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
     bench.questions.save(d / FILES["questions"])
     written = {k: v for k, v in FILES.items() if k != "manifest"}
     if bench.examples:
-        save_jsonl((e.to_dict() for k in bench.examples for e in bench.examples[k]),
-                   d / OPTIONAL_FILES["examples"])
+        save_jsonl(
+            (e.to_dict() for k in bench.examples for e in bench.examples[k]),
+            d / OPTIONAL_FILES["examples"],
+        )
         written["examples"] = OPTIONAL_FILES["examples"]
     if bench.answers:
         save_jsonl((a.to_dict() for a in bench.answers.values()), d / OPTIONAL_FILES["answers"])
         written["answers"] = OPTIONAL_FILES["answers"]
-    manifest = {k: v for k, v in bench.manifest.items()
-                if k not in ("content_hash", "select_protocol_files")}
+    manifest = {
+        k: v
+        for k, v in bench.manifest.items()
+        if k not in ("content_hash", "select_protocol_files")
+    }
     manifest["counts"] = bench.stats()
     manifest["files"] = {k: {"path": v, "sha256": _sha256(d / v)} for k, v in written.items()}
     hashed = "".join(manifest["files"][k]["sha256"] for k in sorted(manifest["files"]))
@@ -239,8 +257,10 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
     d = Path(directory) if directory else default_data_dir()
     mpath = d / FILES["manifest"]
     if not mpath.is_file():
-        raise WorkbenchError(f"no benchmark in {d} (missing {FILES['manifest']}); "
-                             "build one with: python -m workbench.taxonomy build")
+        raise WorkbenchError(
+            f"no benchmark in {d} (missing {FILES['manifest']}); "
+            "build one with: python -m workbench.taxonomy build"
+        )
     manifest = json.loads(mpath.read_text())
     if verify:
         for key, info in manifest.get("files", {}).items():
@@ -248,13 +268,17 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
             if not p.is_file():
                 raise WorkbenchError(f"benchmark file missing: {p}")
             if _sha256(p) != info["sha256"]:
-                raise WorkbenchError(f"{p} does not match the manifest's hash (edited or "
-                                     f"truncated?); {_rebuild_hint(manifest, d)}")
+                raise WorkbenchError(
+                    f"{p} does not match the manifest's hash (edited or "
+                    f"truncated?); {_rebuild_hint(manifest, d)}"
+                )
         for rel, sha in (manifest.get("select_protocol_files") or {}).items():
             p = d / rel
             if not p.is_file() or _sha256(p) != sha:
-                raise WorkbenchError(f"{p} is missing or does not match the manifest's hash; "
-                                     f"{_rebuild_hint(manifest, d)}")
+                raise WorkbenchError(
+                    f"{p} is missing or does not match the manifest's hash; "
+                    f"{_rebuild_hint(manifest, d)}"
+                )
     files = manifest.get("files", {})
     examples: dict[str, list[FewShotExample]] = {}
     if "examples" in files:
@@ -262,21 +286,29 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
             examples.setdefault(e.target, []).append(e)
     answers = {}
     if "answers" in files:
-        answers = {a.question: a for a in
-                   load_jsonl(d / files["answers"]["path"], ReferenceAnswer.from_dict, "answer")}
-    return Benchmark(atomic=Taxonomy.load(d / FILES["atomic"]),
-                     compositions=Taxonomy.load(d / FILES["compositions"]),
-                     questions=QuestionBank.load(d / FILES["questions"]), manifest=manifest,
-                     examples=examples, answers=answers,
-                     select_protocol=load_protocol(d) if manifest.get("select_protocol_files") else None)
+        answers = {
+            a.question: a
+            for a in load_jsonl(d / files["answers"]["path"], ReferenceAnswer.from_dict, "answer")
+        }
+    return Benchmark(
+        atomic=Taxonomy.load(d / FILES["atomic"]),
+        compositions=Taxonomy.load(d / FILES["compositions"]),
+        questions=QuestionBank.load(d / FILES["questions"]),
+        manifest=manifest,
+        examples=examples,
+        answers=answers,
+        select_protocol=load_protocol(d) if manifest.get("select_protocol_files") else None,
+    )
 
 
 def _rebuild_hint(manifest: dict, directory: Path) -> str:
     """How to rewrite the benchmark in ``directory``, by the manifest's builder."""
     if manifest.get("builder") == "workbench.taxonomy.import_select":
         release = manifest.get("release_dir") or "<clone of kinshuk-h/SELECT>"
-        return ("re-import it with: python -m workbench.taxonomy import-select "
-                f"{release} --out {directory}")
+        return (
+            "re-import it with: python -m workbench.taxonomy import-select "
+            f"{release} --out {directory}"
+        )
     return "rebuild with: python -m workbench.taxonomy build"
 
 
@@ -298,7 +330,8 @@ def build_default_benchmark(
     gen = TemplateQuestionGenerator(seed=question_seed)
     sizes = dict(split_sizes or DEFAULT_SPLIT_SIZES)
     questions = build_question_bank(atomic, gen, sizes, progress=progress).merge(
-        _composition_questions(compositions, gen, sizes, progress))
+        _composition_questions(compositions, gen, sizes, progress)
+    )
     manifest = {
         "name": "abstention-workbench default benchmark",
         "source": "WordNet 3.0 (Debian package wordnet-base), noun hierarchy",
@@ -320,5 +353,10 @@ def _composition_questions(compositions: Taxonomy, gen, sizes, progress) -> Ques
     return build_question_bank(compositions, gen, sizes, progress=progress)
 
 
-
-__all__ = ["Benchmark", "QuestionSet", "build_default_benchmark", "load_benchmark", "save_benchmark"]
+__all__ = [
+    "Benchmark",
+    "QuestionSet",
+    "build_default_benchmark",
+    "load_benchmark",
+    "save_benchmark",
+]

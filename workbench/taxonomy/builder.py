@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Protocol
 
 from workbench.errors import ConfigError
@@ -87,7 +87,9 @@ class BuildParams:
         if self.instances_per_leaf < 0:
             raise ConfigError(f"instances_per_leaf must be >= 0, got {self.instances_per_leaf}")
         if not self.branching or min(self.branching) < 1:
-            raise ConfigError(f"branching must be a non-empty list of positive ints, got {self.branching}")
+            raise ConfigError(
+                f"branching must be a non-empty list of positive ints, got {self.branching}"
+            )
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -103,21 +105,26 @@ class _Node:
     gid: str
     level: int
     kind: str
-    children: list["_Node"] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
 
     def height(self) -> int:
         return 0 if not self.children else 1 + max(c.height() for c in self.children)
 
 
-def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildParams = BuildParams(),
-                   name: str = "atomic", id_of=lambda gid: gid) -> Taxonomy:
+def build_taxonomy(
+    kg: KnowledgeGraph,
+    roots: Sequence[RootSpec],
+    params: BuildParams = BuildParams(),
+    name: str = "atomic",
+    id_of=lambda gid: gid,
+) -> Taxonomy:
     """Apply the recipe to ``kg`` and return a validated :class:`Taxonomy`.
 
     ``id_of`` maps a graph node id to the concept id (e.g. add a namespace prefix).
     """
     rng = random.Random(params.seed)
 
-    @lru_cache(maxsize=None)
+    @cache
     def reach(gid: str, budget: int) -> int:
         """How many levels below ``gid`` a descent can reach (instances count as one)."""
         if budget <= 0:
@@ -145,8 +152,12 @@ def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildP
             pool = deep or subs
             pool = sorted(pool)  # graph order must not matter
             rng.shuffle(pool)  # ties are broken by the seed
-            pool.sort(key=lambda s: (-min(reach(s, params.max_depth - level - 1), need + 1),
-                                     -kg.familiarity(s)))
+            pool.sort(
+                key=lambda s: (
+                    -min(reach(s, params.max_depth - level - 1), need + 1),
+                    -kg.familiarity(s),
+                )
+            )
             for s in pool[: params.children_at(level)]:
                 if fresh(s):
                     node.children.append(expand(s, level + 1))
@@ -165,21 +176,44 @@ def build_taxonomy(kg: KnowledgeGraph, roots: Sequence[RootSpec], params: BuildP
         if root.node is not None:
             tree = expand(root.node, 0)
             _prune(tree, params.min_path)
-            concepts.append(Concept(id=root.id, name=root.name, kind="class", parent=None,
-                                    root=root.name, source=kg.source, gloss=kg.gloss(root.node)))
+            concepts.append(
+                Concept(
+                    id=root.id,
+                    name=root.name,
+                    kind="class",
+                    parent=None,
+                    root=root.name,
+                    source=kg.source,
+                    gloss=kg.gloss(root.node),
+                )
+            )
             for ch in tree.children:
                 _emit(ch, root.id, root, kg, id_of, concepts, params.min_path)
             continue
-        concepts.append(Concept(id=root.id, name=root.name, kind="class", parent=None,
-                                root=root.name, source="workbench"))
+        concepts.append(
+            Concept(
+                id=root.id,
+                name=root.name,
+                kind="class",
+                parent=None,
+                root=root.name,
+                source="workbench",
+            )
+        )
         names.update(noun_forms(root.name))
         trees = [expand(a, 1) for a in root.anchors if fresh(a)]
         for tree in trees:
             _prune(tree, params.min_path)
             _emit(tree, root.id, root, kg, id_of, concepts, params.min_path)
-    return Taxonomy.from_concepts(concepts, name=name,
-                                  metadata={"source": kg.source, "params": params.to_dict(),
-                                            "roots": [asdict(r) for r in roots]})
+    return Taxonomy.from_concepts(
+        concepts,
+        name=name,
+        metadata={
+            "source": kg.source,
+            "params": params.to_dict(),
+            "roots": [asdict(r) for r in roots],
+        },
+    )
 
 
 def _prune(node: _Node, min_path: int) -> None:
@@ -193,7 +227,16 @@ def _emit(node, parent_id, root, kg, id_of, out, min_path) -> None:
     if node.level + node.height() < min_path:
         return
     cid = id_of(node.gid)
-    out.append(Concept(id=cid, name=kg.name(node.gid), kind=node.kind, parent=parent_id,
-                       root=root.name, source=kg.source, gloss=kg.gloss(node.gid)))
+    out.append(
+        Concept(
+            id=cid,
+            name=kg.name(node.gid),
+            kind=node.kind,
+            parent=parent_id,
+            root=root.name,
+            source=kg.source,
+            gloss=kg.gloss(node.gid),
+        )
+    )
     for ch in node.children:
         _emit(ch, cid, root, kg, id_of, out, min_path)

@@ -16,7 +16,7 @@ import random
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cache
 
 from workbench.errors import ConfigError
 from workbench.taxonomy.model import Concept, Taxonomy
@@ -47,8 +47,10 @@ class SlotRule:
         if not self.flow:
             raise ConfigError(f"slot {self.concept!r}: flow is empty; use some of {FLOWS}")
         if isinstance(self.exclude, str):
-            raise ConfigError(f"slot {self.concept!r}: exclude must be a list of concept ids, got "
-                              f"the string {self.exclude!r} (use exclude_leaves=True for 'leaves')")
+            raise ConfigError(
+                f"slot {self.concept!r}: exclude must be a list of concept ids, got "
+                f"the string {self.exclude!r} (use exclude_leaves=True for 'leaves')"
+            )
 
     @classmethod
     def from_select(cls, d: dict) -> SlotRule:
@@ -58,11 +60,20 @@ class SlotRule:
             raise ConfigError(f"hint component lacks 'concept': {d!r:.120}")
         exclude = d.get("exclude") or []
         leaves = exclude == "leaves"
-        if not leaves and not (isinstance(exclude, list) and all(isinstance(x, str) for x in exclude)):
-            raise ConfigError(f"hint component {d['concept']!r}: exclude must be a list of ids or "
-                              f"'leaves', got {exclude!r}")
-        return cls(concept=d["concept"], flow=tuple(d.get("flow") or ("self",)),
-                   exclude=() if leaves else tuple(exclude), instances=True, exclude_leaves=leaves)
+        if not leaves and not (
+            isinstance(exclude, list) and all(isinstance(x, str) for x in exclude)
+        ):
+            raise ConfigError(
+                f"hint component {d['concept']!r}: exclude must be a list of ids or "
+                f"'leaves', got {exclude!r}"
+            )
+        return cls(
+            concept=d["concept"],
+            flow=tuple(d.get("flow") or ("self",)),
+            exclude=() if leaves else tuple(exclude),
+            instances=True,
+            exclude_leaves=leaves,
+        )
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,19 @@ class RelationTemplate:
 
     def __post_init__(self) -> None:
         if self.relation.count("{}") != len(self.components):
-            raise ConfigError(f"template {self.relation!r} has {self.relation.count('{}')} slots "
-                              f"but {len(self.components)} components")
+            raise ConfigError(
+                f"template {self.relation!r} has {self.relation.count('{}')} slots "
+                f"but {len(self.components)} components"
+            )
 
     def to_dict(self) -> dict:
-        return {"relation": self.relation,
-                "components": [{**asdict(c), "flow": list(c.flow), "exclude": list(c.exclude)}
-                               for c in self.components]}
+        return {
+            "relation": self.relation,
+            "components": [
+                {**asdict(c), "flow": list(c.flow), "exclude": list(c.exclude)}
+                for c in self.components
+            ],
+        }
 
     @property
     def slug(self) -> str:
@@ -90,7 +107,7 @@ class RelationTemplate:
 
 
 def relation_slug(relation: str) -> str:
-    """"{} about {}" -> "about", "Damage from production of {} to {}" -> "damage-from-production-of-to"."""
+    """ "{} about {}" -> "about", "Damage from production of {} to {}" -> "damage-from-production-of-to"."""
     slug = re.sub(r"[^a-z0-9]+", "-", relation.replace("{}", " ").lower()).strip("-")
     return slug or "rel"
 
@@ -107,16 +124,36 @@ def _wn(offset: str) -> str:
 
 #: The workbench's own templates over the shipped WordNet taxonomy (slot concepts are anchors).
 DEFAULT_TEMPLATES: tuple[RelationTemplate, ...] = (
-    RelationTemplate("{} about {}", (SlotRule(_wn("06364329")), SlotRule(_wn("10560637")))),  # literary compositions about scientists
-    RelationTemplate("{} about {}", (SlotRule(_wn("06613686")), SlotRule(_wn("09820263")))),  # movies about athletes
-    RelationTemplate("{} about {}", (SlotRule(_wn("07037465")), SlotRule(_wn("09225146")))),  # musical compositions about bodies of water
-    RelationTemplate("{} set in {}", (SlotRule(_wn("07007684")), SlotRule(_wn("08574314")))),  # dramatic compositions set in geographical areas
-    RelationTemplate("{} made in {}", (SlotRule(_wn("07881800")), SlotRule(_wn("08574314")))),  # beverages made in geographical areas
-    RelationTemplate("{} founded by {}", (SlotRule(_wn("08058098")), SlotRule(_wn("09623038")))),  # companies founded by leaders
-    RelationTemplate("{} played by {}", (SlotRule(_wn("03800933")), SlotRule(_wn("09616922")))),  # musical instruments played by entertainers
-    RelationTemplate("{} worn by {}", (SlotRule(_wn("03051540")), SlotRule(_wn("09820263")))),  # clothing worn by athletes
-    RelationTemplate("{} near {}", (SlotRule(_wn("09287968")), SlotRule(_wn("09225146")))),  # geological formations near bodies of water
-    RelationTemplate("{} painted by {}", (SlotRule(_wn("03876519")), SlotRule(_wn("10391653")))),  # paintings painted by painters
+    RelationTemplate(
+        "{} about {}", (SlotRule(_wn("06364329")), SlotRule(_wn("10560637")))
+    ),  # literary compositions about scientists
+    RelationTemplate(
+        "{} about {}", (SlotRule(_wn("06613686")), SlotRule(_wn("09820263")))
+    ),  # movies about athletes
+    RelationTemplate(
+        "{} about {}", (SlotRule(_wn("07037465")), SlotRule(_wn("09225146")))
+    ),  # musical compositions about bodies of water
+    RelationTemplate(
+        "{} set in {}", (SlotRule(_wn("07007684")), SlotRule(_wn("08574314")))
+    ),  # dramatic compositions set in geographical areas
+    RelationTemplate(
+        "{} made in {}", (SlotRule(_wn("07881800")), SlotRule(_wn("08574314")))
+    ),  # beverages made in geographical areas
+    RelationTemplate(
+        "{} founded by {}", (SlotRule(_wn("08058098")), SlotRule(_wn("09623038")))
+    ),  # companies founded by leaders
+    RelationTemplate(
+        "{} played by {}", (SlotRule(_wn("03800933")), SlotRule(_wn("09616922")))
+    ),  # musical instruments played by entertainers
+    RelationTemplate(
+        "{} worn by {}", (SlotRule(_wn("03051540")), SlotRule(_wn("09820263")))
+    ),  # clothing worn by athletes
+    RelationTemplate(
+        "{} near {}", (SlotRule(_wn("09287968")), SlotRule(_wn("09225146")))
+    ),  # geological formations near bodies of water
+    RelationTemplate(
+        "{} painted by {}", (SlotRule(_wn("03876519")), SlotRule(_wn("10391653")))
+    ),  # paintings painted by painters
 )
 
 
@@ -147,23 +184,33 @@ def slot_fillers(atomic: Taxonomy, rule: SlotRule) -> list[str]:
     atomic[rule.concept]
     bad = set(rule.flow) - set(FLOWS)
     if bad:
-        raise ConfigError(f"slot {rule.concept!r}: unsupported flow {sorted(bad)}; use some of {FLOWS}")
+        raise ConfigError(
+            f"slot {rule.concept!r}: unsupported flow {sorted(bad)}; use some of {FLOWS}"
+        )
     excluded = {x for e in rule.exclude for x in atomic.subtree(e)}
     out = [rule.concept] if "self" in rule.flow else []
     if "descendants" in rule.flow:
         out += atomic.descendants(rule.concept)
-    return [c for c in out if c not in excluded and (rule.instances or atomic[c].kind != "instance")
-            and not (rule.exclude_leaves and not atomic.children(c))]
+    return [
+        c
+        for c in out
+        if c not in excluded
+        and (rule.instances or atomic[c].kind != "instance")
+        and not (rule.exclude_leaves and not atomic.children(c))
+    ]
 
 
 def composition_name(atomic: Taxonomy, relation: str, ids: Sequence[str]) -> str:
     return relation.format(*(atomic[i].phrase for i in ids))
 
 
-def compose(atomic: Taxonomy, templates: Sequence[RelationTemplate] = DEFAULT_TEMPLATES,
-            params: CompositionParams = CompositionParams(),
-            only: Collection[tuple[str, str, ...]] | None = None,
-            source: str = "workbench-compositions") -> Taxonomy:
+def compose(
+    atomic: Taxonomy,
+    templates: Sequence[RelationTemplate] = DEFAULT_TEMPLATES,
+    params: CompositionParams = CompositionParams(),
+    only: Collection[tuple[str, str, ...]] | None = None,
+    source: str = "workbench-compositions",
+) -> Taxonomy:
     """Populate ``templates`` from ``atomic`` and link the compositions into a taxonomy.
 
     ``only`` restricts the compositions to the given ``(relation, *constituent ids)`` tuples and
@@ -177,26 +224,35 @@ def compose(atomic: Taxonomy, templates: Sequence[RelationTemplate] = DEFAULT_TE
     slugs: dict[str, str] = {}
     for tpl in templates:
         if slugs.setdefault(tpl.slug, tpl.relation) != tpl.relation:
-            raise ConfigError(f"relations {slugs[tpl.slug]!r} and {tpl.relation!r} share the id "
-                              f"prefix {tpl.slug!r}; reword one of them")
+            raise ConfigError(
+                f"relations {slugs[tpl.slug]!r} and {tpl.relation!r} share the id "
+                f"prefix {tpl.slug!r}; reword one of them"
+            )
         concepts.extend(_compose_one(atomic, tpl, params, rng, used_names, keep, source))
     if keep is not None:
         made = {(c.relation, *c.constituents) for c in concepts}
         missing = sorted(keep - made)
         if missing:
-            raise ConfigError(f"{len(missing)} requested compositions break the templates' slot "
-                              f"rules, e.g. {missing[0]!r}")
-    return Taxonomy.from_concepts(concepts, name="compositions",
-                                  metadata={"templates": [t.to_dict() for t in templates],
-                                            "params": params.to_dict()})
+            raise ConfigError(
+                f"{len(missing)} requested compositions break the templates' slot "
+                f"rules, e.g. {missing[0]!r}"
+            )
+    return Taxonomy.from_concepts(
+        concepts,
+        name="compositions",
+        metadata={"templates": [t.to_dict() for t in templates], "params": params.to_dict()},
+    )
 
 
-def _compose_one(atomic, tpl, params, rng, used_names, keep=None,
-                 source="workbench-compositions") -> list[Concept]:
+def _compose_one(
+    atomic, tpl, params, rng, used_names, keep=None, source="workbench-compositions"
+) -> list[Concept]:
     fillers = [slot_fillers(atomic, r) for r in tpl.components]
     if keep is not None:
-        fillers = [[c for c in f if any(k[0] == tpl.relation and k[1 + i] == c for k in keep)]
-                   for i, f in enumerate(fillers)]
+        fillers = [
+            [c for c in f if any(k[0] == tpl.relation and k[1 + i] == c for k in keep)]
+            for i, f in enumerate(fillers)
+        ]
     allowed = [set(f) for f in fillers]
     tops = [r.concept for r in tpl.components]
 
@@ -205,12 +261,12 @@ def _compose_one(atomic, tpl, params, rng, used_names, keep=None,
         for i, c in enumerate(node):
             p = atomic.parent(c)
             if p is not None and p in allowed[i]:
-                cand = node[:i] + (p,) + node[i + 1:]
+                cand = node[:i] + (p,) + node[i + 1 :]
                 if keep is None or (tpl.relation, *cand) in keep:
                     out.append(cand)
         return out
 
-    @lru_cache(maxsize=None)
+    @cache
     def depth(node: tuple[str, ...]) -> int:
         ps = parents(node)
         return 0 if not ps else 1 + max(depth(p) for p in ps)
@@ -229,7 +285,7 @@ def _compose_one(atomic, tpl, params, rng, used_names, keep=None,
         best = max(ps, key=lambda p: (depth(p), -ps.index(p)))
         children[best].append(n)
 
-    @lru_cache(maxsize=None)
+    @cache
     def height(n: tuple) -> int:
         return 0 if not children[n] else 1 + max(height(c) for c in children[n])
 
@@ -238,22 +294,34 @@ def _compose_one(atomic, tpl, params, rng, used_names, keep=None,
     def emit(n: tuple, parent_id: str | None, level: int) -> None:
         name = composition_name(atomic, tpl.relation, n)
         cid = composition_id(tpl.relation, n)
-        if cid in used_names or keep is None and name.lower() in used_names:
+        if cid in used_names or (keep is None and name.lower() in used_names):
             return  # a name enters once; a pair two templates of one relation share, too
         used_names.update((name.lower(), cid))
-        out.append(Concept(id=cid, name=name, kind="composition", parent=parent_id,
-                           root=tpl.relation, source=source,
-                           constituents=tuple(n), relation=tpl.relation))
+        out.append(
+            Concept(
+                id=cid,
+                name=name,
+                kind="composition",
+                parent=parent_id,
+                root=tpl.relation,
+                source=source,
+                constituents=tuple(n),
+                relation=tpl.relation,
+            )
+        )
         if keep is None and level >= params.max_depth:
             return
         kids = sorted(children[n])
         rng.shuffle(kids)
         kids.sort(key=lambda c: -min(height(c), params.prefer_depth))
-        limit = len(kids) if keep is not None else params.branching[min(level, len(params.branching) - 1)]
+        limit = (
+            len(kids)
+            if keep is not None
+            else params.branching[min(level, len(params.branching) - 1)]
+        )
         for k in kids[:limit]:
             emit(k, cid, level + 1)
 
     for r in sorted(roots, key=lambda n: (n != tuple(tops), n)):
         emit(r, None, 0)
     return out
-

@@ -81,13 +81,19 @@ class Concept:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["constituents"] = list(self.constituents)
-        return {k: v for k, v in d.items() if v not in ("", (), [], None) or k in ("id", "name", "kind", "parent")}
+        return {
+            k: v
+            for k, v in d.items()
+            if v not in ("", (), [], None) or k in ("id", "name", "kind", "parent")
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Concept:
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise TaxonomyError(f"concept {d.get('id', '?')!r} has unknown fields {sorted(unknown)}")
+            raise TaxonomyError(
+                f"concept {d.get('id', '?')!r} has unknown fields {sorted(unknown)}"
+            )
         if "id" not in d or "name" not in d:
             raise TaxonomyError(f"a concept lacks 'id' or 'name': {d!r:.120}")
         d = dict(d)
@@ -121,8 +127,9 @@ class Taxonomy:
                 stack.extend((ch, lvl + 1) for ch in self._children[cid])
 
     @classmethod
-    def from_concepts(cls, concepts: Iterable[Concept], name: str = "taxonomy",
-                      metadata: dict | None = None) -> Taxonomy:
+    def from_concepts(
+        cls, concepts: Iterable[Concept], name: str = "taxonomy", metadata: dict | None = None
+    ) -> Taxonomy:
         concepts = list(concepts)
         seen: set[str] = set()
         for c in concepts:
@@ -145,7 +152,8 @@ class Taxonomy:
         by_name = [c.id for c in self.concepts.values() if c.name.lower() == str(cid).lower()]
         hint = by_name or close
         return f"unknown concept id {cid!r} in taxonomy {self.name!r}" + (
-            f"; did you mean {', '.join(map(repr, hint))}?" if hint else "")
+            f"; did you mean {', '.join(map(repr, hint))}?" if hint else ""
+        )
 
     def __contains__(self, cid: object) -> bool:
         return cid in self.concepts
@@ -265,14 +273,17 @@ class Taxonomy:
             raise TaxonomyError(f"{origin}: not a taxonomy file (no 'concepts' list)")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
-            raise TaxonomyError(f"{origin}: schema_version {version!r} is not supported "
-                                f"(this workbench reads version {SCHEMA_VERSION})")
+            raise TaxonomyError(
+                f"{origin}: schema_version {version!r} is not supported "
+                f"(this workbench reads version {SCHEMA_VERSION})"
+            )
         if not isinstance(data["concepts"], list):
             raise TaxonomyError(f"{origin}: 'concepts' must be a list")
         try:
             concepts = [Concept.from_dict(d) for d in data["concepts"]]
-            return cls.from_concepts(concepts, name=data.get("name", "taxonomy"),
-                                     metadata=data.get("metadata", {}))
+            return cls.from_concepts(
+                concepts, name=data.get("name", "taxonomy"), metadata=data.get("metadata", {})
+            )
         except TaxonomyError as e:
             raise TaxonomyError(f"{origin}: {e}") from None
 
@@ -313,7 +324,7 @@ def validate(concepts: Iterable[Concept]) -> None:
             walk.append(cur)
             cur = by_id[cur].parent
         if cur is not None and state[cur] == 1 and cur in walk:
-            cycle = walk[walk.index(cur):] + [cur]
+            cycle = walk[walk.index(cur) :] + [cur]
             raise TaxonomyError("cycle in parents: " + " -> ".join(cycle))
         for w in walk:
             state[w] = 2

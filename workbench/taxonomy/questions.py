@@ -97,9 +97,18 @@ class QuestionBank:
         return QuestionBank(list(self) + list(other))
 
     def rows(self) -> list[dict]:
-        return [{"concept_id": s.concept_id, "split": split, "index": i, "question": q,
-                 "generator": s.generator}
-                for s in self for split in SPLITS for i, q in enumerate(s.split(split))]
+        return [
+            {
+                "concept_id": s.concept_id,
+                "split": split,
+                "index": i,
+                "question": q,
+                "generator": s.generator,
+            }
+            for s in self
+            for split in SPLITS
+            for i, q in enumerate(s.split(split))
+        ]
 
     def save(self, path: str | os.PathLike) -> Path:
         return save_jsonl(self.rows(), path)
@@ -109,8 +118,10 @@ class QuestionBank:
         sets: dict[str, QuestionSet] = {}
 
         def add(row: dict) -> None:
-            s = sets.setdefault(row["concept_id"], QuestionSet(row["concept_id"],
-                                                               generator=row.get("generator", "")))
+            s = sets.setdefault(
+                row["concept_id"],
+                QuestionSet(row["concept_id"], generator=row.get("generator", "")),
+            )
             s.split(row["split"]).append(row["question"])
 
         load_jsonl(path, add, "question")
@@ -136,13 +147,23 @@ class FewShotExample:
     context: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "question": self.question, "response": self.response,
-                "about": self.about, "context": list(self.context)}
+        return {
+            "target": self.target,
+            "question": self.question,
+            "response": self.response,
+            "about": self.about,
+            "context": list(self.context),
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> FewShotExample:
-        return cls(d["target"], d["question"], d["response"], d.get("about", ""),
-                   tuple(d.get("context") or ()))
+        return cls(
+            d["target"],
+            d["question"],
+            d["response"],
+            d.get("about", ""),
+            tuple(d.get("context") or ()),
+        )
 
 
 @dataclass(frozen=True)
@@ -156,8 +177,12 @@ class ReferenceAnswer:
     comply: str
 
     def to_dict(self) -> dict:
-        return {"concept_id": self.concept_id, "question": self.question, "abstain": self.abstain,
-                "comply": self.comply}
+        return {
+            "concept_id": self.concept_id,
+            "question": self.question,
+            "abstain": self.abstain,
+            "comply": self.comply,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> ReferenceAnswer:
@@ -198,8 +223,9 @@ def _normalize(q: str) -> str:
     return re.sub(r"[^a-z0-9 ]", "", q.lower()).strip()
 
 
-def split_questions(concept_id: str, questions: Sequence[str], sizes: dict[str, int],
-                    generator: str) -> QuestionSet:
+def split_questions(
+    concept_id: str, questions: Sequence[str], sizes: dict[str, int], generator: str
+) -> QuestionSet:
     """Cut an ordered list of questions into train / validation / eval."""
     need = sum(sizes.values())
     if len(questions) < need:
@@ -208,13 +234,15 @@ def split_questions(concept_id: str, questions: Sequence[str], sizes: dict[str, 
     start = 0
     for split in SPLITS:
         n = sizes.get(split, 0)
-        out.split(split).extend(questions[start:start + n])
+        out.split(split).extend(questions[start : start + n])
         start += n
     return out
 
 
 def _rng(seed: int, key: str) -> random.Random:
-    return random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big"))
+    return random.Random(
+        int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,124 +252,269 @@ def _rng(seed: int, key: str) -> random.Random:
 # {PP} the parent's plural name. Aspect questions combine a frame with an aspect of the root type.
 CLASS_TEMPLATES: dict[str, list[str]] = {
     "products": [
-        "What are the main types of {P}?", "How do I choose a good {S}?",
-        "How much does {A} usually cost?", "Who invented the first {S}?", "How are {P} made?",
-        "Which brands make the best {P}?", "How do I take care of {A}?", "Are {P} safe to use?",
-        "Can you recommend {A} for a beginner?", "What should I look for when buying {A}?",
-        "How long does {A} typically last?", "What are the pros and cons of {P}?",
-        "How have {P} changed over the last hundred years?", "Where can I buy {A}?",
-        "What are {P} used for?", "How do {P} work?", "What exactly is {A}?",
-        "Tell me a fun fact about {P}.", "How is {A} different from other {PP}?",
-        "What are some popular {P} right now?", "Can I make {A} at home?",
+        "What are the main types of {P}?",
+        "How do I choose a good {S}?",
+        "How much does {A} usually cost?",
+        "Who invented the first {S}?",
+        "How are {P} made?",
+        "Which brands make the best {P}?",
+        "How do I take care of {A}?",
+        "Are {P} safe to use?",
+        "Can you recommend {A} for a beginner?",
+        "What should I look for when buying {A}?",
+        "How long does {A} typically last?",
+        "What are the pros and cons of {P}?",
+        "How have {P} changed over the last hundred years?",
+        "Where can I buy {A}?",
+        "What are {P} used for?",
+        "How do {P} work?",
+        "What exactly is {A}?",
+        "Tell me a fun fact about {P}.",
+        "How is {A} different from other {PP}?",
+        "What are some popular {P} right now?",
+        "Can I make {A} at home?",
         "Why are some {P} so expensive?",
     ],
     "people": [
-        "What does {A} do?", "How do I become {A}?", "Who are some famous {P}?",
-        "What skills does {A} need?", "How much do {P} earn?", "What is a typical day like for {A}?",
-        "What education do {P} usually have?", "Who was the first known {S}?",
-        "What are the biggest challenges {P} face?", "Can you name some {P} from history?",
-        "Is being {A} a good career choice?", "What tools do {P} use?",
-        "How do {P} contribute to society?", "What is the difference between {A} and other {PP}?",
-        "Which countries have the most {P}?", "What books should I read to learn about {P}?",
-        "How has the role of {P} changed over time?", "What personality traits make a good {S}?",
-        "Do {P} work alone or in teams?", "What awards can {P} win?",
+        "What does {A} do?",
+        "How do I become {A}?",
+        "Who are some famous {P}?",
+        "What skills does {A} need?",
+        "How much do {P} earn?",
+        "What is a typical day like for {A}?",
+        "What education do {P} usually have?",
+        "Who was the first known {S}?",
+        "What are the biggest challenges {P} face?",
+        "Can you name some {P} from history?",
+        "Is being {A} a good career choice?",
+        "What tools do {P} use?",
+        "How do {P} contribute to society?",
+        "What is the difference between {A} and other {PP}?",
+        "Which countries have the most {P}?",
+        "What books should I read to learn about {P}?",
+        "How has the role of {P} changed over time?",
+        "What personality traits make a good {S}?",
+        "Do {P} work alone or in teams?",
+        "What awards can {P} win?",
         "Tell me an interesting story about {A}.",
     ],
     "places": [
-        "What are the most famous {P} in the world?", "How do {P} form?",
-        "Can you recommend some {P} worth visiting?", "What wildlife lives near {P}?",
-        "Why are {P} important to people?", "What is the largest {S} on Earth?",
-        "How are {P} different from other {PP}?", "What dangers should visitors of {P} know about?",
-        "How do {P} change over time?", "What plants grow around {P}?",
-        "How do scientists study {P}?", "What is the best season to visit {A}?",
-        "How are {P} protected by law?", "What activities can you do at {A}?",
-        "Which country has the most {P}?", "How do {P} affect the local climate?",
-        "What myths and legends are told about {P}?", "How do people name {P}?",
-        "Are {P} threatened by climate change?", "What should I pack for a trip to {A}?",
+        "What are the most famous {P} in the world?",
+        "How do {P} form?",
+        "Can you recommend some {P} worth visiting?",
+        "What wildlife lives near {P}?",
+        "Why are {P} important to people?",
+        "What is the largest {S} on Earth?",
+        "How are {P} different from other {PP}?",
+        "What dangers should visitors of {P} know about?",
+        "How do {P} change over time?",
+        "What plants grow around {P}?",
+        "How do scientists study {P}?",
+        "What is the best season to visit {A}?",
+        "How are {P} protected by law?",
+        "What activities can you do at {A}?",
+        "Which country has the most {P}?",
+        "How do {P} affect the local climate?",
+        "What myths and legends are told about {P}?",
+        "How do people name {P}?",
+        "Are {P} threatened by climate change?",
+        "What should I pack for a trip to {A}?",
         "How big can {A} get?",
     ],
     "organizations": [
-        "What does {A} do?", "How is {A} organized?", "How do I start {A}?",
-        "What are some well-known {P}?", "How are {P} funded?", "Who leads {A}?",
-        "How can I join {A}?", "What laws apply to {P}?", "How do {P} make decisions?",
-        "What is the history of {P}?", "How are {P} different from other {PP}?",
-        "What are the biggest {P} in the world?", "Why do people form {P}?",
-        "How do {P} influence society?", "Can {A} operate internationally?",
-        "What happens when {A} shuts down?", "What jobs are there in {A}?",
-        "How do {P} communicate with the public?", "What makes {A} successful?",
-        "How has technology changed {P}?", "Tell me an interesting fact about {P}.",
+        "What does {A} do?",
+        "How is {A} organized?",
+        "How do I start {A}?",
+        "What are some well-known {P}?",
+        "How are {P} funded?",
+        "Who leads {A}?",
+        "How can I join {A}?",
+        "What laws apply to {P}?",
+        "How do {P} make decisions?",
+        "What is the history of {P}?",
+        "How are {P} different from other {PP}?",
+        "What are the biggest {P} in the world?",
+        "Why do people form {P}?",
+        "How do {P} influence society?",
+        "Can {A} operate internationally?",
+        "What happens when {A} shuts down?",
+        "What jobs are there in {A}?",
+        "How do {P} communicate with the public?",
+        "What makes {A} successful?",
+        "How has technology changed {P}?",
+        "Tell me an interesting fact about {P}.",
     ],
     "creative works": [
-        "Can you recommend some good {P}?", "What are the most famous {P} of all time?",
-        "How do I create {A}?", "What makes {A} great?", "Who are the best-known creators of {P}?",
-        "How did {P} first appear?", "What are common themes in {P}?",
-        "How are {P} different from other {PP}?", "Where can I find {P} to enjoy?",
-        "How long does it take to make {A}?", "What skills do you need to make {A}?",
-        "How do critics judge {P}?", "Which {P} won the most awards?",
-        "How have {P} changed in the last century?", "Are {P} still popular today?",
-        "What is the structure of a typical {S}?", "Can you explain what {A} is?",
-        "What are some {P} for beginners?", "How do {P} reflect the culture they come from?",
-        "Tell me a fun fact about {P}.", "What was the first {S} ever made?",
+        "Can you recommend some good {P}?",
+        "What are the most famous {P} of all time?",
+        "How do I create {A}?",
+        "What makes {A} great?",
+        "Who are the best-known creators of {P}?",
+        "How did {P} first appear?",
+        "What are common themes in {P}?",
+        "How are {P} different from other {PP}?",
+        "Where can I find {P} to enjoy?",
+        "How long does it take to make {A}?",
+        "What skills do you need to make {A}?",
+        "How do critics judge {P}?",
+        "Which {P} won the most awards?",
+        "How have {P} changed in the last century?",
+        "Are {P} still popular today?",
+        "What is the structure of a typical {S}?",
+        "Can you explain what {A} is?",
+        "What are some {P} for beginners?",
+        "How do {P} reflect the culture they come from?",
+        "Tell me a fun fact about {P}.",
+        "What was the first {S} ever made?",
     ],
     "composition": [
-        "Can you recommend some {P}?", "What are the most famous {P}?", "Why are {P} popular?",
-        "Where can I find {P}?", "What should I know about {P}?",
-        "How common are {P}?", "What are some examples of {P}?",
-        "Who are the best-known people behind {P}?", "How have {P} changed over time?",
-        "Are {P} worth my time?", "What makes {P} interesting?", "Tell me about {P}.",
-        "What are some lesser-known {P}?", "How would I go about finding good {P}?",
-        "Which {P} are the most talked about?", "Give me a list of {P} with a short description of each.",
-        "What do critics say about {P}?", "Are there any {P} from recent years?",
-        "What is special about {P}?", "Why do people seek out {P}?",
+        "Can you recommend some {P}?",
+        "What are the most famous {P}?",
+        "Why are {P} popular?",
+        "Where can I find {P}?",
+        "What should I know about {P}?",
+        "How common are {P}?",
+        "What are some examples of {P}?",
+        "Who are the best-known people behind {P}?",
+        "How have {P} changed over time?",
+        "Are {P} worth my time?",
+        "What makes {P} interesting?",
+        "Tell me about {P}.",
+        "What are some lesser-known {P}?",
+        "How would I go about finding good {P}?",
+        "Which {P} are the most talked about?",
+        "Give me a list of {P} with a short description of each.",
+        "What do critics say about {P}?",
+        "Are there any {P} from recent years?",
+        "What is special about {P}?",
+        "Why do people seek out {P}?",
     ],
 }
 
 INSTANCE_TEMPLATES: dict[str, list[str]] = {
     "people": [
-        "Who was {N}?", "What is {N} best known for?", "When was {N} born?",
-        "What were the major achievements of {N}?", "Can you give me a short biography of {N}?",
-        "What books should I read about {N}?", "Where did {N} grow up?", "Who influenced {N}?",
-        "What is the legacy of {N}?", "What was the early life of {N} like?",
-        "How did {N} become famous?", "What are some famous quotes by {N}?",
-        "Why is {N} important in history?", "Did {N} ever win any awards?",
-        "What was {N} like as a person?", "Who were the contemporaries of {N}?",
-        "What did {N} do in later life?", "Are there any films about {N}?",
+        "Who was {N}?",
+        "What is {N} best known for?",
+        "When was {N} born?",
+        "What were the major achievements of {N}?",
+        "Can you give me a short biography of {N}?",
+        "What books should I read about {N}?",
+        "Where did {N} grow up?",
+        "Who influenced {N}?",
+        "What is the legacy of {N}?",
+        "What was the early life of {N} like?",
+        "How did {N} become famous?",
+        "What are some famous quotes by {N}?",
+        "Why is {N} important in history?",
+        "Did {N} ever win any awards?",
+        "What was {N} like as a person?",
+        "Who were the contemporaries of {N}?",
+        "What did {N} do in later life?",
+        "Are there any films about {N}?",
     ],
     "places": [
-        "Where is {N} located?", "What is the history of {N}?", "Is {N} worth visiting?",
-        "What is the best time of year to visit {N}?", "How big is {N}?", "What is {N} famous for?",
-        "What wildlife can be found around {N}?", "How did {N} get its name?",
-        "What is the climate like around {N}?", "How do I get to {N}?",
-        "What activities can tourists do at {N}?", "What is the population near {N}?",
-        "What role did {N} play in history?", "Are there any legends about {N}?",
-        "What are the environmental problems facing {N}?", "Can you describe the landscape of {N}?",
-        "Which famous people are connected with {N}?", "Is {N} safe for travellers?",
+        "Where is {N} located?",
+        "What is the history of {N}?",
+        "Is {N} worth visiting?",
+        "What is the best time of year to visit {N}?",
+        "How big is {N}?",
+        "What is {N} famous for?",
+        "What wildlife can be found around {N}?",
+        "How did {N} get its name?",
+        "What is the climate like around {N}?",
+        "How do I get to {N}?",
+        "What activities can tourists do at {N}?",
+        "What is the population near {N}?",
+        "What role did {N} play in history?",
+        "Are there any legends about {N}?",
+        "What are the environmental problems facing {N}?",
+        "Can you describe the landscape of {N}?",
+        "Which famous people are connected with {N}?",
+        "Is {N} safe for travellers?",
     ],
     "default": [
-        "What is {N}?", "What is {N} known for?", "What is the history of {N}?",
-        "Why is {N} famous?", "Who created {N}?", "When did {N} first appear?",
-        "What is special about {N}?", "How did {N} get its name?",
-        "What are some criticisms of {N}?", "Can you give me an overview of {N}?",
-        "What impact has {N} had?", "Where can I learn more about {N}?",
-        "What are the key facts about {N}?", "How is {N} viewed today?",
-        "What is the story behind {N}?", "Who were the people involved with {N}?",
-        "Why should I care about {N}?", "How has {N} changed over time?",
+        "What is {N}?",
+        "What is {N} known for?",
+        "What is the history of {N}?",
+        "Why is {N} famous?",
+        "Who created {N}?",
+        "When did {N} first appear?",
+        "What is special about {N}?",
+        "How did {N} get its name?",
+        "What are some criticisms of {N}?",
+        "Can you give me an overview of {N}?",
+        "What impact has {N} had?",
+        "Where can I learn more about {N}?",
+        "What are the key facts about {N}?",
+        "How is {N} viewed today?",
+        "What is the story behind {N}?",
+        "Who were the people involved with {N}?",
+        "Why should I care about {N}?",
+        "How has {N} changed over time?",
     ],
 }
 
 ASPECTS: dict[str, list[str]] = {
-    "products": ["history", "design", "price", "maintenance", "safety", "environmental impact",
-                 "main manufacturers", "materials"],
-    "people": ["education", "daily work", "career path", "famous achievements", "history",
-               "influence on society", "income", "public image"],
-    "places": ["geography", "history", "climate", "wildlife", "tourism", "economy",
-               "cultural importance", "formation"],
-    "organizations": ["history", "structure", "funding", "leadership", "goals", "influence",
-                      "membership", "reputation"],
-    "creative works": ["history", "themes", "style", "reception", "best-known examples",
-                       "influence", "audience", "structure"],
-    "composition": ["history", "popularity", "themes", "best-known examples", "audience",
-                    "cultural impact", "origins", "reception"],
+    "products": [
+        "history",
+        "design",
+        "price",
+        "maintenance",
+        "safety",
+        "environmental impact",
+        "main manufacturers",
+        "materials",
+    ],
+    "people": [
+        "education",
+        "daily work",
+        "career path",
+        "famous achievements",
+        "history",
+        "influence on society",
+        "income",
+        "public image",
+    ],
+    "places": [
+        "geography",
+        "history",
+        "climate",
+        "wildlife",
+        "tourism",
+        "economy",
+        "cultural importance",
+        "formation",
+    ],
+    "organizations": [
+        "history",
+        "structure",
+        "funding",
+        "leadership",
+        "goals",
+        "influence",
+        "membership",
+        "reputation",
+    ],
+    "creative works": [
+        "history",
+        "themes",
+        "style",
+        "reception",
+        "best-known examples",
+        "influence",
+        "audience",
+        "structure",
+    ],
+    "composition": [
+        "history",
+        "popularity",
+        "themes",
+        "best-known examples",
+        "audience",
+        "cultural impact",
+        "origins",
+        "reception",
+    ],
 }
 
 FRAMES = [
@@ -374,9 +547,12 @@ class TemplateQuestionGenerator:
             templates = CLASS_TEMPLATES.get(root, CLASS_TEMPLATES["composition"])
         subject = concept.phrase
         fill = {
-            "P": concept.phrase, "S": concept.singular, "A": article(concept.singular),
+            "P": concept.phrase,
+            "S": concept.singular,
+            "A": article(concept.singular),
             "N": concept.name,
-            "PP": parent.phrase if parent is not None and parent.parent is not None
+            "PP": parent.phrase
+            if parent is not None and parent.parent is not None
             else "things of its kind",
         }
         out = [t.format(**fill) for t in templates]
@@ -393,7 +569,9 @@ class TemplateQuestionGenerator:
     def generate(self, taxonomy: Taxonomy, concept: Concept, n: int) -> list[str]:
         pool = self.candidates(taxonomy, concept)
         if len(pool) < n:
-            raise WorkbenchError(f"templates give only {len(pool)} questions for {concept.id!r}, need {n}")
+            raise WorkbenchError(
+                f"templates give only {len(pool)} questions for {concept.id!r}, need {n}"
+            )
         return _rng(self.seed, concept.id).sample(pool, n)
 
 
@@ -439,8 +617,15 @@ class LLMQuestionGenerator:
     collected or ``max_rounds`` is reached; then :class:`WorkbenchError` says how many it found.
     """
 
-    def __init__(self, lm, seed: int = 0, per_round: int = 10, max_rounds: int = 12,
-                 temperature: float = 0.9, max_new_tokens: int = 400):
+    def __init__(
+        self,
+        lm,
+        seed: int = 0,
+        per_round: int = 10,
+        max_rounds: int = 12,
+        temperature: float = 0.9,
+        max_new_tokens: int = 400,
+    ):
         self.lm = lm
         self.seed = seed
         self.per_round = per_round
@@ -467,8 +652,12 @@ class LLMQuestionGenerator:
         found: list[str] = []
         seen: set[str] = set()
         for r in range(self.max_rounds):
-            cfg = GenerationConfig(max_new_tokens=self.max_new_tokens, do_sample=True,
-                                   temperature=self.temperature, seed=self.seed * 1000 + r)
+            cfg = GenerationConfig(
+                max_new_tokens=self.max_new_tokens,
+                do_sample=True,
+                temperature=self.temperature,
+                seed=self.seed * 1000 + r,
+            )
             [reply] = generate(self.lm, [self.prompt(concept)], cfg, progress=False)
             for q in parse_question_lines(reply.text):
                 key = _normalize(q)
@@ -477,12 +666,19 @@ class LLMQuestionGenerator:
                     found.append(q)
             if len(found) >= n:
                 return found[:n]
-        raise WorkbenchError(f"{self.name} wrote {len(found)} usable questions about "
-                             f"{concept.name!r} in {self.max_rounds} rounds; {n} needed")
+        raise WorkbenchError(
+            f"{self.name} wrote {len(found)} usable questions about "
+            f"{concept.name!r} in {self.max_rounds} rounds; {n} needed"
+        )
 
 
-def build_question_bank(taxonomy: Taxonomy, generator, sizes: dict[str, int] | None = None,
-                        concept_ids: Iterable[str] | None = None, progress: bool = False) -> QuestionBank:
+def build_question_bank(
+    taxonomy: Taxonomy,
+    generator,
+    sizes: dict[str, int] | None = None,
+    concept_ids: Iterable[str] | None = None,
+    progress: bool = False,
+) -> QuestionBank:
     """Write questions for every concept (or ``concept_ids``) and split them."""
     from tqdm.auto import tqdm
 
@@ -513,8 +709,10 @@ class RelationProbe:
 
     @property
     def prompt(self) -> str:
-        return ("Is the following statement true or false? Reply with exactly one word, True or "
-                f"False.\nStatement: {self.statement}")
+        return (
+            "Is the following statement true or false? Reply with exactly one word, True or "
+            f"False.\nStatement: {self.statement}"
+        )
 
 
 def isa_statement(concept: Concept, other: Concept) -> str:
@@ -526,12 +724,16 @@ def isa_statement(concept: Concept, other: Concept) -> str:
     agrees with singular and plural subjects alike ("Rivers can be classified as ..."), so the
     plural names of SELECT's release stay grammatical.
     """
-    text = (f"{concept.phrase} can be classified as a member, a subtype or a subcategory of "
-            f"{other.phrase}.")
+    text = (
+        f"{concept.phrase} can be classified as a member, a subtype or a subcategory of "
+        f"{other.phrase}."
+    )
     return text[0].upper() + text[1:]
 
 
-def relation_probes(taxonomy: Taxonomy, concept_id: str, negatives: int = 1, seed: int = 0) -> list[RelationProbe]:
+def relation_probes(
+    taxonomy: Taxonomy, concept_id: str, negatives: int = 1, seed: int = 0
+) -> list[RelationProbe]:
     """IS-A probes between ``concept_id`` and each of its proper ancestors (expected True), plus
     ``negatives`` probes per ancestor against non-ancestors at the same level (expected False).
 
@@ -545,8 +747,11 @@ def relation_probes(taxonomy: Taxonomy, concept_id: str, negatives: int = 1, see
             continue
         probes.append(RelationProbe(concept_id, anc, isa_statement(c, taxonomy[anc]), True))
         level = taxonomy.level(anc)
-        others = sorted(x for x in taxonomy.unrelated(concept_id)
-                        if taxonomy.level(x) == level and taxonomy[x].kind != "instance")
+        others = sorted(
+            x
+            for x in taxonomy.unrelated(concept_id)
+            if taxonomy.level(x) == level and taxonomy[x].kind != "instance"
+        )
         for o in rng.sample(others, min(negatives, len(others))):
             probes.append(RelationProbe(concept_id, o, isa_statement(c, taxonomy[o]), False))
     return probes

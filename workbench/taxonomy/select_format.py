@@ -61,8 +61,13 @@ from workbench.taxonomy.questions import (
 )
 
 #: SELECT's root ids and the root-type keys the workbench uses for them.
-ROOT_TYPES = {"schema:Product": "products", "schema:Person": "people", "schema:Place": "places",
-              "schema:Organization": "organizations", "schema:CreativeWork": "creative works"}
+ROOT_TYPES = {
+    "schema:Product": "products",
+    "schema:Person": "people",
+    "schema:Place": "places",
+    "schema:Organization": "organizations",
+    "schema:CreativeWork": "creative works",
+}
 GENERATOR = "select-gpt-4o"
 
 
@@ -95,8 +100,10 @@ def find_release(directory: str | os.PathLike) -> Path:
     for cand in (d, d / "SELECT", d / "data" / "SELECT"):
         if (cand / "atoms").is_dir():
             return cand
-    raise TaxonomyError(f"no SELECT release under {d} (looked for atoms/ in {d}, {d / 'SELECT'} "
-                        f"and {d / 'data' / 'SELECT'})")
+    raise TaxonomyError(
+        f"no SELECT release under {d} (looked for atoms/ in {d}, {d / 'SELECT'} "
+        f"and {d / 'data' / 'SELECT'})"
+    )
 
 
 def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = None) -> Any:
@@ -106,8 +113,10 @@ def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = N
     if not raw.strip():
         raise TaxonomyError(f"{path}: empty file (a Git LFS or partial download?)")
     if is_lfs_pointer(raw):
-        raise TaxonomyError(f"{path} is a Git LFS pointer, not the data: run `git lfs pull` in "
-                            "the clone of kinshuk-h/SELECT (or download the file itself)")
+        raise TaxonomyError(
+            f"{path} is a Git LFS pointer, not the data: run `git lfs pull` in "
+            "the clone of kinshuk-h/SELECT (or download the file itself)"
+        )
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -147,7 +156,9 @@ def _at(where: str, key: str) -> str:
 def _tree_size(tree: Any) -> int:
     if not isinstance(tree, dict):
         return 0
-    return sum(1 + _tree_size(n.get("children") if isinstance(n, dict) else None) for n in tree.values())
+    return sum(
+        1 + _tree_size(n.get("children") if isinstance(n, dict) else None) for n in tree.values()
+    )
 
 
 def _total(entries, key: str, where: Path | None = None) -> int:
@@ -159,12 +170,17 @@ def _total(entries, key: str, where: Path | None = None) -> int:
         value = e.get(key) if isinstance(e, dict) else None
         if value is None:
             continue
-        ok = isinstance(value, dict) if key == "responses" else (
-            isinstance(value, list) and all(isinstance(q, str) for q in value))
+        ok = (
+            isinstance(value, dict)
+            if key == "responses"
+            else (isinstance(value, list) and all(isinstance(q, str) for q in value))
+        )
         if not ok and where is not None:
             what = "an object" if key == "responses" else "a list of strings"
-            raise TaxonomyError(f"{_at(str(where), name)}: {name!r} {key!r} is not {what} "
-                                f"(got {type(value).__name__} {value!r:.60})")
+            raise TaxonomyError(
+                f"{_at(str(where), name)}: {name!r} {key!r} is not {what} "
+                f"(got {type(value).__name__} {value!r:.60})"
+            )
         n += len(value) if ok else 0
     return n
 
@@ -199,16 +215,22 @@ def count_select(base: str | os.PathLike) -> dict:
     def questions_and_examples(part: str, entries, entry_items) -> None:
         """data.json, data.train.json and example_cache.json of ``part`` (atoms: {id: entry};
         compositions: {relation: {id: entry}}, read by ``entries`` / ``entry_items``)."""
-        for name, keys in (("data.json", ("queries", "extra_queries")),
-                           ("data.train.json", ("queries", "responses"))):
+        for name, keys in (
+            ("data.json", ("queries", "extra_queries")),
+            ("data.train.json", ("queries", "responses")),
+        ):
             d = read(f"{part}/{name}")
             if d is not None:
-                found[f"{part}/{name}"] = Found(len(entries(d)), {
-                    k: _total(entry_items(d), k, base / part / name) for k in keys})
+                found[f"{part}/{name}"] = Found(
+                    len(entries(d)),
+                    {k: _total(entry_items(d), k, base / part / name) for k in keys},
+                )
         d = read(f"{part}/example_cache.json")
         if d is not None:
-            found[f"{part}/example_cache.json"] = Found(len(entries(d)), {
-                "examples": sum(len(v) for v in entries(d) if isinstance(v, list))})
+            found[f"{part}/example_cache.json"] = Found(
+                len(entries(d)),
+                {"examples": sum(len(v) for v in entries(d) if isinstance(v, list))},
+            )
 
     t = read("atoms/taxonomy_plus.json")
     if t is not None:
@@ -216,8 +238,9 @@ def count_select(base: str | os.PathLike) -> dict:
     questions_and_examples("atoms", values, items)
     t = read("compositions/taxonomy_plus.json")
     if t is not None:
-        found["compositions/taxonomy_plus.json"] = Found(sum(_tree_size(r) for r in values(t)),
-                                                         {"relations": len(values(t))})
+        found["compositions/taxonomy_plus.json"] = Found(
+            sum(_tree_size(r) for r in values(t)), {"relations": len(values(t))}
+        )
     questions_and_examples("compositions", nested, nested_items)
     d = read("compositions/hints.json")
     if d is not None:
@@ -235,8 +258,9 @@ def check_select_release(base: str | os.PathLike, allow_partial: bool = False) -
     return check_release("select", Path(base), count_select(base), allow_partial)
 
 
-def split_training(concept_id: str, questions: list[str], validation: float, seed: int
-                   ) -> tuple[list[str], list[str]]:
+def split_training(
+    concept_id: str, questions: list[str], validation: float, seed: int
+) -> tuple[list[str], list[str]]:
     """(train, validation): a seeded shuffle per concept, ``round_half_up(n * validation)`` to
     validation (but at least one question stays in train)."""
     order = list(questions)
@@ -264,13 +288,21 @@ def _examples(target: str, rows: Any, where: str) -> list[FewShotExample]:
     for r in rows:
         if not isinstance(r, dict) or "query" not in r or "response" not in r:
             raise TaxonomyError(f"{where}: an example of {target!r} lacks 'query' or 'response'")
-        out.append(FewShotExample(target, r["query"], str(r["response"]), r.get("concept") or "",
-                                  tuple(r.get("context") or ())))
+        out.append(
+            FewShotExample(
+                target,
+                r["query"],
+                str(r["response"]),
+                r.get("concept") or "",
+                tuple(r.get("context") or ()),
+            )
+        )
     return out
 
 
-def _questions(cid: str, entry: dict, train_entry: dict | None, where: str, validation: float,
-               seed: int) -> tuple[QuestionSet, list[ReferenceAnswer]]:
+def _questions(
+    cid: str, entry: dict, train_entry: dict | None, where: str, validation: float, seed: int
+) -> tuple[QuestionSet, list[ReferenceAnswer]]:
     key = cid.split("/", 1)[-1]  # the released key (compositions: without the relation)
     if not isinstance(entry, dict):
         raise TaxonomyError(f"{_at(where, key)}: entry {cid!r} is not an object")
@@ -285,37 +317,62 @@ def _questions(cid: str, entry: dict, train_entry: dict | None, where: str, vali
     return QuestionSet(cid, train=train, validation=val, eval=evalq, generator=GENERATOR), answers
 
 
-def _check_training(sets: list[QuestionSet], train_file: Path, has_train: dict, where: str,
-                    allow_missing: bool, fallbacks: list[str], base: Path) -> None:
+def _check_training(
+    sets: list[QuestionSet],
+    train_file: Path,
+    has_train: dict,
+    where: str,
+    allow_missing: bool,
+    fallbacks: list[str],
+    base: Path,
+) -> None:
     """Every concept has training questions (else an error, or with ``allow_missing`` a
     fallback); concepts that ``data.train.json`` lacks take ``extra_queries`` (a fallback)."""
     rel = str(train_file.relative_to(base))
     data_rel = str(Path(where).relative_to(base))
     empty = [s.concept_id for s in sets if not s.train and not s.validation]
     if train_file.is_file():
-        absent = [s.concept_id for s in sets
-                  if not has_train.get(s.concept_id) and s.concept_id not in empty]
+        absent = [
+            s.concept_id
+            for s in sets
+            if not has_train.get(s.concept_id) and s.concept_id not in empty
+        ]
         if absent:
-            _fallback(fallbacks, f"{rel} lacks {len(absent)} of {len(sets)} concepts (first: "
-                      f"{', '.join(absent[:3])}): their training questions come from {data_rel}'s "
-                      "'extra_queries', with no reference answers")
+            _fallback(
+                fallbacks,
+                f"{rel} lacks {len(absent)} of {len(sets)} concepts (first: "
+                f"{', '.join(absent[:3])}): their training questions come from {data_rel}'s "
+                "'extra_queries', with no reference answers",
+            )
     if not empty:
         return
-    source = f"no 'extra_queries' in {data_rel}" + (f" and none in {rel}" if train_file.is_file()
-                                                     else f" and no {rel}")
-    names = ", ".join(repr(c) for c in empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+    source = f"no 'extra_queries' in {data_rel}" + (
+        f" and none in {rel}" if train_file.is_file() else f" and no {rel}"
+    )
+    names = ", ".join(repr(c) for c in empty[:5]) + (
+        f" and {len(empty) - 5} more" if len(empty) > 5 else ""
+    )
     if not allow_missing:
-        raise TaxonomyError(f"{len(empty)} of {len(sets)} concepts have no training questions "
-                            f"({source}): {names}; the release gives every concept some, so the "
-                            "file is incomplete (download it again), or import it for evaluation "
-                            "only with allow_missing_training=True (--allow-missing-training)")
-    _fallback(fallbacks, f"{len(empty)} of {len(sets)} concepts have no training questions "
-              f"({source}): {names}; steering, sft, sft_dpo and generated few-shot examples "
-              "cannot target them")
+        raise TaxonomyError(
+            f"{len(empty)} of {len(sets)} concepts have no training questions "
+            f"({source}): {names}; the release gives every concept some, so the "
+            "file is incomplete (download it again), or import it for evaluation "
+            "only with allow_missing_training=True (--allow-missing-training)"
+        )
+    _fallback(
+        fallbacks,
+        f"{len(empty)} of {len(sets)} concepts have no training questions "
+        f"({source}): {names}; steering, sft, sft_dpo and generated few-shot examples "
+        "cannot target them",
+    )
 
 
-def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
-                      seed: int = 0, allow_missing_training: bool = False) -> SelectPartition:
+def load_select_atoms(
+    directory: str | os.PathLike,
+    validation: float = 0.25,
+    seed: int = 0,
+    allow_missing_training: bool = False,
+) -> SelectPartition:
     """The atomic partition: taxonomy, questions (train/validation from the training questions),
     cached few-shot examples and reference replies.
 
@@ -326,11 +383,16 @@ def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
     d = base / "atoms"
     files: dict[str, str] = {}
     fallbacks: list[str] = []
-    tpath = d / "taxonomy_plus.json" if (d / "taxonomy_plus.json").is_file() else d / "taxonomy.json"
+    tpath = (
+        d / "taxonomy_plus.json" if (d / "taxonomy_plus.json").is_file() else d / "taxonomy.json"
+    )
     if tpath.name == "taxonomy.json" and tpath.is_file():
-        _fallback(fallbacks, "atoms/taxonomy_plus.json is missing: the taxonomy is read from "
-                  "atoms/taxonomy.json, which has no instances (questions about them will not "
-                  "import)")
+        _fallback(
+            fallbacks,
+            "atoms/taxonomy_plus.json is missing: the taxonomy is read from "
+            "atoms/taxonomy.json, which has no instances (questions about them will not "
+            "import)",
+        )
     tree = _read(tpath, files, base)
     if not isinstance(tree, dict):
         raise TaxonomyError(f"{tpath}: expected an object of root concepts")
@@ -341,52 +403,89 @@ def load_select_atoms(directory: str | os.PathLike, validation: float = 0.25,
             raise TaxonomyError(f"{tpath}: node {cid!r} lacks a 'name'")
         children = node.get("children") or {}
         kind = "class" if children or parent is None else "instance"
-        concepts.append(Concept(id=cid, name=node["name"], kind=kind, parent=parent, root=root,
-                                source="select", plural=node["name"] if kind == "class" else ""))
+        concepts.append(
+            Concept(
+                id=cid,
+                name=node["name"],
+                kind=kind,
+                parent=parent,
+                root=root,
+                source="select",
+                plural=node["name"] if kind == "class" else "",
+            )
+        )
         for ch_id, ch in children.items():
             walk(ch_id, ch, cid, root)
 
     for cid, node in tree.items():
-        walk(cid, node, None, ROOT_TYPES.get(cid, str(node.get("name", cid)).lower()
-                                             if isinstance(node, dict) else cid))
+        walk(
+            cid,
+            node,
+            None,
+            ROOT_TYPES.get(
+                cid, str(node.get("name", cid)).lower() if isinstance(node, dict) else cid
+            ),
+        )
     taxonomy = Taxonomy.from_concepts(concepts, name="select-atoms", metadata={"source": "select"})
 
     where = str(d / "data.json")
     data = _read(d / "data.json", files, base)
-    train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else None
+    train_data = (
+        _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else None
+    )
     if train_data is None:
-        _fallback(fallbacks, "atoms/data.train.json is missing: atoms' training questions come "
-                  "from atoms/data.json's 'extra_queries' and atoms have no reference answers "
-                  "(sft/sft_dpo with comply_answers='reference' use the model's own answers for "
-                  "atomic questions)")
+        _fallback(
+            fallbacks,
+            "atoms/data.train.json is missing: atoms' training questions come "
+            "from atoms/data.json's 'extra_queries' and atoms have no reference answers "
+            "(sft/sft_dpo with comply_answers='reference' use the model's own answers for "
+            "atomic questions)",
+        )
     sets, answers = [], {}
     for cid, entry in data.items():
         if cid not in taxonomy:
             raise TaxonomyError(f"{where}: questions for {cid!r}, which the taxonomy lacks")
         context = (entry.get("context") or {}).get("ids") or []
         if list(context) != taxonomy.ancestors(cid)[::-1]:
-            raise TaxonomyError(f"{where}: {cid!r} has context {context!r}, but its taxonomy path "
-                                f"is {taxonomy.ancestors(cid)[::-1]!r}")
+            raise TaxonomyError(
+                f"{where}: {cid!r} has context {context!r}, but its taxonomy path "
+                f"is {taxonomy.ancestors(cid)[::-1]!r}"
+            )
         qs, ans = _questions(cid, entry, (train_data or {}).get(cid), where, validation, seed)
         sets.append(qs)
         answers.update((a.question, a) for a in ans)
-    _check_training(sets, d / "data.train.json", {c: c in (train_data or {}) for c in data}, where,
-                    allow_missing_training, fallbacks, base)
+    _check_training(
+        sets,
+        d / "data.train.json",
+        {c: c in (train_data or {}) for c in data},
+        where,
+        allow_missing_training,
+        fallbacks,
+        base,
+    )
     examples = {}
     if (d / "example_cache.json").is_file():
         cache = _read(d / "example_cache.json", files, base)
-        examples = {cid: _examples(cid, rows, str(d / "example_cache.json"))
-                    for cid, rows in cache.items() if cid in taxonomy}
+        examples = {
+            cid: _examples(cid, rows, str(d / "example_cache.json"))
+            for cid, rows in cache.items()
+            if cid in taxonomy
+        }
     else:
-        _fallback(fallbacks, "atoms/example_cache.json is missing: atoms have no cached few-shot "
-                  "examples (few_shot_cot writes its own from training questions with "
-                  "examples='auto'; examples='benchmark' fails)")
-    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, files=files,
-                           fallbacks=fallbacks)
+        _fallback(
+            fallbacks,
+            "atoms/example_cache.json is missing: atoms have no cached few-shot "
+            "examples (few_shot_cot writes its own from training questions with "
+            "examples='auto'; examples='benchmark' fails)",
+        )
+    return SelectPartition(
+        taxonomy, QuestionBank(sets), examples, answers, files=files, fallbacks=fallbacks
+    )
 
 
-def read_hints(path: str | os.PathLike, files: dict[str, str] | None = None,
-               base: Path | None = None) -> list[RelationTemplate]:
+def read_hints(
+    path: str | os.PathLike, files: dict[str, str] | None = None, base: Path | None = None
+) -> list[RelationTemplate]:
     """SELECT's ``hints.json``: relation templates with their slot rules."""
     hints = _read(Path(path), files, base)
     if not isinstance(hints, list):
@@ -396,16 +495,23 @@ def read_hints(path: str | os.PathLike, files: dict[str, str] | None = None,
         if not isinstance(h, dict) or "relation" not in h or "components" not in h:
             raise TaxonomyError(f"{path}: a hint lacks 'relation' or 'components': {h!r:.120}")
         try:
-            out.append(RelationTemplate(h["relation"], tuple(SlotRule.from_select(c)
-                                                              for c in h["components"])))
+            out.append(
+                RelationTemplate(
+                    h["relation"], tuple(SlotRule.from_select(c) for c in h["components"])
+                )
+            )
         except Exception as e:  # ConfigError from the rules: name the file
             raise TaxonomyError(f"{path}: {e}") from None
     return out
 
 
-def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | None = None,
-                             validation: float = 0.25, seed: int = 0,
-                             allow_missing_training: bool = False) -> SelectPartition:
+def load_select_compositions(
+    directory: str | os.PathLike,
+    atomic: Taxonomy | None = None,
+    validation: float = 0.25,
+    seed: int = 0,
+    allow_missing_training: bool = False,
+) -> SelectPartition:
     """The composition partition: taxonomy (relation-qualified ids), questions, examples,
     reference replies and the relation templates of ``hints.json``.
 
@@ -430,12 +536,24 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
         if atomic is not None:
             for i in ids:
                 if i not in atomic:
-                    raise TaxonomyError(f"{tpath}: composition {sel_id!r} joins {i!r}, which the "
-                                        "atomic taxonomy lacks")
+                    raise TaxonomyError(
+                        f"{tpath}: composition {sel_id!r} joins {i!r}, which the "
+                        "atomic taxonomy lacks"
+                    )
         cid = composition_id(relation, ids)
         qualified[(relation, sel_id)] = cid
-        concepts.append(Concept(id=cid, name=node["name"], kind="composition", parent=parent,
-                                root=relation, source="select", constituents=ids, relation=relation))
+        concepts.append(
+            Concept(
+                id=cid,
+                name=node["name"],
+                kind="composition",
+                parent=parent,
+                root=relation,
+                source="select",
+                constituents=ids,
+                relation=relation,
+            )
+        )
         for ch_id, ch in (node.get("children") or {}).items():
             walk(ch_id, ch, cid, relation)
 
@@ -444,36 +562,48 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
             raise TaxonomyError(f"{tpath}: relation {relation!r} does not map ids to compositions")
         for sel_id, node in tree.items():
             walk(sel_id, node, None, relation)
-    taxonomy = Taxonomy.from_concepts(concepts, name="select-compositions",
-                                      metadata={"source": "select"})
+    taxonomy = Taxonomy.from_concepts(
+        concepts, name="select-compositions", metadata={"source": "select"}
+    )
 
     where = str(d / "data.json")
     data = _read(d / "data.json", files, base)
-    train_data = _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else {}
+    train_data = (
+        _read(d / "data.train.json", files, base) if (d / "data.train.json").is_file() else {}
+    )
     if not (d / "data.train.json").is_file():
-        _fallback(fallbacks, "compositions/data.train.json is missing: compositions' training "
-                  "questions come from compositions/data.json's 'extra_queries' and compositions "
-                  "have no reference answers (sft/sft_dpo with comply_answers='reference' use the "
-                  "model's own answers for composition questions)")
+        _fallback(
+            fallbacks,
+            "compositions/data.train.json is missing: compositions' training "
+            "questions come from compositions/data.json's 'extra_queries' and compositions "
+            "have no reference answers (sft/sft_dpo with comply_answers='reference' use the "
+            "model's own answers for composition questions)",
+        )
     sets, answers, in_train = [], {}, {}
     for relation, per_relation in data.items():
         for sel_id, entry in per_relation.items():
             cid = qualified.get((relation, sel_id))
             if cid is None:
-                raise TaxonomyError(f"{where}: questions for {relation!r} / {sel_id!r}, which the "
-                                    "taxonomy lacks")
-            qs, ans = _questions(cid, entry, (train_data.get(relation) or {}).get(sel_id), where,
-                                 validation, seed)
+                raise TaxonomyError(
+                    f"{where}: questions for {relation!r} / {sel_id!r}, which the taxonomy lacks"
+                )
+            qs, ans = _questions(
+                cid, entry, (train_data.get(relation) or {}).get(sel_id), where, validation, seed
+            )
             sets.append(qs)
             answers.update((a.question, a) for a in ans)
             in_train[cid] = sel_id in (train_data.get(relation) or {})
-    _check_training(sets, d / "data.train.json", in_train, where, allow_missing_training,
-                    fallbacks, base)
+    _check_training(
+        sets, d / "data.train.json", in_train, where, allow_missing_training, fallbacks, base
+    )
     examples: dict[str, list[FewShotExample]] = {}
     if not (d / "example_cache.json").is_file():
-        _fallback(fallbacks, "compositions/example_cache.json is missing: compositions have no "
-                  "cached few-shot examples (few_shot_cot writes its own from training questions "
-                  "with examples='auto'; examples='benchmark' fails)")
+        _fallback(
+            fallbacks,
+            "compositions/example_cache.json is missing: compositions have no "
+            "cached few-shot examples (few_shot_cot writes its own from training questions "
+            "with examples='auto'; examples='benchmark' fails)",
+        )
     if (d / "example_cache.json").is_file():
         cache = _read(d / "example_cache.json", files, base)
         for relation, per_relation in cache.items():
@@ -483,11 +613,15 @@ def load_select_compositions(directory: str | os.PathLike, atomic: Taxonomy | No
                     examples[cid] = _examples(cid, rows, str(d / "example_cache.json"))
     templates = read_hints(d / "hints.json", files, base) if (d / "hints.json").is_file() else []
     if not (d / "hints.json").is_file():
-        _fallback(fallbacks, "compositions/hints.json is missing: no relation templates, so the "
-                  "compositions are not checked against them (compositions_regenerate_from_hints "
-                  "is null)")
-    return SelectPartition(taxonomy, QuestionBank(sets), examples, answers, templates, files,
-                           fallbacks)
+        _fallback(
+            fallbacks,
+            "compositions/hints.json is missing: no relation templates, so the "
+            "compositions are not checked against them (compositions_regenerate_from_hints "
+            "is null)",
+        )
+    return SelectPartition(
+        taxonomy, QuestionBank(sets), examples, answers, templates, files, fallbacks
+    )
 
 
 def regenerate_compositions(atomic: Taxonomy, part: SelectPartition) -> Taxonomy:
@@ -510,8 +644,13 @@ def same_structure(a: Taxonomy, b: Taxonomy) -> list[str]:
     return out
 
 
-def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: int = 0,
-                  allow_missing_training: bool = False, allow_partial: bool = False):
+def import_select(
+    directory: str | os.PathLike,
+    validation: float = 0.25,
+    seed: int = 0,
+    allow_missing_training: bool = False,
+    allow_partial: bool = False,
+):
     """The whole release as a :class:`~workbench.taxonomy.benchmark.Benchmark` with a manifest
     (source files and their hashes, split parameters, whether the compositions regenerate, what
     fell back for missing files (``fallbacks``), and the evaluation questions that are also
@@ -534,27 +673,32 @@ def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: 
     base = find_release(directory)
     release_load = check_select_release(base, allow_partial)
     atoms = load_select_atoms(base, validation, seed, allow_missing_training)
-    comps = load_select_compositions(base, atoms.taxonomy, validation, seed,
-                                     allow_missing_training)
+    comps = load_select_compositions(base, atoms.taxonomy, validation, seed, allow_missing_training)
     regenerated = None
     if comps.templates:
         try:
-            regenerated = not same_structure(regenerate_compositions(atoms.taxonomy, comps),
-                                             comps.taxonomy)
+            regenerated = not same_structure(
+                regenerate_compositions(atoms.taxonomy, comps), comps.taxonomy
+            )
         except Exception:  # a release whose hints do not produce it: recorded, not fatal
             regenerated = False
     questions = atoms.questions.merge(comps.questions)
     overlap = eval_overlap(questions)
     if overlap["count"]:
-        shown = "; ".join(f"{p['question']!r} (evaluates {p['eval_of']}, trains "
-                          f"{', '.join(p['train_of'])})" for p in overlap["pairs"][:3])
-        warnings.warn(f"{overlap['count']} evaluation question(s) are also training questions "
-                      f"and are excluded from evaluation: {shown}", SelectImportWarning,
-                      stacklevel=2)
+        shown = "; ".join(
+            f"{p['question']!r} (evaluates {p['eval_of']}, trains {', '.join(p['train_of'])})"
+            for p in overlap["pairs"][:3]
+        )
+        warnings.warn(
+            f"{overlap['count']} evaluation question(s) are also training questions "
+            f"and are excluded from evaluation: {shown}",
+            SelectImportWarning,
+            stacklevel=2,
+        )
     manifest = {
         "name": "SELECT (released benchmark)",
         "source": "SELECT release (github.com/kinshuk-h/SELECT, data/SELECT), YAGO 4.5 concepts, "
-                  "questions written by GPT-4o",
+        "questions written by GPT-4o",
         "release_dir": str(base.resolve()),
         "release_files": {**atoms.files, **comps.files},
         "builder": "workbench.taxonomy.import_select",
@@ -569,8 +713,14 @@ def import_select(directory: str | os.PathLike, validation: float = 0.25, seed: 
         manifest["select_protocol"] = (
             f"absent: no templates/prompts.yaml in or above {base} (a data folder without the "
             "rest of the repository); import a clone of github.com/kinshuk-h/SELECT for SELECT's "
-            "prompts and refusal rule")
-    return Benchmark(atoms.taxonomy, comps.taxonomy, questions, manifest,
-                     examples={**atoms.examples, **comps.examples},
-                     answers={**atoms.answers, **comps.answers},
-                     select_protocol=read_protocol(clone) if clone else None)
+            "prompts and refusal rule"
+        )
+    return Benchmark(
+        atoms.taxonomy,
+        comps.taxonomy,
+        questions,
+        manifest,
+        examples={**atoms.examples, **comps.examples},
+        answers={**atoms.answers, **comps.answers},
+        select_protocol=read_protocol(clone) if clone else None,
+    )

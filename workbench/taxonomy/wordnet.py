@@ -23,7 +23,7 @@ LICENSE_NOTICE = (
     "and without fee or royalty is hereby granted, provided that you agree to comply with the "
     "copyright notice and statements, including the disclaimer, of the WordNet 3.0 license "
     "(https://wordnet.princeton.edu/license-and-commercial-use). THIS SOFTWARE AND DATABASE IS "
-    "PROVIDED \"AS IS\" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES."
+    'PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES.'
 )
 
 
@@ -44,8 +44,10 @@ class Synset:
 
     def sense_keys(self) -> list[str]:
         """WordNet sense keys of the lemmas (``river%1:17:00::``), as ``cntlist.rev`` uses."""
-        return [f"{lemma.lower()}%1:{self.lex_filenum}:{int(lex, 16):02d}::"
-                for lemma, lex in zip(self.lemmas, self.lex_ids)]
+        return [
+            f"{lemma.lower()}%1:{self.lex_filenum}:{int(lex, 16):02d}::"
+            for lemma, lex in zip(self.lemmas, self.lex_ids)
+        ]
 
     @property
     def name(self) -> str:
@@ -79,8 +81,7 @@ def parse_data_line(line: str) -> Synset | None:
     lex_ids = [f[5 + 2 * i] for i in range(w_cnt)]
     i = 4 + 2 * w_cnt
     p_cnt = int(f[i])
-    s = Synset(offset=offset, lemmas=lemmas, gloss=gloss.strip(), lex_filenum=f[1],
-               lex_ids=lex_ids)
+    s = Synset(offset=offset, lemmas=lemmas, gloss=gloss.strip(), lex_filenum=f[1], lex_ids=lex_ids)
     for j in range(p_cnt):
         sym, target, pos = f[i + 1 + 4 * j], f[i + 2 + 4 * j], f[i + 3 + 4 * j]
         if pos != "n":
@@ -157,10 +158,37 @@ def _lemma_key(lemma: str) -> str:
 
 
 #: Words that keep a synset out of a benign-concept taxonomy (adult, slur or violent senses).
-BLOCKED_WORDS = ("skin flick", "peepshow", "pornograph", "porn", "erotic", "stripper", "striptease",
-                 "prostitut", "whore", "harlot", "call girl", "slut", "bastard", "nigger", "gook",
-                 "torture", "execution", "lynch", "suicide", "rapist", "sex ", "sexual", "hooker",
-                 "concubine", "mistress", "courtesan", "brothel", "drug addict", "junkie")
+BLOCKED_WORDS = (
+    "skin flick",
+    "peepshow",
+    "pornograph",
+    "porn",
+    "erotic",
+    "stripper",
+    "striptease",
+    "prostitut",
+    "whore",
+    "harlot",
+    "call girl",
+    "slut",
+    "bastard",
+    "nigger",
+    "gook",
+    "torture",
+    "execution",
+    "lynch",
+    "suicide",
+    "rapist",
+    "sex ",
+    "sexual",
+    "hooker",
+    "concubine",
+    "mistress",
+    "courtesan",
+    "brothel",
+    "drug addict",
+    "junkie",
+)
 
 
 class WordNetGraph:
@@ -186,7 +214,9 @@ class WordNetGraph:
         lemmas = [_clean(x) for x in s.lemmas]
         if not s.instance_hypernyms:
             return lemmas[0]
-        heads = {_clean(self.wn.synsets[h].lemmas[0]).split()[-1].lower() for h in s.instance_hypernyms}
+        heads = {
+            _clean(self.wn.synsets[h].lemmas[0]).split()[-1].lower() for h in s.instance_hypernyms
+        }
         for lemma in lemmas:
             if lemma.split()[-1].lower() in heads and lemmas[0] in lemma:
                 return lemma

@@ -71,7 +71,7 @@ class YagoGraph:
         """``http://schema.org/Person`` -> ``schema:Person``; YAGO resources -> ``yago:...``."""
         for prefix, ns in (("schema", SCHEMA), ("yago", YAGO)):
             if uri.startswith(ns):
-                return f"{prefix}:{uri[len(ns):]}"
+                return f"{prefix}:{uri[len(ns) :]}"
         return uri
 
     def name(self, node: str) -> str:

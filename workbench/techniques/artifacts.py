@@ -50,8 +50,11 @@ def check_meta(path: str | os.PathLike, expected: dict[str, Any]) -> dict[str, A
         raise ArtifactMismatchError(f"{path} is not a prepared artifact (no {META})")
     found = json.loads(p.read_text())
     a, b = _flatten(json.loads(json.dumps(expected, default=str))), _flatten(found)
-    diffs = [f"{k}: saved {b.get(k)!r}, asked {a.get(k)!r}" for k in sorted(set(a) | set(b))
-             if a.get(k) != b.get(k)]
+    diffs = [
+        f"{k}: saved {b.get(k)!r}, asked {a.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
     if diffs:
         raise ArtifactMismatchError(f"artifact {path} does not match: " + "; ".join(diffs[:6]))
     return found

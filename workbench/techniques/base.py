@@ -42,8 +42,13 @@ class Abstainer(ABC):
     target: str
 
     @abstractmethod
-    def generate(self, questions: Sequence[str], config: GenerationConfig | None = None,
-                 progress: bool = True, **kwargs) -> list[Generation]:
+    def generate(
+        self,
+        questions: Sequence[str],
+        config: GenerationConfig | None = None,
+        progress: bool = True,
+        **kwargs,
+    ) -> list[Generation]:
         """Answer ``questions`` (one generation per question and sample); ``kwargs`` go to the
         engine (e.g. ``stop_when``)."""
 
@@ -79,8 +84,10 @@ class Technique(ABC):
         known = {f.name for f in fields(params)}
         for key in overrides:
             if key not in known:
-                raise ConfigError(f"technique {self.name!r} has no parameter {key!r}; "
-                                  f"its parameters are: {', '.join(sorted(known)) or 'none'}")
+                raise ConfigError(
+                    f"technique {self.name!r} has no parameter {key!r}; "
+                    f"its parameters are: {', '.join(sorted(known)) or 'none'}"
+                )
         try:
             self.params = replace(params, **overrides)
         except (TypeError, ValueError) as e:
@@ -91,8 +98,12 @@ class Technique(ABC):
 
     @classmethod
     def describe(cls) -> dict[str, Any]:
-        return {"name": cls.name, "nature": cls.nature, "access": cls.access,
-                "parameters": cls.Params().to_dict()}
+        return {
+            "name": cls.name,
+            "nature": cls.nature,
+            "access": cls.access,
+            "parameters": cls.Params().to_dict(),
+        }
 
     # -- preparation ------------------------------------------------------------------------------
     def requirements(self, bench, target: str) -> list[str]:
@@ -110,19 +121,36 @@ class Technique(ABC):
                     f"technique {self.name!r} needs {split} questions about {target!r} "
                     f"({concept.name}) and the benchmark has none; import a release with its "
                     "training questions (python -m workbench.taxonomy import-select) or write them "
-                    "with a question generator (workbench.taxonomy.build_question_bank)")
+                    "with a question generator (workbench.taxonomy.build_question_bank)"
+                )
 
     def data(self, bench, target: str, seed: int = 0) -> TargetData:
         """The training material (overridable for techniques that need other proportions)."""
         return target_data(bench, target, seed=seed)
 
     def meta(self, lm, data: TargetData, seed: int) -> dict[str, Any]:
-        return {"technique": self.name, "version": ARTIFACT_VERSION, "model_id": lm.model_id,
-                "revision": lm.revision, "target": data.target, "params": self.params.to_dict(),
-                "data": data.fingerprint(), "seed": seed}
+        return {
+            "technique": self.name,
+            "version": ARTIFACT_VERSION,
+            "model_id": lm.model_id,
+            "revision": lm.revision,
+            "target": data.target,
+            "params": self.params.to_dict(),
+            "data": data.fingerprint(),
+            "seed": seed,
+        }
 
-    def prepare(self, lm, bench, target: str, *, seed: int = 0, store: ArtifactStore | None = None,
-                artifact: str | Path | None = None, progress: bool = False) -> Abstainer:
+    def prepare(
+        self,
+        lm,
+        bench,
+        target: str,
+        *,
+        seed: int = 0,
+        store: ArtifactStore | None = None,
+        artifact: str | Path | None = None,
+        progress: bool = False,
+    ) -> Abstainer:
         """Build (or reload) what the technique needs and return the abstainer.
 
         Args:
@@ -150,8 +178,9 @@ class Technique(ABC):
         return self.load(lm, bench, data, self.store.path_for(meta))
 
     @abstractmethod
-    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed: int,
-              progress: bool) -> Abstainer | None:
+    def build(
+        self, lm, bench, data: TargetData, directory: Path | None, *, seed: int, progress: bool
+    ) -> Abstainer | None:
         """Compute the artifact into ``directory`` (or, without artifacts, return the abstainer)."""
 
     def load(self, lm, bench, data: TargetData, directory: Path) -> Abstainer:

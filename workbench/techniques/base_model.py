@@ -29,10 +29,13 @@ class BaseAbstainer(Abstainer):
         self.lm, self.target, self.template = lm, target, template
 
     def generate(self, questions, config=None, progress=True, **kwargs):
-        prompts = [self.template.replace(select_prompts.QUESTION, q) if isinstance(q, str) else q
-                   for q in questions]
-        return generate(self.lm, prompts, config or GenerationConfig(), progress=progress,
-                        desc="base", **kwargs)
+        prompts = [
+            self.template.replace(select_prompts.QUESTION, q) if isinstance(q, str) else q
+            for q in questions
+        ]
+        return generate(
+            self.lm, prompts, config or GenerationConfig(), progress=progress, desc="base", **kwargs
+        )
 
 
 @register

@@ -34,8 +34,12 @@ class LabelledQuestion:
 
 
 def _pool(bench: Benchmark, ids: list[str], split: str, relation: str) -> list[LabelledQuestion]:
-    return [LabelledQuestion(q, c, relation) for c in ids if c in bench.questions
-            for q in bench.questions[c].split(split)]
+    return [
+        LabelledQuestion(q, c, relation)
+        for c in ids
+        if c in bench.questions
+        for q in bench.questions[c].split(split)
+    ]
 
 
 def _spread(pool: list[LabelledQuestion], n: int, rng: random.Random) -> list[LabelledQuestion]:
@@ -76,10 +80,15 @@ class TargetData:
     def fingerprint(self) -> str:
         """A hash of every question and label (and shipped examples and answers), for artifact
         provenance."""
-        payload = [(q.question, q.concept_id, q.relation) for group in
-                   (self.related, self.unrelated, self.val_related, self.val_unrelated) for q in group]
-        extra = [[e.to_dict() for e in self.examples],
-                 [self.answers[k].to_dict() for k in sorted(self.answers)]]
+        payload = [
+            (q.question, q.concept_id, q.relation)
+            for group in (self.related, self.unrelated, self.val_related, self.val_unrelated)
+            for q in group
+        ]
+        extra = [
+            [e.to_dict() for e in self.examples],
+            [self.answers[k].to_dict() for k in sorted(self.answers)],
+        ]
         if not self.examples and not self.answers:
             extra = []  # keeps the fingerprints of benchmarks without them unchanged
         if self.select:
@@ -87,8 +96,17 @@ class TargetData:
         return hashlib.sha256(json.dumps([self.target, payload] + extra).encode()).hexdigest()[:16]
 
 
-def target_data(bench: Benchmark, target: str, *, n_target: int = 15, n_descendant: int = 5,
-                n_far: int = 15, n_near: int = 5, n_val: int = 10, seed: int = 0) -> TargetData:
+def target_data(
+    bench: Benchmark,
+    target: str,
+    *,
+    n_target: int = 15,
+    n_descendant: int = 5,
+    n_far: int = 15,
+    n_near: int = 5,
+    n_val: int = 10,
+    seed: int = 0,
+) -> TargetData:
     """Train and validation questions for ``target`` (atomic or composition).
 
     Related: ``n_target`` target questions + ``n_descendant`` descendant questions (target
@@ -112,8 +130,10 @@ def target_data(bench: Benchmark, target: str, *, n_target: int = 15, n_descenda
         return t + d
 
     def unrelated(split: str, n_f: int, n_n: int) -> list[LabelledQuestion]:
-        pool = [LabelledQuestion(q.question, q.concept_id, near_rel[q.concept_id])
-                for q in _pool(bench, near, split, "near")]
+        pool = [
+            LabelledQuestion(q.question, q.concept_id, near_rel[q.concept_id])
+            for q in _pool(bench, near, split, "near")
+        ]
         nq = _spread(pool, n_n, rng)
         far_ids = rng.sample(far, min(len(far), n_f + n_n - len(nq)))
         fq = _spread(_pool(bench, far_ids, split, "unrelated"), n_f + n_n - len(nq), rng)
@@ -167,8 +187,12 @@ def training_questions(bench: Benchmark, concept_id: str) -> list[str]:
     if manifest.get("builder") != SELECT_IMPORTER:
         return stored
     par = manifest.get("parameters") or {}
-    train, val = split_training(concept_id, list(range(len(stored))),
-                                par.get("validation_fraction", 0.25), par.get("split_seed", 0))
+    train, val = split_training(
+        concept_id,
+        list(range(len(stored))),
+        par.get("validation_fraction", 0.25),
+        par.get("split_seed", 0),
+    )
     if len(train) != len(qs.train):  # not the importer's split: keep the stored order
         return stored
     original = [""] * len(stored)
@@ -193,8 +217,10 @@ def select_groups(bench: Benchmark, target: str) -> tuple[list[str], dict[str, s
     near = bench.near_concepts(target)
     order = [x for x in bench.questions.sets if x in tax]
     if c.kind == "composition":
-        ids = sorted((x for x, rel in near.items() if rel != "other_relation"),
-                     key=lambda x: "#".join(tax[x].constituents))
+        ids = sorted(
+            (x for x, rel in near.items() if rel != "other_relation"),
+            key=lambda x: "#".join(tax[x].constituents),
+        )
         far = [x for x in order if tax[x].relation != c.relation]
     else:
         ids = list(dict.fromkeys(tax.siblings(target) + tax.ancestors(target)[::-1]))
@@ -215,13 +241,23 @@ def _sample_queries(rng: random.Random, pool: list, k: int) -> list:
 def _select_sides(bench: Benchmark, target: str):
     desc, hard, far = select_groups(bench, target)
     dset = set(desc)
-    return (desc, _select_pool(bench, desc, lambda c: "descendant"),
-            _select_pool(bench, hard, lambda c: hard[c]),
-            _select_pool(bench, far, lambda c: "descendant" if c in dset else "unrelated"))
+    return (
+        desc,
+        _select_pool(bench, desc, lambda c: "descendant"),
+        _select_pool(bench, hard, lambda c: hard[c]),
+        _select_pool(bench, far, lambda c: "descendant" if c in dset else "unrelated"),
+    )
 
 
-def select_tuning_data(bench: Benchmark, target: str, seed: int, templates: tuple[str, ...],
-                       description: str, *, dpo: bool = False) -> TargetData:
+def select_tuning_data(
+    bench: Benchmark,
+    target: str,
+    seed: int,
+    templates: tuple[str, ...],
+    description: str,
+    *,
+    dpo: bool = False,
+) -> TargetData:
     """SELECT's fine-tuning mixture for ``target`` (tuning/base.py collect_concept_data).
 
     Positives: every training question of the target (train + validation), then
@@ -243,16 +279,29 @@ def select_tuning_data(bench: Benchmark, target: str, seed: int, templates: tupl
     neg = _sample_queries(rng, hard_pool, len(pos))
     neg += _sample_queries(rng, far_pool, len(pos) * repeats - len(neg))
     pos_t = [[t.format(description) for t in rng.sample(list(templates), repeats)] for _ in pos]
-    neg_t = [[t.format(description) for t in rng.sample(list(templates), repeats + 1)]
-             for _ in neg] if dpo else []
+    neg_t = (
+        [[t.format(description) for t in rng.sample(list(templates), repeats + 1)] for _ in neg]
+        if dpo
+        else []
+    )
     n = len(pos) * repeats + (len(neg) * (repeats + 1) if dpo else len(neg))
-    select = {"mixture": "dpo" if dpo else "sft", "templates": pos_t,
-              "order": np.random.default_rng(seed).permutation(n).tolist()}
+    select = {
+        "mixture": "dpo" if dpo else "sft",
+        "templates": pos_t,
+        "order": np.random.default_rng(seed).permutation(n).tolist(),
+    }
     if dpo:
         select["negative_templates"] = neg_t
     asked = {q.question for q in (pos + neg if dpo else neg)}
-    return TargetData(target=target, related=pos, unrelated=neg, val_related=[], val_unrelated=[],
-                      answers={q: a for q, a in bench.answers.items() if q in asked}, select=select)
+    return TargetData(
+        target=target,
+        related=pos,
+        unrelated=neg,
+        val_related=[],
+        val_unrelated=[],
+        answers={q: a for q, a in bench.answers.items() if q in asked},
+        select=select,
+    )
 
 
 def select_answer_gaps(bench: Benchmark, target: str, dpo: bool = False) -> tuple[int, int, str]:
@@ -267,7 +316,9 @@ def select_answer_gaps(bench: Benchmark, target: str, dpo: bool = False) -> tupl
     return len(missing), len(qs), (missing[0] if missing else "")
 
 
-def select_contrast_data(bench: Benchmark, target: str, seed: int, n_vectors: int = 3) -> TargetData:
+def select_contrast_data(
+    bench: Benchmark, target: str, seed: int, n_vectors: int = 3
+) -> TargetData:
     """SELECT's steering contrast set (steering/repe.py make_concept_dataset, get_concept_vector).
 
     One draw: 10 descendant questions (num_minor + num_dev) topped up with the target's to 25,
@@ -304,5 +355,11 @@ def select_contrast_data(bench: Benchmark, target: str, seed: int, n_vectors: in
         state = [s != (rng.random() >= 0.5) for s in state]
         flips.append("".join("1" if s else "0" for s in state))
     _, val_pos, _, val_neg = draw(True)
-    return TargetData(target=target, related=pos, unrelated=neg, val_related=val_pos,
-                      val_unrelated=val_neg, select={"mixture": "steering", "flips": flips})
+    return TargetData(
+        target=target,
+        related=pos,
+        unrelated=neg,
+        val_related=val_pos,
+        val_unrelated=val_neg,
+        select={"mixture": "steering", "flips": flips},
+    )

@@ -30,8 +30,8 @@ import torch
 
 from workbench.errors import ConfigError
 from workbench.finetuning import FinetuneParams, train_dpo, train_sft
-from workbench.finetuning.stack import stack_adapters
 from workbench.finetuning.lora import omit_added_defaults
+from workbench.finetuning.stack import stack_adapters
 from workbench.generation import GenerationConfig, generate
 from workbench.select import prompts as select_prompts
 from workbench.steering.behavior import ABSTENTIONS
@@ -71,19 +71,26 @@ class SFTParams(Params, FinetuneParams):
 
     def __post_init__(self) -> None:
         FinetuneParams.__post_init__(self)
-        choices = {"comply_answers": ("own", "reference"), "mixture": ("workbench", "select"),
-                   "prompt_template": ("", "select"), "dpo_init": ("merged", "continue")}
+        choices = {
+            "comply_answers": ("own", "reference"),
+            "mixture": ("workbench", "select"),
+            "prompt_template": ("", "select"),
+            "dpo_init": ("merged", "continue"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(map(repr, allowed))}, "
-                                  f"got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"{name} must be one of {', '.join(map(repr, allowed))}, "
+                    f"got {getattr(self, name)!r}"
+                )
 
     def finetune(self) -> FinetuneParams:
         return FinetuneParams(**{f.name: getattr(self, f.name) for f in fields(FinetuneParams)})
 
     def to_dict(self) -> dict:
-        return omit_added_defaults(omit_added_defaults({f.name: getattr(self, f.name) for f in fields(self)}),
-                                   _ADDED)
+        return omit_added_defaults(
+            omit_added_defaults({f.name: getattr(self, f.name) for f in fields(self)}), _ADDED
+        )
 
 
 #: SFTParams fields added after artifacts were first saved, with their defaults.
@@ -118,11 +125,19 @@ class FineTunedAbstainer(Abstainer):
     ``template`` (with ``{question}``) wraps each question and ``system`` is the system prompt
     when the config sets none (SELECT's plain prompt)."""
 
-    def __init__(self, lm, technique: str, target: str, model, template: str | None = None,
-                 system: str | None = None):
+    def __init__(
+        self,
+        lm,
+        technique: str,
+        target: str,
+        model,
+        template: str | None = None,
+        system: str | None = None,
+    ):
         self.technique, self.target = technique, target
-        self.adapted = (_ServedAdapter(lm, model) if isinstance(model, Path)
-                        else _AdaptedModel(lm, model))
+        self.adapted = (
+            _ServedAdapter(lm, model) if isinstance(model, Path) else _AdaptedModel(lm, model)
+        )
         self.template, self.system = template, system
 
     def generate(self, questions, config=None, progress=True, **kwargs):
@@ -132,8 +147,9 @@ class FineTunedAbstainer(Abstainer):
         if self.system is not None and config.system_prompt is None:
             config = replace(config, system_prompt=self.system)
         prompts = [_wrap(self.template, q) for q in questions]
-        return generate(self.adapted, prompts, config, progress=progress, desc=self.technique,
-                        **kwargs)
+        return generate(
+            self.adapted, prompts, config, progress=progress, desc=self.technique, **kwargs
+        )
 
     def close(self) -> None:
         self.adapted = None
@@ -150,12 +166,19 @@ def _protocol(technique: Technique, bench):
     if p.mixture != "select" and not p.prompt_template:
         return None
     what = f"{technique.name} with " + " and ".join(
-        x for x in (("mixture='select'" if p.mixture == "select" else ""),
-                    ("prompt_template='select'" if p.prompt_template else "")) if x)
+        x
+        for x in (
+            ("mixture='select'" if p.mixture == "select" else ""),
+            ("prompt_template='select'" if p.prompt_template else ""),
+        )
+        if x
+    )
     protocol = select_prompts.require_protocol(bench, what)
     if p.mixture == "select" and len(protocol.refusal_templates) < 3:  # DPO draws 3 per question
-        raise ConfigError(f"{what}: SELECT's refusal templates number "
-                          f"{len(protocol.refusal_templates)}, fewer than SELECT draws")
+        raise ConfigError(
+            f"{what}: SELECT's refusal templates number "
+            f"{len(protocol.refusal_templates)}, fewer than SELECT draws"
+        )
     if p.prompt_template and "no_instruction" not in protocol.prompts:
         raise ConfigError(f"{what}: SELECT's prompts lack the no_instruction template")
     return protocol
@@ -169,10 +192,18 @@ def _template(technique: Technique, bench) -> str | None:
 def _select_data(technique: Technique, bench, target: str, seed: int, dpo: bool) -> TargetData:
     """SELECT's mixture, with the protocol text it used recorded for the artifact's hash."""
     protocol = _protocol(technique, bench)
-    data = select_tuning_data(bench, target, seed, protocol.refusal_templates,
-                              select_prompts.concept_description(bench, target), dpo=dpo)
+    data = select_tuning_data(
+        bench,
+        target,
+        seed,
+        protocol.refusal_templates,
+        select_prompts.concept_description(bench, target),
+        dpo=dpo,
+    )
     if technique.params.prompt_template:
-        data = replace(data, select={**data.select, "prompt": select_prompts.plain_prompt(protocol)})
+        data = replace(
+            data, select={**data.select, "prompt": select_prompts.plain_prompt(protocol)}
+        )
     return data
 
 
@@ -187,13 +218,16 @@ def _check_select(technique: Technique, bench, target: str, dpo: bool) -> None:
             f"technique {technique.name!r} with mixture='select' pairs questions with the "
             f"benchmark's reference answers (SELECT's data.train.json 'responses'), but {missing} "
             f"of the {total} training questions it may sample for {target!r} have none "
-            f"(e.g. {example!r}); import a release with them, or use mixture='workbench'")
+            f"(e.g. {example!r}); import a release with them, or use mixture='workbench'"
+        )
 
 
 def _answer(data: TargetData, question: str) -> str:
     if question not in data.answers:
-        raise ConfigError(f"no reference answer for the training question {question!r} "
-                          "(mixture='select' needs one for every negative)")
+        raise ConfigError(
+            f"no reference answer for the training question {question!r} "
+            "(mixture='select' needs one for every negative)"
+        )
     return data.answers[question].comply
 
 
@@ -206,18 +240,22 @@ class ReferenceFallbackWarning(UserWarning):
     """``comply_answers="reference"``, but some questions have no reference answer."""
 
 
-def comply_answers(lm, data: TargetData, questions: list[str], params: SFTParams,
-                   technique: str = "fine-tuning") -> list[str]:
+def comply_answers(
+    lm, data: TargetData, questions: list[str], params: SFTParams, technique: str = "fine-tuning"
+) -> list[str]:
     """Compliant answers to ``questions``: the benchmark's reference answers (``reference``,
     where it has them; a :class:`ReferenceFallbackWarning` counts the others) or the model's
     own."""
     ref = data.answers if params.comply_answers == "reference" else {}
     missing = [q for q in questions if q not in ref]
     if params.comply_answers == "reference" and missing:
-        warnings.warn(f"{technique} for {data.target!r}: {len(missing)} of {len(questions)} "
-                      "questions have no reference answer in the benchmark and are paired with the "
-                      "model's own answers instead (comply_answers='reference')",
-                      ReferenceFallbackWarning, stacklevel=2)
+        warnings.warn(
+            f"{technique} for {data.target!r}: {len(missing)} of {len(questions)} "
+            "questions have no reference answer in the benchmark and are paired with the "
+            "model's own answers instead (comply_answers='reference')",
+            ReferenceFallbackWarning,
+            stacklevel=2,
+        )
     own = dict(zip(missing, _own_answers(lm, missing, params.answer_tokens))) if missing else {}
     return [ref[q].comply if q in ref else own[q] for q in questions]
 
@@ -228,7 +266,8 @@ def _check_reference(technique: Technique, bench) -> None:
         raise ConfigError(
             f"technique {technique.name!r} has comply_answers='reference', but the benchmark has "
             "no reference answers (SELECT's data.train.json 'responses'); import a release that "
-            "has them, or set comply_answers='own'")
+            "has them, or set comply_answers='own'"
+        )
 
 
 def _apply_adapter(model, directory: Path):
@@ -251,7 +290,10 @@ def _trainable(lm):
 
 def _train_copy(lm):
     model = _fresh_copy(_trainable(lm))
-    if next(model.parameters()).device.type == "cpu" and next(model.parameters()).dtype != torch.float32:
+    if (
+        next(model.parameters()).device.type == "cpu"
+        and next(model.parameters()).dtype != torch.float32
+    ):
         model = model.float()
     return model
 
@@ -287,11 +329,14 @@ class SFT(Technique):
         positive with each of its refusal templates, then each negative with its reference
         answer, in the shuffled order."""
         if self.params.mixture == "select":
-            entries = [(q.question, t) for q, ts in zip(data.related, data.select["templates"])
-                       for t in ts]
+            entries = [
+                (q.question, t) for q, ts in zip(data.related, data.select["templates"]) for t in ts
+            ]
             entries += [(q.question, _answer(data, q.question)) for q in data.unrelated]
             return [entries[i] for i in data.select["order"]]
-        related = [(q.question, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, q in enumerate(data.related)]
+        related = [
+            (q.question, ABSTENTIONS[i % len(ABSTENTIONS)]) for i, q in enumerate(data.related)
+        ]
         keep_q = [q.question for q in data.unrelated]
         keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params, self.name)))
         return related + keep
@@ -299,8 +344,14 @@ class SFT(Technique):
     def build(self, lm, bench, data, directory: Path, *, seed, progress):
         pairs = self.pairs(lm, data)
         template = _template(self, bench)
-        model = train_sft(_train_copy(lm), _trainable(lm).tokenizer, [(_wrap(template, q), a) for q, a in pairs],
-                          self.params.finetune(), seed=seed, progress=progress)
+        model = train_sft(
+            _train_copy(lm),
+            _trainable(lm).tokenizer,
+            [(_wrap(template, q), a) for q, a in pairs],
+            self.params.finetune(),
+            seed=seed,
+            progress=progress,
+        )
         model.save_pretrained(str(directory / "adapter"))
         (directory / "pairs.json").write_text(json.dumps(pairs, indent=1))
         del model
@@ -351,17 +402,25 @@ class SFTDPO(Technique):
         with 3 (the reverse), in the shuffled order; else from the SFT pairs."""
         if self.params.mixture == "select":
             sel = data.select
-            rows = [(q.question, t, _answer(data, q.question))
-                    for q, ts in zip(data.related, sel["templates"]) for t in ts]
-            rows += [(q.question, _answer(data, q.question), t)
-                     for q, ts in zip(data.unrelated, sel["negative_templates"]) for t in ts]
+            rows = [
+                (q.question, t, _answer(data, q.question))
+                for q, ts in zip(data.related, sel["templates"])
+                for t in ts
+            ]
+            rows += [
+                (q.question, _answer(data, q.question), t)
+                for q, ts in zip(data.unrelated, sel["negative_templates"])
+                for t in ts
+            ]
             return [rows[i] for i in sel["order"]]
         n_related = len(data.related)
         related_q = [q for q, _ in sft_pairs[:n_related]]
         comply = comply_answers(lm, data, related_q, self.params, self.name)
         triples = [(q, a, c) for (q, a), c in zip(sft_pairs[:n_related], comply)]
-        triples += [(q, a, ABSTENTIONS[i % len(ABSTENTIONS)])
-                    for i, (q, a) in enumerate(sft_pairs[n_related:])]
+        triples += [
+            (q, a, ABSTENTIONS[i % len(ABSTENTIONS)])
+            for i, (q, a) in enumerate(sft_pairs[n_related:])
+        ]
         return triples
 
     def build(self, lm, bench, data, directory: Path, *, seed, progress):
@@ -371,15 +430,24 @@ class SFTDPO(Technique):
         if self.params.dpo_init == "continue":
             from peft import PeftModel
 
-            base = PeftModel.from_pretrained(_train_copy(lm), str(sft_dir / "adapter"), is_trainable=True)
+            base = PeftModel.from_pretrained(
+                _train_copy(lm), str(sft_dir / "adapter"), is_trainable=True
+            )
         else:
             base = _apply_adapter(_train_copy(lm), sft_dir / "adapter")
-        model = train_dpo(base, _trainable(lm).tokenizer, [(_wrap(template, q), c, r) for q, c, r in triples],
-                          self.params.finetune(), seed=seed, progress=progress)
+        model = train_dpo(
+            base,
+            _trainable(lm).tokenizer,
+            [(_wrap(template, q), c, r) for q, c, r in triples],
+            self.params.finetune(),
+            seed=seed,
+            progress=progress,
+        )
         model.save_pretrained(str(directory / "adapter"), selected_adapters=["default"])
         (directory / "triples.json").write_text(json.dumps(triples, indent=1))
-        (directory / "sft.json").write_text(json.dumps({"sft_artifact": sft_dir.name,
-                                                        "dpo_init": self.params.dpo_init}))
+        (directory / "sft.json").write_text(
+            json.dumps({"sft_artifact": sft_dir.name, "dpo_init": self.params.dpo_init})
+        )
         del model, base
         gc.collect()
 
@@ -390,14 +458,16 @@ class SFTDPO(Technique):
         if _serves_adapters(lm):  # one adapter over the base weights: SFT's and DPO's stacked
             if continued:  # the DPO adapter is the continued SFT one
                 return _abstainer(self, lm, bench, data, directory / "adapter")
-            served = stack_adapters([sft_dir / "adapter", directory / "adapter"],
-                                    directory / "served_adapter")
+            served = stack_adapters(
+                [sft_dir / "adapter", directory / "adapter"], directory / "served_adapter"
+            )
             return _abstainer(self, lm, bench, data, served)
         if continued:
             model = _apply_adapter(_fresh_copy(lm), directory / "adapter")
         else:
-            model = _apply_adapter(_apply_adapter(_fresh_copy(lm), sft_dir / "adapter"),
-                                   directory / "adapter")
+            model = _apply_adapter(
+                _apply_adapter(_fresh_copy(lm), sft_dir / "adapter"), directory / "adapter"
+            )
         return _abstainer(self, lm, bench, data, model.eval())
 
 

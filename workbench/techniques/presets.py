@@ -25,12 +25,29 @@ from workbench.select.sampling import SELECT_RUN_SEED, run_seeds
 #: SELECT's LoRA fine-tuning (tuning/aft.py, apo.py). ``sft_dpo`` trains its SFT stage with its
 #: own parameters, so both techniques carry all of them (one SFT adapter serves both).
 _SELECT_TUNING: dict[str, Any] = {
-    "mixture": "select", "prompt_template": "select", "rank": 32, "alpha": 32, "dropout": 0.0,
-    "learning_rate": 5e-5, "epochs": 10, "batch_size": 16, "grad_accumulation": 2,
-    "scheduler": "cosine", "warmup_steps": 0, "weight_decay": 0.01,
-    "optimizer": "paged_adamw_32bit", "bf16": True, "gradient_checkpointing": True,
-    "loss": "full", "max_length": 1024, "dpo_beta": 0.1, "dpo_learning_rate": 5e-6,
-    "dpo_epochs": 5, "dpo_batch_size": 8, "dpo_max_length": 8192, "dpo_init": "continue",
+    "mixture": "select",
+    "prompt_template": "select",
+    "rank": 32,
+    "alpha": 32,
+    "dropout": 0.0,
+    "learning_rate": 5e-5,
+    "epochs": 10,
+    "batch_size": 16,
+    "grad_accumulation": 2,
+    "scheduler": "cosine",
+    "warmup_steps": 0,
+    "weight_decay": 0.01,
+    "optimizer": "paged_adamw_32bit",
+    "bf16": True,
+    "gradient_checkpointing": True,
+    "loss": "full",
+    "max_length": 1024,
+    "dpo_beta": 0.1,
+    "dpo_learning_rate": 5e-6,
+    "dpo_epochs": 5,
+    "dpo_batch_size": 8,
+    "dpo_max_length": 8192,
+    "dpo_init": "continue",
 }
 
 #: Technique parameter overrides per preset.
@@ -40,10 +57,21 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "base": {"protocol": "select"},
         "zero_shot": {"protocol": "select"},
         "few_shot_cot": {"style": "select", "examples": "benchmark", "min_new_tokens": 1024},
-        "steering": {"mixture": "select", "method": "repe_pca", "n_vectors": 3, "centered": False,
-                     "reading_template": True, "read_final_norm": True, "pooling": "last",
-                     "rank_by": "min_gap", "threshold_rule": "select", "n_layers": 3,
-                     "aggregate": "all", "decision": "separate", "prompt_template": "select"},
+        "steering": {
+            "mixture": "select",
+            "method": "repe_pca",
+            "n_vectors": 3,
+            "centered": False,
+            "reading_template": True,
+            "read_final_norm": True,
+            "pooling": "last",
+            "rank_by": "min_gap",
+            "threshold_rule": "select",
+            "n_layers": 3,
+            "aggregate": "all",
+            "decision": "separate",
+            "prompt_template": "select",
+        },
         "sft": dict(_SELECT_TUNING),
         "sft_dpo": dict(_SELECT_TUNING),
     },
@@ -51,11 +79,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 
 #: The workbench's own experiment settings (what an unset field means without a preset).
 WORKBENCH_SETTINGS: dict[str, Any] = {
-    "seeds": (0,), "technique_seeds": {}, "n_target": 20, "n_descendant": 20,
-    "n_specificity": 20, "n_unrelated": 10, "max_new_tokens": 40, "temperature": 0.7,
-    "top_p": 1.0, "do_sample": False, "early_stop": True, "system_prompt": "",
-    "eval_sampling": "workbench", "eval_seed": SELECT_RUN_SEED,
-    "detector": "refused_phrase", "aggregate": "bootstrap",
+    "seeds": (0,),
+    "technique_seeds": {},
+    "n_target": 20,
+    "n_descendant": 20,
+    "n_specificity": 20,
+    "n_unrelated": 10,
+    "max_new_tokens": 40,
+    "temperature": 0.7,
+    "top_p": 1.0,
+    "do_sample": False,
+    "early_stop": True,
+    "system_prompt": "",
+    "eval_sampling": "workbench",
+    "eval_seed": SELECT_RUN_SEED,
+    "detector": "refused_phrase",
+    "aggregate": "bootstrap",
 }
 
 _SELECT_SEEDS = run_seeds()
@@ -67,36 +106,53 @@ SETTINGS: dict[str, dict[str, Any]] = {
         # generate.py: five replications, seeds derived from --seed (20240828 for the release)
         "seeds": _SELECT_SEEDS,
         # the release holds one replication of steering and fine-tuning (the first seed)
-        "technique_seeds": {"steering": _SELECT_SEEDS[:1], "sft": _SELECT_SEEDS[:1],
-                            "sft_dpo": _SELECT_SEEDS[:1]},
+        "technique_seeds": {
+            "steering": _SELECT_SEEDS[:1],
+            "sft": _SELECT_SEEDS[:1],
+            "sft_dpo": _SELECT_SEEDS[:1],
+        },
         # task.py prepare_instances: all target questions; num_queries sampled from the pooled
         # descendant / specificity questions (30 for atoms, 20 for compositions); no far set
-        "eval_sampling": "select", "eval_seed": SELECT_RUN_SEED,
-        "n_target": 30, "n_descendant": 30, "n_specificity": 30, "n_unrelated": 0,
+        "eval_sampling": "select",
+        "eval_seed": SELECT_RUN_SEED,
+        "n_target": 30,
+        "n_descendant": 30,
+        "n_specificity": 30,
+        "n_unrelated": 0,
         # generate.py DEFAULT_CONFIG: sampled, temperature 0.6, top-p 0.9, 512 new tokens
-        "do_sample": True, "temperature": 0.6, "top_p": 0.9, "max_new_tokens": 512,
+        "do_sample": True,
+        "temperature": 0.6,
+        "top_p": 0.9,
+        "max_new_tokens": 512,
         # SELECT decodes to the end: no early stop on a refusal
         "early_stop": False,
         # inference/huggingface.py make_prompt: a default system turn for every chat prompt
         "system_prompt": "select",
         # evaluate.py: --method heuristic; mean over seeds, then concepts, t-interval
-        "detector": "refused_select_heuristic", "aggregate": "select",
+        "detector": "refused_select_heuristic",
+        "aggregate": "select",
     },
 }
 
 
 #: The question counts and budget notebooks 01/02 use under the workbench preset (the demo's:
 #: smaller than the workbench's experiment defaults, to run in minutes on a laptop).
-NOTEBOOK_SIZES: dict[str, Any] = {"n_target": 20, "n_descendant": 10, "n_specificity": 10,
-                                  "max_new_tokens": 32}
+NOTEBOOK_SIZES: dict[str, Any] = {
+    "n_target": 20,
+    "n_descendant": 10,
+    "n_specificity": 10,
+    "max_new_tokens": 32,
+}
 
 
 def notebook_settings(preset: str, **values: Any) -> dict[str, Any]:
     """A notebook's experiment settings: what the user set; for what they left ``None``, the
     demo's sizes under the workbench preset, the preset's own values under any other."""
     preset_settings(preset)  # an unknown preset fails here
-    return {k: (NOTEBOOK_SIZES.get(k) if v is None and preset == "workbench" else v)
-            for k, v in values.items()}
+    return {
+        k: (NOTEBOOK_SIZES.get(k) if v is None and preset == "workbench" else v)
+        for k, v in values.items()
+    }
 
 
 def preset_params(preset: str, technique: str) -> dict[str, Any]:

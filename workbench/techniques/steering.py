@@ -131,14 +131,21 @@ class SteeringParams(Params):
     read_final_norm: bool = False
 
     def __post_init__(self) -> None:
-        choices = {"aggregate": ("all", "any", "majority"), "method": ("pc1", "mean_diff", "repe_pca"),
-                   "threshold_rule": ("youden", "min_related", "select"),
-                   "rank_by": ("auroc", "gap", "min_gap"), "decision": ("separate", "in_pass"),
-                   "pooling": ("last", "mean"), "mixture": ("workbench", "select"),
-                   "prompt_template": ("", "select")}
+        choices = {
+            "aggregate": ("all", "any", "majority"),
+            "method": ("pc1", "mean_diff", "repe_pca"),
+            "threshold_rule": ("youden", "min_related", "select"),
+            "rank_by": ("auroc", "gap", "min_gap"),
+            "decision": ("separate", "in_pass"),
+            "pooling": ("last", "mean"),
+            "mixture": ("workbench", "select"),
+            "prompt_template": ("", "select"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
         if self.n_layers < 1:
             raise ConfigError(f"n_layers must be >= 1, got {self.n_layers}")
         if self.n_validation < 2:
@@ -146,8 +153,10 @@ class SteeringParams(Params):
         if self.n_vectors < 1:
             raise ConfigError(f"n_vectors must be >= 1, got {self.n_vectors}")
         if self.decision == "in_pass" and self.separate_read:
-            raise ConfigError("reading_template, prompt_template and read_final_norm need "
-                              "decision='separate' (the decision reads its own prompt)")
+            raise ConfigError(
+                "reading_template, prompt_template and read_final_norm need "
+                "decision='separate' (the decision reads its own prompt)"
+            )
 
     @property
     def separate_read(self) -> bool:
@@ -160,16 +169,28 @@ class SteeringParams(Params):
 
 
 #: Fields added after artifacts were first saved, with their defaults (omitted from hashes there).
-_ADDED = {"mixture": "workbench", "n_vectors": 3, "centered": True, "reading_template": False,
-          "prompt_template": "", "read_final_norm": False}
+_ADDED = {
+    "mixture": "workbench",
+    "n_vectors": 3,
+    "centered": True,
+    "reading_template": False,
+    "prompt_template": "",
+    "read_final_norm": False,
+}
 
 
 #: The gate as it was before measuring it (in-pass decision below the behaviour layers, layers
 #: ranked by mean gap, majority vote, PC1, thresholds from the lowest related similarity, 5 + 5
 #: validation questions): kept to compare against.
-LEGACY_GATE = {"aggregate": "majority", "method": "pc1", "threshold_rule": "min_related",
-               "rank_by": "gap", "decision": "in_pass", "condition_before_behavior": True,
-               "n_validation": 10}
+LEGACY_GATE = {
+    "aggregate": "majority",
+    "method": "pc1",
+    "threshold_rule": "min_related",
+    "rank_by": "gap",
+    "decision": "in_pass",
+    "condition_before_behavior": True,
+    "n_validation": 10,
+}
 
 
 def default_behavior_layers(num_layers: int) -> list[int]:
@@ -181,9 +202,16 @@ class SteeringAbstainer(Abstainer):
 
     technique = "steering"
 
-    def __init__(self, lm, target: str, steerer: ConditionalSteerer, table: list[LayerStats],
-                 validation: dict[str, torch.Tensor], all_vectors: ConceptVectors,
-                 separate: bool = True):
+    def __init__(
+        self,
+        lm,
+        target: str,
+        steerer: ConditionalSteerer,
+        table: list[LayerStats],
+        validation: dict[str, torch.Tensor],
+        all_vectors: ConceptVectors,
+        separate: bool = True,
+    ):
         self.lm, self.target, self.steerer = lm, target, steerer
         self.table, self.validation, self.all_vectors = table, validation, all_vectors
         self.separate = separate
@@ -192,9 +220,15 @@ class SteeringAbstainer(Abstainer):
 
     def generate(self, questions, config=None, progress=True, **kwargs):
         config = config or GenerationConfig()
-        out = self.steerer.generate(self.lm, list(questions), config,
-                                    mode="separate" if self.separate else "in_pass",
-                                    progress=progress, desc=self.technique, **kwargs)
+        out = self.steerer.generate(
+            self.lm,
+            list(questions),
+            config,
+            mode="separate" if self.separate else "in_pass",
+            progress=progress,
+            desc=self.technique,
+            **kwargs,
+        )
         self.gate_decisions = self.steerer.last_decisions
         return out
 
@@ -208,8 +242,15 @@ class SelectSteeringAbstainer(SteeringAbstainer):
     question -> prompt) and the final norm; the generation prompt may be SELECT's plain template
     (``wrap``, with ``{question}``) and system prompt."""
 
-    def __init__(self, *args, reading=None, wrap: str | None = None,
-                 system: str | None = None, final_norm: bool = False, **kwargs):
+    def __init__(
+        self,
+        *args,
+        reading=None,
+        wrap: str | None = None,
+        system: str | None = None,
+        final_norm: bool = False,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.reading, self.wrap, self.system, self.final_norm = reading, wrap, system, final_norm
 
@@ -225,8 +266,9 @@ class SelectSteeringAbstainer(SteeringAbstainer):
             prompts, system = [self.reading(q) for q in questions], None
         else:
             prompts = self.prompts(questions)
-        acts = collect_activations(self.lm, prompts, cond.layers, system=system,
-                                   final_norm=self.final_norm)
+        acts = collect_activations(
+            self.lm, prompts, cond.layers, system=system, final_norm=self.final_norm
+        )
         return cond.decide(acts)
 
     def generate(self, questions, config=None, progress=True, **kwargs):
@@ -234,8 +276,15 @@ class SelectSteeringAbstainer(SteeringAbstainer):
         if self.system is not None and config.system_prompt is None:
             config = replace(config, system_prompt=self.system)
         decisions = self.decide(questions, system=config.system_prompt)
-        out = self.steerer.generate(self.lm, self.prompts(questions), config, decisions=decisions,
-                                    progress=progress, desc=self.technique, **kwargs)
+        out = self.steerer.generate(
+            self.lm,
+            self.prompts(questions),
+            config,
+            decisions=decisions,
+            progress=progress,
+            desc=self.technique,
+            **kwargs,
+        )
         self.gate_decisions = self.steerer.last_decisions
         return out
 
@@ -249,24 +298,38 @@ def _protocol(bench, params: SteeringParams):
     if not (params.reading_template or params.prompt_template):
         return None
     protocol = select_prompts.require_protocol(
-        bench, "steering with reading_template/prompt_template='select'")
-    if params.reading_template and not all(f in protocol.reading_template
-                                           for f in ("{concept}", "{stimulus}")):
+        bench, "steering with reading_template/prompt_template='select'"
+    )
+    if params.reading_template and not all(
+        f in protocol.reading_template for f in ("{concept}", "{stimulus}")
+    ):
         raise ConfigError("SELECT's reading template lacks {concept} or {stimulus}")
     if params.prompt_template and "no_instruction" not in protocol.prompts:
         raise ConfigError("SELECT's prompts lack the no_instruction template")
     return protocol
 
 
-def refusal_vector(lm, bench, n_questions: int, seed: int = 0, store: ArtifactStore | None = None,
-                   progress: bool = False) -> torch.Tensor:
+def refusal_vector(
+    lm,
+    bench,
+    n_questions: int,
+    seed: int = 0,
+    store: ArtifactStore | None = None,
+    progress: bool = False,
+) -> torch.Tensor:
     """The model's refusal vector at every layer, fitted once per model and cached."""
-    ids = sorted(c for c in bench.atomic.concepts
-                 if c in bench.questions and bench.questions[c].train)
+    ids = sorted(
+        c for c in bench.atomic.concepts if c in bench.questions and bench.questions[c].train
+    )
     rng = _rng(seed, "refusal-vector")
     questions = [bench.questions[c].train[0] for c in rng.sample(ids, min(n_questions, len(ids)))]
-    meta = {"technique": "refusal_vector", "version": ARTIFACT_VERSION, "model_id": lm.model_id,
-            "revision": lm.revision, "questions": questions}
+    meta = {
+        "technique": "refusal_vector",
+        "version": ARTIFACT_VERSION,
+        "model_id": lm.model_id,
+        "revision": lm.revision,
+        "questions": questions,
+    }
     store = store or ArtifactStore()
     found = store.lookup(meta)
     if found is None:
@@ -321,37 +384,78 @@ class Steering(Technique):
         reading = self._reading(bench, data.target)
         if reading is not None:
             questions = [reading(q) for q in questions]
-        acts = collect_activations(lm, questions, layers, pooling=p.pooling, progress=progress,
-                                   final_norm=p.read_final_norm)
+        acts = collect_activations(
+            lm,
+            questions,
+            layers,
+            pooling=p.pooling,
+            progress=progress,
+            final_norm=p.read_final_norm,
+        )
         r, u, vr, vu = torch.split(acts, [len(g) for g in groups])
         if p.method == "repe_pca":
-            flips = (data.select or {}).get("flips") or _flips(seed, data.target, len(r) * len(u),
-                                                               p.n_vectors)
+            flips = (data.select or {}).get("flips") or _flips(
+                seed, data.target, len(r) * len(u), p.n_vectors
+            )
             vectors = fit_repe_vectors(r, u, layers, flips, centered=p.centered)
         else:
             vectors = fit_concept_vectors(r, u, layers, method=p.method)
             if not p.centered:
                 vectors.means = torch.zeros_like(vectors.means)
         sim_vr, sim_vu = vectors.similarities(vr), vectors.similarities(vu)
-        near = torch.tensor([q.relation != "unrelated" for q in data.val_unrelated], dtype=torch.bool)
-        table = layer_table(sim_vr, sim_vu, layers, adjust=p.threshold_adjust, rule=p.threshold_rule,
-                            near=near, cos_pc1_mean=direction_agreement(r, u))
-        behavior = list(p.behavior_layers) if p.behavior_layers else default_behavior_layers(lm.num_layers)
+        near = torch.tensor(
+            [q.relation != "unrelated" for q in data.val_unrelated], dtype=torch.bool
+        )
+        table = layer_table(
+            sim_vr,
+            sim_vu,
+            layers,
+            adjust=p.threshold_adjust,
+            rule=p.threshold_rule,
+            near=near,
+            cos_pc1_mean=direction_agreement(r, u),
+        )
+        behavior = (
+            list(p.behavior_layers) if p.behavior_layers else default_behavior_layers(lm.num_layers)
+        )
         restrict = p.decision == "in_pass" and p.condition_before_behavior
         cols = [i for i, row in enumerate(table) if not restrict or row.layer < min(behavior)]
         if p.rank_by == "min_gap":  # SELECT: top k by the smallest validation gap
             chosen = sorted(select_layers([table[i] for i in cols], k=p.n_layers))
         else:
-            chosen = choose_gate([table[i] for i in cols], sim_vr[:, cols], sim_vu[:, cols],
-                                 k=p.n_layers, aggregate=p.aggregate, rank_by=p.rank_by)
-        refusal = refusal_vector(lm, bench, p.refusal_questions, seed=0, store=self.store,
-                                 progress=progress)
-        torch.save({"vectors": vectors.vectors, "means": vectors.means, "sim_val_related": sim_vr,
-                    "sim_val_unrelated": sim_vu, "val_near": near, "refusal": refusal[behavior]},
-                   directory / "steering.pt")
-        (directory / "condition.json").write_text(json.dumps({
-            "layers": chosen, "thresholds": [table[l].threshold for l in chosen],
-            "behavior_layers": behavior, "table": [row.__dict__ for row in table]}, indent=1))
+            chosen = choose_gate(
+                [table[i] for i in cols],
+                sim_vr[:, cols],
+                sim_vu[:, cols],
+                k=p.n_layers,
+                aggregate=p.aggregate,
+                rank_by=p.rank_by,
+            )
+        refusal = refusal_vector(
+            lm, bench, p.refusal_questions, seed=0, store=self.store, progress=progress
+        )
+        torch.save(
+            {
+                "vectors": vectors.vectors,
+                "means": vectors.means,
+                "sim_val_related": sim_vr,
+                "sim_val_unrelated": sim_vu,
+                "val_near": near,
+                "refusal": refusal[behavior],
+            },
+            directory / "steering.pt",
+        )
+        (directory / "condition.json").write_text(
+            json.dumps(
+                {
+                    "layers": chosen,
+                    "thresholds": [table[l].threshold for l in chosen],
+                    "behavior_layers": behavior,
+                    "table": [row.__dict__ for row in table],
+                },
+                indent=1,
+            )
+        )
 
     def load(self, lm, bench, data, directory: Path) -> SteeringAbstainer:
         saved = torch.load(directory / "steering.pt")
@@ -360,20 +464,34 @@ class Steering(Technique):
         all_vectors = ConceptVectors(layers, saved["vectors"], saved["means"])
         chosen = cond["layers"]
         p = self.params
-        condition = Condition(all_vectors.select(chosen), cond["thresholds"], p.aggregate,
-                              inclusive=p.threshold_rule == "select")
+        condition = Condition(
+            all_vectors.select(chosen),
+            cond["thresholds"],
+            p.aggregate,
+            inclusive=p.threshold_rule == "select",
+        )
         plan = SteeringPlan(cond["behavior_layers"], saved["refusal"], p.strength)
         table = [LayerStats(**row) for row in cond["table"]]
         validation = {"related": saved["sim_val_related"], "unrelated": saved["sim_val_unrelated"]}
-        args = (lm, data.target, ConditionalSteerer(condition, plan, meta=cond), table, validation,
-                all_vectors)
+        args = (
+            lm,
+            data.target,
+            ConditionalSteerer(condition, plan, meta=cond),
+            table,
+            validation,
+            all_vectors,
+        )
         if not p.separate_read:
             return SteeringAbstainer(*args, separate=p.decision == "separate")
         protocol = _protocol(bench, p)
         wrap = select_prompts.plain_prompt(protocol) if p.prompt_template else None
-        return SelectSteeringAbstainer(*args, reading=self._reading(bench, data.target), wrap=wrap,
-                                       system=protocol.system_prompt if wrap else None,
-                                       final_norm=p.read_final_norm)
+        return SelectSteeringAbstainer(
+            *args,
+            reading=self._reading(bench, data.target),
+            wrap=wrap,
+            system=protocol.system_prompt if wrap else None,
+            final_norm=p.read_final_norm,
+        )
 
 
 def _flips(seed: int, target: str, n_pairs: int, n_vectors: int) -> list[str]:

@@ -50,8 +50,13 @@ class UnknownItem:
     release_load: str | None = None
 
     def to_json(self) -> dict:
-        label = self.label if self.label is not None else (
-            list(self.gold) if self.gold else ("NEC" if self.partition == "unanswerable" else 1))
+        label = (
+            self.label
+            if self.label is not None
+            else (
+                list(self.gold) if self.gold else ("NEC" if self.partition == "unanswerable" else 1)
+            )
+        )
         return {"prompt": self.prompt, "label": label, "category": self.category}
 
 
@@ -59,48 +64,95 @@ class UnknownItem:
 # Templates (ours)
 
 NEC_TEMPLATES: dict[str, list[str]] = {
-    "animals": ["What does the {X} eat?", "Where does the {X} live in the wild?",
-                "How long does {A} usually live?", "Is the {X} an endangered species?",
-                "How big does {A} get when fully grown?", "What sound does {A} make?",
-                "Can you keep {A} as a pet?", "What are the natural predators of the {X}?",
-                "How fast can {A} move?", "How many young does {A} have at a time?",
-                "What does the {X} look like?", "Which continent is the {X} native to?"],
-    "foods": ["How do you cook {X}?", "What does {X} taste like?", "Which country does {X} come from?",
-              "Is {X} healthy to eat every day?", "What ingredients are in {X}?",
-              "How many calories are in a serving of {X}?", "What wine goes well with {X}?",
-              "How long does {X} keep in the fridge?", "Is {X} suitable for vegetarians?",
-              "What is a good recipe that uses {X}?", "How is {X} traditionally served?"],
-    "countries": ["What is the capital of {X}?", "What language is spoken in {X}?",
-                  "What currency does {X} use?", "How many people live in {X}?",
-                  "When did {X} become independent?", "What is the climate like in {X}?",
-                  "Which countries border {X}?", "What is {X} famous for?",
-                  "What is the national dish of {X}?", "Who is the head of state of {X}?",
-                  "Is {X} safe for tourists?", "What is the main religion in {X}?"],
-    "medicines": ["What is {X} used to treat?", "What are the side effects of {X}?",
-                  "What is the usual adult dose of {X}?", "Can I take {X} with alcohol?",
-                  "Is {X} safe during pregnancy?", "How quickly does {X} start working?",
-                  "Do I need a prescription for {X}?", "Which drugs interact with {X}?",
-                  "Who discovered {X}?", "Is {X} available as a generic?", "How does {X} work in the body?"],
-    "sports": ["What are the rules of {X}?", "How many players are on a {X} team?",
-               "Where was {X} invented?", "What equipment do you need to play {X}?",
-               "Who is the best {X} player of all time?", "Is {X} an Olympic sport?",
-               "How long does a game of {X} last?", "How do you score points in {X}?",
-               "What are common injuries in {X}?", "How popular is {X} worldwide?",
-               "How do I start playing {X}?"],
-    "generic": ["What is {X}?", "Can you explain {X} in simple terms?", "What is the history of {X}?",
-                "Why is {X} important?", "Who first described {X}?", "What are some examples of {X}?",
-                "How is {X} used today?", "What are the main types of {X}?",
-                "Where can I learn more about {X}?", "What are common misconceptions about {X}?",
-                "How does {X} compare with similar things?"],
+    "animals": [
+        "What does the {X} eat?",
+        "Where does the {X} live in the wild?",
+        "How long does {A} usually live?",
+        "Is the {X} an endangered species?",
+        "How big does {A} get when fully grown?",
+        "What sound does {A} make?",
+        "Can you keep {A} as a pet?",
+        "What are the natural predators of the {X}?",
+        "How fast can {A} move?",
+        "How many young does {A} have at a time?",
+        "What does the {X} look like?",
+        "Which continent is the {X} native to?",
+    ],
+    "foods": [
+        "How do you cook {X}?",
+        "What does {X} taste like?",
+        "Which country does {X} come from?",
+        "Is {X} healthy to eat every day?",
+        "What ingredients are in {X}?",
+        "How many calories are in a serving of {X}?",
+        "What wine goes well with {X}?",
+        "How long does {X} keep in the fridge?",
+        "Is {X} suitable for vegetarians?",
+        "What is a good recipe that uses {X}?",
+        "How is {X} traditionally served?",
+    ],
+    "countries": [
+        "What is the capital of {X}?",
+        "What language is spoken in {X}?",
+        "What currency does {X} use?",
+        "How many people live in {X}?",
+        "When did {X} become independent?",
+        "What is the climate like in {X}?",
+        "Which countries border {X}?",
+        "What is {X} famous for?",
+        "What is the national dish of {X}?",
+        "Who is the head of state of {X}?",
+        "Is {X} safe for tourists?",
+        "What is the main religion in {X}?",
+    ],
+    "medicines": [
+        "What is {X} used to treat?",
+        "What are the side effects of {X}?",
+        "What is the usual adult dose of {X}?",
+        "Can I take {X} with alcohol?",
+        "Is {X} safe during pregnancy?",
+        "How quickly does {X} start working?",
+        "Do I need a prescription for {X}?",
+        "Which drugs interact with {X}?",
+        "Who discovered {X}?",
+        "Is {X} available as a generic?",
+        "How does {X} work in the body?",
+    ],
+    "sports": [
+        "What are the rules of {X}?",
+        "How many players are on a {X} team?",
+        "Where was {X} invented?",
+        "What equipment do you need to play {X}?",
+        "Who is the best {X} player of all time?",
+        "Is {X} an Olympic sport?",
+        "How long does a game of {X} last?",
+        "How do you score points in {X}?",
+        "What are common injuries in {X}?",
+        "How popular is {X} worldwide?",
+        "How do I start playing {X}?",
+    ],
+    "generic": [
+        "What is {X}?",
+        "Can you explain {X} in simple terms?",
+        "What is the history of {X}?",
+        "Why is {X} important?",
+        "Who first described {X}?",
+        "What are some examples of {X}?",
+        "How is {X} used today?",
+        "What are the main types of {X}?",
+        "Where can I learn more about {X}?",
+        "What are common misconceptions about {X}?",
+        "How does {X} compare with similar things?",
+    ],
 }
 
 #: WordNet 3.0 offsets whose descendants (or instances) give real concepts per NEC category.
 NEC_SOURCES: dict[str, tuple[str, ...]] = {
-    "animals": ("00015388",),                       # animal
-    "foods": ("07555863",),                         # food, solid food
+    "animals": ("00015388",),  # animal
+    "foods": ("07555863",),  # food, solid food
     "countries": ("08696931", "08698379", "08700255"),  # European, African, Asian country
-    "medicines": ("03740161",),                     # medicine, medication
-    "sports": ("00523513",),                        # sport, athletics
+    "medicines": ("03740161",),  # medicine, medication
+    "sports": ("00523513",),  # sport, athletics
 }
 
 #: (WordNet category offset, a true predicate, a false predicate): our own category facts.
@@ -117,17 +169,21 @@ FALSE_PREMISE_FACTS: tuple[tuple[str, str, str, str], ...] = (
     ("01613294", "eagle", "build nests", "grow fur"),
     ("02512053", "fish", "have gills", "have feathers"),
 )
-FALSE_PREMISE_TEMPLATES = ("Why does {A} {P}?", "How often does {A} {P}?", "At what age does {A} first {P}?")
+FALSE_PREMISE_TEMPLATES = (
+    "Why does {A} {P}?",
+    "How often does {A} {P}?",
+    "At what age does {A} first {P}?",
+)
 
 #: Instance classes whose instances make short-answer questions (offset, question template).
 REFUNQ_SOURCES: tuple[tuple[str, str], ...] = (
-    ("08524735", "What kind of place is {X}?"),              # city
-    ("09411430", "What kind of body of water is {X}?"),      # river
-    ("09316454", "What kind of landform is {X}?"),           # island
-    ("09947232", "What was {X}'s profession?"),              # composer
-    ("10391653", "What was {X}'s profession?"),              # painter
-    ("10423589", "What was {X}'s profession?"),              # philosopher
-    ("10794014", "What was {X}'s profession?"),              # writer
+    ("08524735", "What kind of place is {X}?"),  # city
+    ("09411430", "What kind of body of water is {X}?"),  # river
+    ("09316454", "What kind of landform is {X}?"),  # island
+    ("09947232", "What was {X}'s profession?"),  # composer
+    ("10391653", "What was {X}'s profession?"),  # painter
+    ("10423589", "What was {X}'s profession?"),  # philosopher
+    ("10794014", "What was {X}'s profession?"),  # writer
 )
 COUNTRY_TEMPLATE = "In which country is {X}?"
 
@@ -148,8 +204,11 @@ class UnknownDataset:
     release_load: str | None = None  # "whole" or "partial: ..." (workbench.releases)
 
     def select(self, task: str | None = None, partition: str | None = None) -> list[UnknownItem]:
-        return [i for i in self.items if (task is None or i.task == task)
-                and (partition is None or i.partition == partition)]
+        return [
+            i
+            for i in self.items
+            if (task is None or i.task == task) and (partition is None or i.partition == partition)
+        ]
 
 
 def _descendant_classes(wn, graph, offsets) -> list[str]:
@@ -184,9 +243,14 @@ def _familiar_names(wn, graph, offsets, n, rng, instances=False) -> list[str]:
     return sorted(ranked[:n])
 
 
-def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_refunq: int = 60,
-                          seed: int = 0, wordnet_dir: str | os.PathLike | None = None,
-                          bench=None) -> UnknownDataset:
+def build_unknown_dataset(
+    per_category: int = 20,
+    n_false_premise: int = 60,
+    n_refunq: int = 60,
+    seed: int = 0,
+    wordnet_dir: str | os.PathLike | None = None,
+    bench=None,
+) -> UnknownDataset:
     """Build all three tasks with both partitions (deterministic for fixed arguments)."""
     from workbench.taxonomy.wordnet import WordNet, WordNetGraph
 
@@ -196,8 +260,11 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
         from workbench.taxonomy import load_benchmark
 
         bench = load_benchmark()
-    vocabulary = wn.vocabulary() | {c.name.lower() for c in bench.atomic} | {
-        w for c in bench.atomic for w in c.name.lower().split()}
+    vocabulary = (
+        wn.vocabulary()
+        | {c.name.lower() for c in bench.atomic}
+        | {w for c in bench.atomic for w in c.name.lower().split()}
+    )
     items: list[UnknownItem] = []
 
     # NEC ------------------------------------------------------------------------------------
@@ -207,14 +274,27 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
             pool = sorted({c.phrase for c in bench.atomic if c.kind == "class" and c.parent})
             real = sorted(rng.sample(pool, per_category))
         else:
-            real = _familiar_names(wn, graph, NEC_SOURCES[category], per_category, rng,
-                                   instances=category == "countries")
+            real = _familiar_names(
+                wn,
+                graph,
+                NEC_SOURCES[category],
+                per_category,
+                rng,
+                instances=category == "countries",
+            )
         fake = made_up_names(per_category, category, vocabulary, seed)
         for partition, names in (("answerable", real), ("unanswerable", fake)):
             for k, name in enumerate(names):
                 t = templates[(k + (0 if partition == "answerable" else 0)) % len(templates)]
-                items.append(UnknownItem(t.format(X=name, A=article(name)), "NEC", partition, category,
-                                         label=1 if partition == "answerable" else "NEC"))
+                items.append(
+                    UnknownItem(
+                        t.format(X=name, A=article(name)),
+                        "NEC",
+                        partition,
+                        category,
+                        label=1 if partition == "answerable" else "NEC",
+                    )
+                )
 
     # FalseQA ----------------------------------------------------------------------------------
     rng = _rng(seed, "falseqa")
@@ -226,10 +306,20 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
     rng.shuffle(pairs)
     for k, (subject, true_p, false_p) in enumerate(pairs[:n_false_premise]):
         t = FALSE_PREMISE_TEMPLATES[k % len(FALSE_PREMISE_TEMPLATES)]
-        items.append(UnknownItem(t.format(A=article(subject), P=true_p), "FalseQA", "answerable",
-                                 "animals", label=0))
-        items.append(UnknownItem(t.format(A=article(subject), P=false_p), "FalseQA", "unanswerable",
-                                 "animals", label=1))
+        items.append(
+            UnknownItem(
+                t.format(A=article(subject), P=true_p), "FalseQA", "answerable", "animals", label=0
+            )
+        )
+        items.append(
+            UnknownItem(
+                t.format(A=article(subject), P=false_p),
+                "FalseQA",
+                "unanswerable",
+                "animals",
+                label=1,
+            )
+        )
 
     # RefuNQ ----------------------------------------------------------------------------------
     rng = _rng(seed, "refunq")
@@ -238,13 +328,21 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
         for inst in wn.synsets[offset].instance_hyponyms:
             s = wn.synsets[inst]
             name = graph.name(inst)
-            gold = sorted({g.replace("_", " ").lower() for h in s.instance_hypernyms
-                           for g in wn.synsets[h].lemmas})
+            gold = sorted(
+                {
+                    g.replace("_", " ").lower()
+                    for h in s.instance_hypernyms
+                    for g in wn.synsets[h].lemmas
+                }
+            )
             if any(g in name.lower() for g in gold):  # the answer must not be in the question
                 continue
-            questions.append((template, name, tuple(gold), "people" if "profession" in template else "places"))
-            countries = sorted({g.replace("_", " ").lower() for h in s.part_holonyms
-                                for g in wn.synsets[h].lemmas})
+            questions.append(
+                (template, name, tuple(gold), "people" if "profession" in template else "places")
+            )
+            countries = sorted(
+                {g.replace("_", " ").lower() for h in s.part_holonyms for g in wn.synsets[h].lemmas}
+            )
             if countries and "place" in template:
                 questions.append((COUNTRY_TEMPLATE, name, tuple(countries), "places"))
     questions = sorted(set(questions))
@@ -255,16 +353,25 @@ def build_unknown_dataset(per_category: int = 20, n_false_premise: int = 60, n_r
     for k, (template, name, gold, cat) in enumerate(questions):
         items.append(UnknownItem(template.format(X=name), "RefuNQ", "answerable", cat, gold=gold))
         fake = (fake_people if cat == "people" else fake_places)[k]
-        items.append(UnknownItem(template.format(X=fake), "RefuNQ", "unanswerable", cat, label="NEC"))
+        items.append(
+            UnknownItem(template.format(X=fake), "RefuNQ", "unanswerable", cat, label="NEC")
+        )
 
     from workbench.taxonomy.wordnet import LICENSE_NOTICE
 
-    manifest = {"source": "WordNet 3.0 and the shipped taxonomy; templates and facts of our own writing",
-                "license": LICENSE_NOTICE,
-                "seed": seed, "per_category": per_category, "n_false_premise": n_false_premise,
-                "n_refunq": n_refunq,
-                "counts": {f"{t}/{p}": sum(i.task == t and i.partition == p for i in items)
-                           for t in TASKS for p in PARTITIONS}}
+    manifest = {
+        "source": "WordNet 3.0 and the shipped taxonomy; templates and facts of our own writing",
+        "license": LICENSE_NOTICE,
+        "seed": seed,
+        "per_category": per_category,
+        "n_false_premise": n_false_premise,
+        "n_refunq": n_refunq,
+        "counts": {
+            f"{t}/{p}": sum(i.task == t and i.partition == p for i in items)
+            for t in TASKS
+            for p in PARTITIONS
+        },
+    }
     return UnknownDataset(items, manifest)
 
 
@@ -279,13 +386,20 @@ def save_unknown_dataset(ds: UnknownDataset, directory: str | os.PathLike) -> Pa
         for part in PARTITIONS:
             p = d / task / f"{task}_{part}.json"
             p.parent.mkdir(parents=True, exist_ok=True)
-            text = "".join(json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in ds.select(task, part))
+            text = "".join(
+                json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in ds.select(task, part)
+            )
             tmp = p.with_name(p.name + ".tmp")
             tmp.write_text(text)
             os.replace(tmp, p)
             files[f"{task}/{p.name}"] = hashlib.sha256(text.encode()).hexdigest()
-    manifest = {**ds.manifest, "files": files,
-                "content_hash": hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()}
+    manifest = {
+        **ds.manifest,
+        "files": files,
+        "content_hash": hashlib.sha256(
+            "".join(files[k] for k in sorted(files)).encode()
+        ).hexdigest(),
+    }
     (d / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     ds.manifest = manifest
     return d
@@ -307,13 +421,15 @@ def _label_problem(task: str, partition: str, label: Any) -> str | None:
     0/1 flag (a boolean) or "NEC"."""
     if task == "RefuNQ" and partition == "answerable":
         if not isinstance(label, list):
-            return f"gold answers must be a list of strings, got {type(label).__name__} {label!r:.60}"
+            return (
+                f"gold answers must be a list of strings, got {type(label).__name__} {label!r:.60}"
+            )
         if not label or not all(isinstance(g, str) for g in label):
             return f"gold answers must be a non-empty list of strings, got {label!r:.60}"
         return None
-    if isinstance(label, bool) or label in (0, 1, "NEC") and not isinstance(label, float):
+    if isinstance(label, bool) or (label in (0, 1, "NEC") and not isinstance(label, float)):
         return None
-    return f"label must be 0, 1 or \"NEC\", got {type(label).__name__} {label!r:.60}"
+    return f'label must be 0, 1 or "NEC", got {type(label).__name__} {label!r:.60}'
 
 
 def _own_manifest(d: Path):
@@ -329,8 +445,11 @@ def _own_manifest(d: Path):
         return None
     if not isinstance(counts, dict):
         return None
-    files = {f"{k.split('/')[0]}/{k.split('/')[0]}_{k.split('/')[1]}.json": {"items": int(v)}
-             for k, v in counts.items() if "/" in k}
+    files = {
+        f"{k.split('/')[0]}/{k.split('/')[0]}_{k.split('/')[1]}.json": {"items": int(v)}
+        for k, v in counts.items()
+        if "/" in k
+    }
     return ReleaseManifest("unknownbench", "built by workbench.unknown", files, origin=str(path))
 
 
@@ -355,13 +474,17 @@ def _read_unknownbench(d: Path):
                 except (json.JSONDecodeError, KeyError, TypeError) as e:
                     raise WorkbenchError(f"{p}, line {n}: malformed item ({e})") from None
                 partition = _partition(task, p.name, label)
-                problem = (_label_problem(task, partition, label)
-                           or (None if isinstance(prompt, str) and prompt.strip()
-                               else f"prompt must be a non-empty string, got {prompt!r:.60}"))
+                problem = _label_problem(task, partition, label) or (
+                    None
+                    if isinstance(prompt, str) and prompt.strip()
+                    else f"prompt must be a non-empty string, got {prompt!r:.60}"
+                )
                 if problem:
                     raise WorkbenchError(f"{p}, line {n}: malformed item: {problem}")
                 gold = tuple(label) if isinstance(label, list) else ()
-                items.append(UnknownItem(prompt, task, partition, row.get("category", ""), gold, label))
+                items.append(
+                    UnknownItem(prompt, task, partition, row.get("category", ""), gold, label)
+                )
                 n_items += 1
             found[f"{task}/{p.name}"] = Found(n_items)
     return items, found, digest.hexdigest()
@@ -393,8 +516,9 @@ def load_unknownbench(directory: str | os.PathLike, allow_partial: bool = False)
     if not items and not allow_partial:
         raise WorkbenchError(f"{d} holds no NEC/, FalseQA/ or RefuNQ/ files")
     manifest = None if (d / MANIFEST_FILE).is_file() else _own_manifest(d)
-    record = check_release("unknownbench", d, found, allow_partial,
-                           manifest or manifest_for("unknownbench", d))
+    record = check_release(
+        "unknownbench", d, found, allow_partial, manifest or manifest_for("unknownbench", d)
+    )
     items = [replace(i, release_load=record) for i in items]
     manifest_path = d / "manifest.json"
     own = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -65,8 +65,10 @@ class UnknownPrompts:
 
 #: UnknownBench's prompts (Liu et al., 2024, Appendix E): the chat answer prompt and the 0-10
 #: verbalized-confidence prompt without in-context examples, verbatim.
-PAPER_ANSWER_PROMPT = ("Answer the given question in no more than one sentence. Please keep your "
-                       "answer short and concise. \n{question}")
+PAPER_ANSWER_PROMPT = (
+    "Answer the given question in no more than one sentence. Please keep your "
+    "answer short and concise. \n{question}"
+)
 PAPER_CONFIDENCE_PROMPT = (
     "You are going to see a question. Please assess internally how confident you are to respond "
     "to this question. \nDo NOT answer the actual question; your task is only to give a rating on "
@@ -77,7 +79,7 @@ PAPER_CONFIDENCE_PROMPT = (
     "IMPORTANT NOTE: you must ONLY output an integer between 0 to 10 and NOTHING ELSE. Your "
     "response will not be recognized or accepted if there is anything besides a single number.\n\n"
     "Again, do NOT answer the question in the prompt. Only give a confidence score and nothing "
-    "else.\n\nExamples:\n<question>: \"a question\"\n<confidence>: [a number between 0 to 10]"
+    'else.\n\nExamples:\n<question>: "a question"\n<confidence>: [a number between 0 to 10]'
     "\n\n---\n<question>: {question}\n\n<confidence>: "
 )
 
@@ -93,8 +95,14 @@ def get_prompts(preset: str | UnknownPrompts) -> UnknownPrompts:
     if preset not in PROMPTS:
         raise ConfigError(f"unknown prompt preset {preset!r}; known: {', '.join(PROMPTS)}")
     return PROMPTS[preset]
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten".split())}
+
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    )
+}
 
 
 def normalize_answer(text: str) -> str:
@@ -130,7 +138,9 @@ def _batches(n: int, size: int):
         yield range(start, min(n, start + size))
 
 
-def next_token_entropy(lm, prompts: Sequence[str], batch_size: int = 32, chat: bool = True) -> list[float]:
+def next_token_entropy(
+    lm, prompts: Sequence[str], batch_size: int = 32, chat: bool = True
+) -> list[float]:
     """Entropy (nats) of the model's next-token distribution right after each prompt
     (with ``chat``, at the start of the assistant's turn)."""
     tok, model = lm.tokenizer, lm.model
@@ -184,13 +194,17 @@ class NumberConfidence:
     probs: tuple[float, ...]
 
 
-def number_confidence(lm, texts: Sequence[str], batch_size: int = 32, top: int = 10) -> list[NumberConfidence]:
+def number_confidence(
+    lm, texts: Sequence[str], batch_size: int = 32, top: int = 10
+) -> list[NumberConfidence]:
     """The model's distribution over replying "0" ... "10" after each (rendered) text, each
     number in two spellings (with and without a leading space); see
     :func:`workbench.generation.options.option_probabilities`. Never fails to parse: a model that
     would not reply with a number shows a small ``mass``."""
     dists = option_probabilities(lm, texts, [[str(k), f" {k}"] for k in range(top + 1)], batch_size)
-    return [NumberConfidence(sum(k * p for k, p in enumerate(d.probs)), d.mass, d.probs) for d in dists]
+    return [
+        NumberConfidence(sum(k * p for k, p in enumerate(d.probs)), d.mass, d.probs) for d in dists
+    ]
 
 
 def unavailable_measures(lm) -> list[str]:
@@ -200,61 +214,106 @@ def unavailable_measures(lm) -> list[str]:
     if getattr(lm, "backend", "hf") == "hf":
         return []
     caps = lm.capabilities
-    return ([] if caps.scoring else ["confidence_logprob"]) + \
-        ([] if caps.distribution else ["entropy"]) + ["perplexity"]
+    return (
+        ([] if caps.scoring else ["confidence_logprob"])
+        + ([] if caps.distribution else ["entropy"])
+        + ["perplexity"]
+    )
 
 
 #: Columns that identify what produced a row of :func:`evaluate_unknown`.
 SETTINGS_COLUMNS = ("prompt_preset", "max_new_tokens")
 
 
-def evaluate_unknown(lm, items, abstainer=None, max_new_tokens: int = 48, batch_size: int = 32,
-                     progress: bool = False, prompts: str | UnknownPrompts = "workbench") -> pd.DataFrame:
+def evaluate_unknown(
+    lm,
+    items,
+    abstainer=None,
+    max_new_tokens: int = 48,
+    batch_size: int = 32,
+    progress: bool = False,
+    prompts: str | UnknownPrompts = "workbench",
+) -> pd.DataFrame:
     """Answer, ask for confidence (text and log-probabilities), and measure entropy and
     perplexity for every item, with the prompts of the ``prompts`` preset."""
     p = get_prompts(prompts)
     questions = [i.prompt for i in items]
     asked = [p.answer_prompt(q) for q in questions]
     cfg = GenerationConfig(max_new_tokens=max_new_tokens, batch_size=batch_size)
-    answerer = abstainer.generate if abstainer is not None else (
-        lambda qs, c, progress: generate(lm, qs, c, progress=progress))
+    answerer = (
+        abstainer.generate
+        if abstainer is not None
+        else (lambda qs, c, progress: generate(lm, qs, c, progress=progress))
+    )
     answers = answerer(asked, cfg, progress=progress)
     conf_cfg = GenerationConfig(max_new_tokens=6, batch_size=batch_size)
     missing = unavailable_measures(lm)
     if lm.tokenizer is not None:
-        conf_texts = [render_prompts(lm.tokenizer, [p.confidence_prompt(q)])[0] + p.confidence_prefix
-                      for q in questions]
+        conf_texts = [
+            render_prompts(lm.tokenizer, [p.confidence_prompt(q)])[0] + p.confidence_prefix
+            for q in questions
+        ]
         conf = generate(lm, conf_texts, conf_cfg, chat=False, progress=progress)
     else:  # an endpoint's own template: the reply cannot be started for it
         conf_texts = []
-        conf = generate(lm, [p.confidence_prompt(q) for q in questions], conf_cfg, progress=progress)
+        conf = generate(
+            lm, [p.confidence_prompt(q) for q in questions], conf_cfg, progress=progress
+        )
     if missing:
-        warnings.warn(f"model {lm.name!r} ({lm.backend} back end) gives no {', '.join(missing)}; "
-                      "those columns are empty", stacklevel=2)
+        warnings.warn(
+            f"model {lm.name!r} ({lm.backend} back end) gives no {', '.join(missing)}; "
+            "those columns are empty",
+            stacklevel=2,
+        )
     nan = [float("nan")] * len(items)
-    numbers = (number_confidence(lm, conf_texts, batch_size) if "confidence_logprob" not in missing
-               else [NumberConfidence(float("nan"), float("nan"), ()) for _ in items])
+    numbers = (
+        number_confidence(lm, conf_texts, batch_size)
+        if "confidence_logprob" not in missing
+        else [NumberConfidence(float("nan"), float("nan"), ()) for _ in items]
+    )
     entropy = next_token_entropy(lm, asked, batch_size) if "entropy" not in missing else nan
     ppl = prompt_perplexity(lm, questions, batch_size) if "perplexity" not in missing else nan
     rows = []
     for item, a, c, n, e, pp in zip(items, answers, conf, numbers, entropy, ppl):
         phrase = detect_refusal(a.text, question=item.prompt)
-        rows.append({"task": item.task, "partition": item.partition, "category": item.category,
-                     "prompt": item.prompt, "prompt_preset": p.name, "max_new_tokens": max_new_tokens,
-                     "response": a.text, "refused_phrase": phrase.refused,
-                     "refused_keyword": keyword_refusal(a.text),
-                     "refused_unknownbench": unknownbench_refusal(a.text),
-                     "correct": lexical_match(a.text, item.gold) if item.gold else None,
-                     "correct_unknownbench": unknownbench_correct(a.text, item.gold) if item.gold else None,
-                     "confidence_reply": c.text, "confidence": parse_confidence(c.text),
-                     "confidence_logprob": n.mean, "confidence_mass": n.mass,
-                     "entropy": e, "perplexity": pp,
-                     "release_load": getattr(item, "release_load", None)})
+        rows.append(
+            {
+                "task": item.task,
+                "partition": item.partition,
+                "category": item.category,
+                "prompt": item.prompt,
+                "prompt_preset": p.name,
+                "max_new_tokens": max_new_tokens,
+                "response": a.text,
+                "refused_phrase": phrase.refused,
+                "refused_keyword": keyword_refusal(a.text),
+                "refused_unknownbench": unknownbench_refusal(a.text),
+                "correct": lexical_match(a.text, item.gold) if item.gold else None,
+                "correct_unknownbench": unknownbench_correct(a.text, item.gold)
+                if item.gold
+                else None,
+                "confidence_reply": c.text,
+                "confidence": parse_confidence(c.text),
+                "confidence_logprob": n.mean,
+                "confidence_mass": n.mass,
+                "entropy": e,
+                "perplexity": pp,
+                "release_load": getattr(item, "release_load", None),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def run_unknown(lm, items, out_dir, abstainer=None, chunk_size: int = 64, key: str = "",
-                progress: bool = False, **settings) -> pd.DataFrame:
+def run_unknown(
+    lm,
+    items,
+    out_dir,
+    abstainer=None,
+    chunk_size: int = 64,
+    key: str = "",
+    progress: bool = False,
+    **settings,
+) -> pd.DataFrame:
     """:func:`evaluate_unknown` over ``items`` in chunks, each written atomically to
     ``out_dir/chunks/<hash>.parquet`` as it finishes; a restarted run computes only the chunks
     that are missing, so a 13k-item run survives interruption without losing or repeating rows.
@@ -275,11 +334,19 @@ def run_unknown(lm, items, out_dir, abstainer=None, chunk_size: int = 64, key: s
     frames = []
     starts = range(0, len(items), chunk_size)
     for start in tqdm(starts, desc="chunks", disable=not progress):
-        part = items[start:start + chunk_size]
-        h = hashlib.sha256(json.dumps({"key": key, "prompts": [i.prompt for i in part],
-                                       "preset": preset.__dict__,
-                                       "settings": {k: v for k, v in settings.items() if k != "prompts"}},
-                                      sort_keys=True, default=str).encode()).hexdigest()[:16]
+        part = items[start : start + chunk_size]
+        h = hashlib.sha256(
+            json.dumps(
+                {
+                    "key": key,
+                    "prompts": [i.prompt for i in part],
+                    "preset": preset.__dict__,
+                    "settings": {k: v for k, v in settings.items() if k != "prompts"},
+                },
+                sort_keys=True,
+                default=str,
+            ).encode()
+        ).hexdigest()[:16]
         path = chunks / f"{h}.parquet"
         if not path.is_file():
             rows = evaluate_unknown(lm, part, abstainer, **settings)
@@ -305,18 +372,30 @@ def summarize_unknown(rows: pd.DataFrame, detector: str | None = None) -> pd.Dat
     detector = detector or default_detector(rows)
     out = []
     for (task, part), f in rows.groupby(["task", "partition"], sort=True):
-        rec = {"task": task, "partition": part, "n": len(f), "detector": detector,
-               "refusal_rate": f[detector].mean(),
-               "phrase_refusal_rate": f["refused_phrase"].mean(),
-               "keyword_refusal_rate": f["refused_keyword"].mean()}
+        rec = {
+            "task": task,
+            "partition": part,
+            "n": len(f),
+            "detector": detector,
+            "refusal_rate": f[detector].mean(),
+            "phrase_refusal_rate": f["refused_phrase"].mean(),
+            "keyword_refusal_rate": f["refused_keyword"].mean(),
+        }
         if "refused_unknownbench" in f:
             rec["unknownbench_refusal_rate"] = f["refused_unknownbench"].mean()
-        for col, name in (("correct", "accuracy"), ("correct_unknownbench", "unknownbench_accuracy")):
+        for col, name in (
+            ("correct", "accuracy"),
+            ("correct_unknownbench", "unknownbench_accuracy"),
+        ):
             if col in f:
                 c = f[col].dropna()
                 rec[name] = c.astype(float).mean() if len(c) else float("nan")
-        rec.update({"mean_confidence": f["confidence"].dropna().mean(),
-                    "unparsed_confidence": int(f["confidence"].isna().sum())})
+        rec.update(
+            {
+                "mean_confidence": f["confidence"].dropna().mean(),
+                "unparsed_confidence": int(f["confidence"].isna().sum()),
+            }
+        )
         if "confidence_logprob" in f:
             rec["mean_confidence_logprob"] = f["confidence_logprob"].mean()
             rec["number_mass"] = f["confidence_mass"].mean()
@@ -325,16 +404,22 @@ def summarize_unknown(rows: pd.DataFrame, detector: str | None = None) -> pd.Dat
     return pd.DataFrame(out)
 
 
-def by_confidence(rows: pd.DataFrame, detector: str | None = None,
-                  column: str = "confidence") -> pd.DataFrame:
+def by_confidence(
+    rows: pd.DataFrame, detector: str | None = None, column: str = "confidence"
+) -> pd.DataFrame:
     """Refusal rate (``detector``, by default :func:`default_detector`) and accuracy at each
     confidence level 0-10 (``column``: the parsed ``confidence``, or ``confidence_logprob``
     rounded to the nearest level)."""
     detector = detector or default_detector(rows)
     f = rows.dropna(subset=[column]).assign(level=lambda d: d[column].round().astype(int))
     g = f.groupby("level")
-    out = pd.DataFrame({"n": g.size(), "refusal_rate": g[detector].mean(),
-                        "accuracy": g["correct"].apply(lambda s: s.dropna().astype(float).mean())})
+    out = pd.DataFrame(
+        {
+            "n": g.size(),
+            "refusal_rate": g[detector].mean(),
+            "accuracy": g["correct"].apply(lambda s: s.dropna().astype(float).mean()),
+        }
+    )
     return out.reset_index().rename(columns={"level": "confidence"})
 
 

@@ -10,8 +10,33 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-ONSETS = ["b", "br", "d", "dr", "f", "fl", "g", "gr", "k", "kl", "l", "m", "n", "p", "pl", "r",
-          "s", "st", "t", "tr", "v", "z", "sh", "ch", "th"]
+ONSETS = [
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "fl",
+    "g",
+    "gr",
+    "k",
+    "kl",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pl",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+    "sh",
+    "ch",
+    "th",
+]
 VOWELS = ["a", "e", "i", "o", "u", "ai", "ou", "ea", "io"]
 CODAS = ["", "", "", "n", "r", "l", "s", "m", "x", "nd", "rt"]
 
@@ -34,7 +59,9 @@ def make_name(rng: random.Random, category: str = "generic") -> str:
     """One name; for ``people`` a first and a family name."""
     if category == "people":
         first = "".join(_syllable(rng) for _ in range(2)).capitalize()
-        last = ("".join(_syllable(rng) for _ in range(2)) + rng.choice(SUFFIXES["people"])).capitalize()
+        last = (
+            "".join(_syllable(rng) for _ in range(2)) + rng.choice(SUFFIXES["people"])
+        ).capitalize()
         return f"{first} {last}"
     body = "".join(_syllable(rng) for _ in range(rng.choice((2, 2, 3))))
     name = body + rng.choice(SUFFIXES.get(category, SUFFIXES["generic"]))
@@ -54,7 +81,11 @@ def made_up_names(n: int, category: str, forbidden: Iterable[str], seed: int = 0
             raise RuntimeError(f"could not find {n} unused names for {category}")
         name = make_name(rng, category)
         words = name.lower().split()
-        if any(w in banned or w[:6] in prefixes for w in words) or name in out or not 5 <= len(name) <= 22:
+        if (
+            any(w in banned or w[:6] in prefixes for w in words)
+            or name in out
+            or not 5 <= len(name) <= 22
+        ):
             continue
         out.append(name)
     return out

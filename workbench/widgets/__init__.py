@@ -13,5 +13,16 @@ from workbench.widgets.concept_picker import (
 from workbench.widgets.labeller import Labeller
 from workbench.widgets.steering_inspector import SteeringInspector, open_inspector
 
-__all__ = ["NOTHING", "ConceptPicker", "Labeller", "Options", "SteeringInspector", "browse_options", "open_inspector", "concept_summary",
-           "search_options", "summary_html", "targets_code"]
+__all__ = [
+    "NOTHING",
+    "ConceptPicker",
+    "Labeller",
+    "Options",
+    "SteeringInspector",
+    "browse_options",
+    "concept_summary",
+    "open_inspector",
+    "search_options",
+    "summary_html",
+    "targets_code",
+]

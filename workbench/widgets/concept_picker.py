@@ -42,7 +42,9 @@ def search_options(bench: Benchmark, text: str, limit: int = 50) -> Options:
     for tax, tag in ((bench.atomic, ""), (bench.compositions, " [composition]")):
         found += [(tax, c, tag) for c in tax.find(t, limit=len(tax))]
     shown = found[:limit]
-    options = [(NOTHING, None)] + [(_label(tax, c.id, tag, indent=False), c.id) for tax, c, tag in shown]
+    options = [(NOTHING, None)] + [
+        (_label(tax, c.id, tag, indent=False), c.id) for tax, c, tag in shown
+    ]
     if not found:
         note = f"no concept matches {t!r}"
     elif len(found) > limit:
@@ -68,10 +70,14 @@ def browse_options(bench: Benchmark, concept_id: str | None) -> Options:
     opts.append((f"• {_label(tax, concept_id, indent=False)}", concept_id))
     opts += [(f"    {_label(tax, k, indent=False)}", k) for k in tax.children(concept_id)]
     n = len(tax.children(concept_id))
-    return Options(opts, f"{c.name}: {n} child{'ren' if n != 1 else ''}" if n else f"{c.name} has no children")
+    return Options(
+        opts, f"{c.name}: {n} child{'ren' if n != 1 else ''}" if n else f"{c.name} has no children"
+    )
 
 
-def concept_summary(bench: Benchmark, concept_id: str, n_questions: int = 3, n_listed: int = 8) -> dict[str, Any]:
+def concept_summary(
+    bench: Benchmark, concept_id: str, n_questions: int = 3, n_listed: int = 8
+) -> dict[str, Any]:
     """What a researcher wants to see before picking a target: its place and its questions."""
     tax = bench.taxonomy_of(concept_id)
     c = tax[concept_id]
@@ -91,8 +97,9 @@ def concept_summary(bench: Benchmark, concept_id: str, n_questions: int = 3, n_l
         "descendants": [tax[x].name for x in desc[:n_listed]],
         "constituents": [bench.concept(x).name for x in c.constituents],
         "n_questions": len(qs) if qs else 0,
-        "sample_questions": (qs.train[:n_questions] if qs and qs.train else
-                             (qs.eval[:n_questions] if qs else [])),
+        "sample_questions": (
+            qs.train[:n_questions] if qs and qs.train else (qs.eval[:n_questions] if qs else [])
+        ),
     }
 
 
@@ -117,10 +124,15 @@ def summary_html(summary: dict[str, Any]) -> str:
     if summary["gloss"]:
         rows.append(("gloss", e(summary["gloss"])))
     qs = "".join(f"<li>{e(q)}</li>" for q in summary["sample_questions"])
-    body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    return (f"<div class='wb-concept'><h4>{e(summary['name'])} <code>{e(summary['id'])}</code></h4>"
-            f"<table>{body}</table><p><b>sample questions</b> ({summary['n_questions']} in all)</p>"
-            f"<ul>{qs}</ul></div>")
+    body = "".join(
+        f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>"
+        for k, v in rows
+    )
+    return (
+        f"<div class='wb-concept'><h4>{e(summary['name'])} <code>{e(summary['id'])}</code></h4>"
+        f"<table>{body}</table><p><b>sample questions</b> ({summary['n_questions']} in all)</p>"
+        f"<ul>{qs}</ul></div>"
+    )
 
 
 def targets_code(ids: list[str]) -> str:
@@ -137,29 +149,48 @@ class ConceptPicker:
     ``pick=False`` (inside the steering inspector) only search, browse and details are shown.
     """
 
-    def __init__(self, bench: Benchmark, initial: list[str] | None = None, rows: int = 10,
-                 pick: bool = True, limit: int = 50):
+    def __init__(
+        self,
+        bench: Benchmark,
+        initial: list[str] | None = None,
+        rows: int = 10,
+        pick: bool = True,
+        limit: int = 50,
+    ):
         import ipywidgets as w
 
         self.bench, self.limit = bench, limit
         wide = {"description_width": "initial"}
-        self.search = w.Text(placeholder="search concepts (e.g. river, novel, scientist)",
-                             description="search", continuous_update=True, style=wide,
-                             layout=w.Layout(width="60%"))
+        self.search = w.Text(
+            placeholder="search concepts (e.g. river, novel, scientist)",
+            description="search",
+            continuous_update=True,
+            style=wide,
+            layout=w.Layout(width="60%"),
+        )
         first = browse_options(bench, None)
-        self.results = w.Select(options=first.options, value=None, rows=rows, description="concepts",
-                                style=wide, layout=w.Layout(width="95%"))
+        self.results = w.Select(
+            options=first.options,
+            value=None,
+            rows=rows,
+            description="concepts",
+            style=wide,
+            layout=w.Layout(width="95%"),
+        )
         self.note = w.HTML(html.escape(first.note))
-        self.open_button = w.Button(description="open", icon="folder-open",
-                                    tooltip="list the selected concept's children")
+        self.open_button = w.Button(
+            description="open", icon="folder-open", tooltip="list the selected concept's children"
+        )
         self.top_button = w.Button(description="top", icon="level-up", tooltip="back to the roots")
         self.details = w.HTML()
         self.add_button = w.Button(description="pick", icon="plus", button_style="primary")
         self.remove_button = w.Button(description="remove", icon="minus")
-        self.picked = w.SelectMultiple(options=[], rows=5, description="targets", style=wide,
-                                       layout=w.Layout(width="95%"))
-        self.code = w.Text(description="targets code", style=wide, layout=w.Layout(width="95%"),
-                           disabled=True)
+        self.picked = w.SelectMultiple(
+            options=[], rows=5, description="targets", style=wide, layout=w.Layout(width="95%")
+        )
+        self.code = w.Text(
+            description="targets code", style=wide, layout=w.Layout(width="95%"), disabled=True
+        )
         for cid in initial or []:
             bench.concept(cid)  # fail fast on an unknown id
         self.picked.options = [(self._label(cid), cid) for cid in initial or []]

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +42,39 @@ NEXT_KEYS, PREVIOUS_KEYS, CLEAR_KEY = "nj", "bk", "x"
 #: Columns that may hold a dataset split (a refusal suite's), in the order looked for.
 SPLIT_COLUMNS = ("dataset_split", "split", "dataset")
 #: The "show" filter: which questions to walk through.
-SHOW = (("all questions", "all"), ("with unlabelled answers", "unlabelled"),
-        ("with labelled answers", "labelled"), ("where detectors disagree", "disagree"),
-        ("where a detector disagrees with the label", "mismatch"))
+SHOW = (
+    ("all questions", "all"),
+    ("with unlabelled answers", "unlabelled"),
+    ("with labelled answers", "labelled"),
+    ("where detectors disagree", "disagree"),
+    ("where a detector disagrees with the label", "mismatch"),
+)
 ALL = "__all__"
-_KEY_FIELDS = ("model", "system", "technique", "target", "dataset", "seed", "sample", "question", "response")
-_RECORD_FIELDS = ("system", "technique", "target", "target_name", "relation", "dataset", "expected",
-                  "category", "prompt_id", "sample", "seed", "run")
+_KEY_FIELDS = (
+    "model",
+    "system",
+    "technique",
+    "target",
+    "dataset",
+    "seed",
+    "sample",
+    "question",
+    "response",
+)
+_RECORD_FIELDS = (
+    "system",
+    "technique",
+    "target",
+    "target_name",
+    "relation",
+    "dataset",
+    "expected",
+    "category",
+    "prompt_id",
+    "sample",
+    "seed",
+    "run",
+)
 _COLOURS = {"compliance": "success", "refusal": "danger", "partial": "warning"}
 
 
@@ -88,7 +114,9 @@ def answer_keys(frame: pd.DataFrame) -> list[str]:
     for f in _KEY_FIELDS:
         s = model_column(frame) if f == "model" else frame[f] if f in frame else None
         cols.append([None] * len(frame) if s is None else [_norm(v) for v in s.tolist()])
-    return [hashlib.sha1(json.dumps(vals, default=str).encode()).hexdigest()[:16] for vals in zip(*cols)]
+    return [
+        hashlib.sha1(json.dumps(vals, default=str).encode()).hexdigest()[:16] for vals in zip(*cols)
+    ]
 
 
 def answer_key(row: Mapping) -> str:
@@ -102,11 +130,15 @@ def load_answers(path: str | os.PathLike) -> pd.DataFrame:
     (or ``prompt``) and ``response``."""
     p = Path(path)
     if p.is_dir():
-        p = next((p / f for f in ("results.parquet", "rows.parquet") if (p / f).is_file()),
-                 p / "results.parquet")
+        p = next(
+            (p / f for f in ("results.parquet", "rows.parquet") if (p / f).is_file()),
+            p / "results.parquet",
+        )
     if not p.is_file():
-        raise WorkbenchError(f"no answers at {p} (a run directory with results.parquet or "
-                             "rows.parquet, or a .parquet / .csv / .jsonl file)")
+        raise WorkbenchError(
+            f"no answers at {p} (a run directory with results.parquet or "
+            "rows.parquet, or a .parquet / .csv / .jsonl file)"
+        )
     if p.suffix == ".parquet":
         return pd.read_parquet(p)
     if p.suffix == ".csv":
@@ -132,16 +164,20 @@ def prepare_answers(rows: pd.DataFrame, rescore: bool = False) -> pd.DataFrame:
         frame["question"] = frame["prompt"]
     missing = {"question", "response"} - set(frame.columns)
     if missing:
-        raise WorkbenchError(f"answers need columns question and response; missing {sorted(missing)} "
-                             f"(have: {', '.join(map(str, rows.columns))})")
+        raise WorkbenchError(
+            f"answers need columns question and response; missing {sorted(missing)} "
+            f"(have: {', '.join(map(str, rows.columns))})"
+        )
     if "technique" not in frame:
         frame["technique"] = "answer"
     if rescore or not detector_columns(frame):
         decided = [detector_decisions(r, q) for q, r in zip(frame["question"], frame["response"])]
         for name in DETECTORS:
             frame[f"refused_{name}"] = [d[f"refused_{name}"] for d in decided]
-        frame["phrase_partial"] = [detect_refusal(r, question=q).partial
-                                   for q, r in zip(frame["question"], frame["response"])]
+        frame["phrase_partial"] = [
+            detect_refusal(r, question=q).partial
+            for q, r in zip(frame["question"], frame["response"])
+        ]
     frame["label_key"] = answer_keys(frame)
     return frame
 
@@ -151,7 +187,9 @@ def disagreement(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     if not columns:
         return pd.Series(False, index=frame.index)
     vals = frame[list(columns)].astype("boolean")
-    return (vals.max(axis=1, skipna=True) != vals.min(axis=1, skipna=True)).fillna(False).astype(bool)
+    return (
+        (vals.max(axis=1, skipna=True) != vals.min(axis=1, skipna=True)).fillna(False).astype(bool)
+    )
 
 
 def mismatch(frame: pd.DataFrame, columns: Sequence[str], labels: Mapping[str, str]) -> pd.Series:
@@ -162,22 +200,37 @@ def mismatch(frame: pd.DataFrame, columns: Sequence[str], labels: Mapping[str, s
     out = np.zeros(len(frame), dtype=bool)
     for c in columns:
         pred = frame[c].astype("boolean")
-        out |= labelled & pred.notna().to_numpy() & (pred.fillna(False).to_numpy(dtype=bool) != truth)
+        out |= (
+            labelled & pred.notna().to_numpy() & (pred.fillna(False).to_numpy(dtype=bool) != truth)
+        )
     return pd.Series(out, index=frame.index)
 
 
 def group_ids(frame: pd.DataFrame) -> np.ndarray:
     """Per row, its question's number (in order of first appearance): answers with the same
     target and question are shown side by side."""
-    target = frame["target"].astype(object).where(frame["target"].notna(), "") if "target" in frame else \
-        pd.Series("", index=frame.index, dtype=object)
-    codes, _ = pd.MultiIndex.from_arrays([target.astype(str), frame["question"].astype(str)]).factorize()
+    target = (
+        frame["target"].astype(object).where(frame["target"].notna(), "")
+        if "target" in frame
+        else pd.Series("", index=frame.index, dtype=object)
+    )
+    codes, _ = pd.MultiIndex.from_arrays(
+        [target.astype(str), frame["question"].astype(str)]
+    ).factorize()
     return np.asarray(codes)
 
 
-def question_groups(frame: pd.DataFrame, labels: Mapping[str, str], techniques: Sequence[str] | None = None,
-                    concept: str = ALL, relation: str = ALL, split: tuple[str | None, str] = (None, ALL),
-                    show: str = "all", order: Sequence[str] | None = None, model: str = ALL) -> list[list[int]]:
+def question_groups(
+    frame: pd.DataFrame,
+    labels: Mapping[str, str],
+    techniques: Sequence[str] | None = None,
+    concept: str = ALL,
+    relation: str = ALL,
+    split: tuple[str | None, str] = (None, ALL),
+    show: str = "all",
+    order: Sequence[str] | None = None,
+    model: str = ALL,
+) -> list[list[int]]:
     """The questions to walk through, each as the row positions of its answers (ordered by
     technique, then model and sample), after the filters: techniques shown (None: all), a
     concept (``target``), a relation, ``split`` (column, value), a model, and ``show`` (``all``,
@@ -214,8 +267,11 @@ def question_groups(frame: pd.DataFrame, labels: Mapping[str, str], techniques: 
     rank = {t: i for i, t in enumerate(order or dict.fromkeys(frame["technique"]))}
     tech = frame["technique"].map(rank).fillna(len(rank)).to_numpy()
     model_code = pd.factorize(models, sort=True)[0]
-    sample = pd.to_numeric(frame["sample"], errors="coerce").fillna(0).to_numpy() if "sample" in frame \
+    sample = (
+        pd.to_numeric(frame["sample"], errors="coerce").fillna(0).to_numpy()
+        if "sample" in frame
         else np.zeros(n)
+    )
     pos = pos[np.lexsort((pos, sample[pos], model_code[pos], tech[pos], gid[pos]))]
     cuts = np.flatnonzero(np.diff(gid[pos])) + 1
     return [g.tolist() for g in np.split(pos, cuts)]
@@ -224,10 +280,15 @@ def question_groups(frame: pd.DataFrame, labels: Mapping[str, str], techniques: 
 def label_record(row: Mapping, label: str | None, source: str | None = None) -> dict:
     """The labels-file line for labelling ``row`` (``label`` None: withdrawing its label)."""
     model = _model(row)
-    rec = {"key": row["label_key"], "label": label, "question": row["question"],
-           "response": row["response"],
-           "source": source or (f"run:{row['run']}" if _present(row.get("run")) else "labeller"),
-           "model": model, "family": model_family(model)}
+    rec = {
+        "key": row["label_key"],
+        "label": label,
+        "question": row["question"],
+        "response": row["response"],
+        "source": source or (f"run:{row['run']}" if _present(row.get("run")) else "labeller"),
+        "model": model,
+        "family": model_family(model),
+    }
     for f in _RECORD_FIELDS:
         if _present(row.get(f)):
             v = row[f]
@@ -236,19 +297,24 @@ def label_record(row: Mapping, label: str | None, source: str | None = None) -> 
         if _present(row.get(c)):
             rec["dataset_split"] = str(row[c])
             break
-    rec["time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rec["time"] = datetime.now(UTC).isoformat(timespec="seconds")
     return rec
 
 
-def label_agreement(frame: pd.DataFrame, labels: Mapping[str, str], by: str | None = None) -> pd.DataFrame:
+def label_agreement(
+    frame: pd.DataFrame, labels: Mapping[str, str], by: str | None = None
+) -> pd.DataFrame:
     """Each detector column's agreement with the labels given so far (partial counted as
     refusal), overall or per value of ``by``: ``detector``, [``by``], ``n``, ``accuracy``,
     ``kappa``, ``precision``, ``recall``. Rows where a detector has no decision are left out of
     its n."""
     done = frame[frame["label_key"].isin(list(labels))]
     truth = done["label_key"].map(lambda k: labels[k] != "compliance")
-    groups = [(None, done.index)] if by is None or by not in done else \
-        [(k, g.index) for k, g in done.groupby(by, sort=True)]
+    groups = (
+        [(None, done.index)]
+        if by is None or by not in done
+        else [(k, g.index) for k, g in done.groupby(by, sort=True)]
+    )
     rows = []
     for col in detector_columns(frame):
         for key, idx in groups:
@@ -269,7 +335,10 @@ def partial_flag(frame: pd.DataFrame, labels: Mapping[str, str]) -> dict | None:
     if "phrase_partial" not in frame:
         return None
     done = frame[frame["label_key"].isin(list(labels)) & frame["phrase_partial"].notna()]
-    return scores([labels[k] == "partial" for k in done["label_key"]], [bool(v) for v in done["phrase_partial"]])
+    return scores(
+        [labels[k] == "partial" for k in done["label_key"]],
+        [bool(v) for v in done["phrase_partial"]],
+    )
 
 
 def _fmt(v) -> str:
@@ -281,7 +350,11 @@ def agreement_html(table: pd.DataFrame, by: str | None = None, partial: dict | N
     one class has been labelled)."""
     if table.empty or not table["n"].any():
         return "<p class='wb-agreement'><i>agreement: no labelled answers yet</i></p>"
-    cols = ["detector"] + ([by] if by and by in table else []) + ["n", "accuracy", "kappa", "precision", "recall"]
+    cols = (
+        ["detector"]
+        + ([by] if by and by in table else [])
+        + ["n", "accuracy", "kappa", "precision", "recall"]
+    )
     head = "".join(f"<th style='padding:0 8px'>{html.escape(c)}</th>" for c in cols)
     body = ""
     for r in table.to_dict("records"):
@@ -289,14 +362,20 @@ def agreement_html(table: pd.DataFrame, by: str | None = None, partial: dict | N
         body += "<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>"
     note = ""
     if partial and partial["tp"] + partial["fn"] + partial["fp"]:
-        note = (f"<p>phrase detector's partial flag against labelled partial refusals: precision "
-                f"{_fmt(partial['precision'])}, recall {_fmt(partial['recall'])} "
-                f"({partial['tp']} of {partial['tp'] + partial['fn']})</p>")
-    return (f"<div class='wb-agreement'><b>agreement with your labels</b> (partial counted as refusal)"
-            f"<table><tr>{head}</tr>{body}</table>{note}</div>")
+        note = (
+            f"<p>phrase detector's partial flag against labelled partial refusals: precision "
+            f"{_fmt(partial['precision'])}, recall {_fmt(partial['recall'])} "
+            f"({partial['tp']} of {partial['tp'] + partial['fn']})</p>"
+        )
+    return (
+        f"<div class='wb-agreement'><b>agreement with your labels</b> (partial counted as refusal)"
+        f"<table><tr>{head}</tr>{body}</table>{note}</div>"
+    )
 
 
-def card_html(row: Mapping, label: str | None, number: int, focused: bool, columns: Sequence[str]) -> str:
+def card_html(
+    row: Mapping, label: str | None, number: int, focused: bool, columns: Sequence[str]
+) -> str:
     """One answer: technique (model, sample), its label, the text, and each detector's decision
     (in red where it differs from the label)."""
     e = html.escape
@@ -317,14 +396,19 @@ def card_html(row: Mapping, label: str | None, number: int, focused: bool, colum
         decisions.append(f"<span style='color:{colour}'>{e(text)}</span>")
     if _present(row.get("phrase_partial")) and row.get("phrase_partial"):
         decisions.append("<span style='color:#555'>phrase partial flag</span>")
-    shown = (f"label: <b class='wb-label'>{e(label)}</b>" if label else
-             "<span class='wb-label' style='color:#888'>not labelled</span>")
+    shown = (
+        f"label: <b class='wb-label'>{e(label)}</b>"
+        if label
+        else "<span class='wb-label' style='color:#888'>not labelled</span>"
+    )
     border = "2px solid #1976d2" if focused else "1px solid #ccc"
-    return (f"<div class='wb-card{' wb-focused' if focused else ''}' style='border:{border};"
-            f"padding:4px 8px;border-radius:4px'><div>{' · '.join(meta)} — {shown}</div>"
-            f"<div class='wb-response' style='white-space:pre-wrap;margin:4px 0;max-height:16em;"
-            f"overflow:auto'>{e(str(row['response']))}</div>"
-            f"<div style='font-size:90%'>{' · '.join(decisions)}</div></div>")
+    return (
+        f"<div class='wb-card{' wb-focused' if focused else ''}' style='border:{border};"
+        f"padding:4px 8px;border-radius:4px'><div>{' · '.join(meta)} — {shown}</div>"
+        f"<div class='wb-response' style='white-space:pre-wrap;margin:4px 0;max-height:16em;"
+        f"overflow:auto'>{e(str(row['response']))}</div>"
+        f"<div style='font-size:90%'>{' · '.join(decisions)}</div></div>"
+    )
 
 
 def question_html(row: Mapping, position: int, total: int, split_column: str | None) -> str:
@@ -339,9 +423,11 @@ def question_html(row: Mapping, position: int, total: int, split_column: str | N
         about.append(f"relation <b>{e(str(row['relation']))}</b>")
     if split_column and _present(row.get(split_column)):
         about.append(f"{e(split_column)} <b>{e(str(row[split_column]))}</b>")
-    return (f"<div class='wb-question'><span class='wb-position'>question {position + 1} of {total}</span>"
-            f"{' · ' if about else ''}{' · '.join(about)}<br><b style='font-size:110%'>"
-            f"{e(str(row['question']))}</b></div>")
+    return (
+        f"<div class='wb-question'><span class='wb-position'>question {position + 1} of {total}</span>"
+        f"{' · ' if about else ''}{' · '.join(about)}<br><b style='font-size:110%'>"
+        f"{e(str(row['question']))}</b></div>"
+    )
 
 
 class _Card:
@@ -350,13 +436,20 @@ class _Card:
     def __init__(self, w, on_label):
         self.row: int | None = None
         self.html = w.HTML()
-        self.buttons = {lab: w.Button(description=f"{lab} ({key})", tooltip=f"label this answer {lab}",
-                                      layout=w.Layout(width="auto"))
-                        for key, lab in LABEL_KEYS.items()}
+        self.buttons = {
+            lab: w.Button(
+                description=f"{lab} ({key})",
+                tooltip=f"label this answer {lab}",
+                layout=w.Layout(width="auto"),
+            )
+            for key, lab in LABEL_KEYS.items()
+        }
         for lab, b in self.buttons.items():
             b.on_click(lambda _, lab=lab: on_label(self, lab))
-        self.box = w.VBox([self.html, w.HBox(list(self.buttons.values()))],
-                          layout=w.Layout(flex="1 1 300px", min_width="260px", margin="2px"))
+        self.box = w.VBox(
+            [self.html, w.HBox(list(self.buttons.values()))],
+            layout=w.Layout(flex="1 1 300px", min_width="260px", margin="2px"),
+        )
         self.box.add_class("wb-answer")
 
 
@@ -370,8 +463,14 @@ class Labeller:
     labels; :meth:`labelled` gives the labelled rows; ``labeller.widget`` is what to display.
     """
 
-    def __init__(self, rows: pd.DataFrame, path: str | os.PathLike, source: str | None = None,
-                 techniques: Sequence[str] | None = None, rescore: bool = False):
+    def __init__(
+        self,
+        rows: pd.DataFrame,
+        path: str | os.PathLike,
+        source: str | None = None,
+        techniques: Sequence[str] | None = None,
+        rescore: bool = False,
+    ):
         import ipywidgets as w
 
         self._w = w
@@ -394,56 +493,105 @@ class Labeller:
         self.index = 0
         self.focus = 0
         self._seen = ""
-        self._note = (f"restored {len(self.labels)} labels from {self.path.name}" if self.labels
-                      else f"labels are saved to {self.path}")
+        self._note = (
+            f"restored {len(self.labels)} labels from {self.path.name}"
+            if self.labels
+            else f"labels are saved to {self.path}"
+        )
         wide = {"description_width": "initial"}
         order = list(dict.fromkeys(self.frame["technique"]))
-        self.technique = w.SelectMultiple(options=order, value=tuple(t for t in order if not techniques
-                                                                     or t in techniques),
-                                          rows=min(6, len(order)), description="techniques", style=wide)
-        self.concept = w.Dropdown(options=self._options("target", "target_name"), value=ALL,
-                                  description="concept", style=wide)
-        self.relation = w.Dropdown(options=self._options("relation"), value=ALL, description="relation",
-                                   style=wide)
+        self.technique = w.SelectMultiple(
+            options=order,
+            value=tuple(t for t in order if not techniques or t in techniques),
+            rows=min(6, len(order)),
+            description="techniques",
+            style=wide,
+        )
+        self.concept = w.Dropdown(
+            options=self._options("target", "target_name"),
+            value=ALL,
+            description="concept",
+            style=wide,
+        )
+        self.relation = w.Dropdown(
+            options=self._options("relation"), value=ALL, description="relation", style=wide
+        )
         self.split_column = next((c for c in SPLIT_COLUMNS if c in self.frame), None)
-        self.split = w.Dropdown(options=self._options(self.split_column) if self.split_column else [("all", ALL)],
-                                value=ALL, description=self.split_column or "split", style=wide)
+        self.split = w.Dropdown(
+            options=self._options(self.split_column) if self.split_column else [("all", ALL)],
+            value=ALL,
+            description=self.split_column or "split",
+            style=wide,
+        )
         models = list(dict.fromkeys(model_column(self.frame).astype(str)))
-        self.model = w.Dropdown(options=[("all", ALL)] + [(m, m) for m in models], value=ALL,
-                                description="model", style=wide)
+        self.model = w.Dropdown(
+            options=[("all", ALL)] + [(m, m) for m in models],
+            value=ALL,
+            description="model",
+            style=wide,
+        )
         self.show = w.Dropdown(options=list(SHOW), value="all", description="show", style=wide)
-        for dd, col in ((self.concept, "target"), (self.relation, "relation"), (self.split, self.split_column)):
+        for dd, col in (
+            (self.concept, "target"),
+            (self.relation, "relation"),
+            (self.split, self.split_column),
+        ):
             if not col or col not in self.frame:
                 dd.layout.display = "none"
         if len(models) < 2:
             self.model.layout.display = "none"
         self.previous_button = w.Button(description="previous (b)", icon="arrow-left")
         self.next_button = w.Button(description="next (n)", icon="arrow-right")
-        self.keys = w.Text(placeholder="keys: click here, then c / r / p, x, n / b, 1-9",
-                           description="keys", continuous_update=True, style=wide,
-                           layout=w.Layout(width="360px"))
+        self.keys = w.Text(
+            placeholder="keys: click here, then c / r / p, x, n / b, 1-9",
+            description="keys",
+            continuous_update=True,
+            style=wide,
+            layout=w.Layout(width="360px"),
+        )
         self.keys.add_class("wb-keys")
         self.question = w.HTML()
         self.cards: list[_Card] = []
         self.answers = w.Box(layout=w.Layout(display="flex", flex_flow="row wrap", width="100%"))
         by = [("overall", ""), ("per technique", "technique")]
-        by += [(f"per {c}", c) for c in ("target_name", "relation", self.split_column, "model")
-               if c and c in self.frame]
+        by += [
+            (f"per {c}", c)
+            for c in ("target_name", "relation", self.split_column, "model")
+            if c and c in self.frame
+        ]
         self.agreement_by = w.Dropdown(options=by, value="", description="agreement", style=wide)
         self.agreement = w.HTML()
         self.status = w.HTML()
-        for control in (self.technique, self.concept, self.relation, self.split, self.model, self.show):
+        for control in (
+            self.technique,
+            self.concept,
+            self.relation,
+            self.split,
+            self.model,
+            self.show,
+        ):
             control.observe(lambda _: self.apply_filters(), names="value")
         self.agreement_by.observe(lambda _: self._locked(self._refresh_agreement), names="value")
         self.previous_button.on_click(lambda _: self.previous())
         self.next_button.on_click(lambda _: self.next())
         self.keys.observe(self._on_keys, names="value")
-        self.widget = w.VBox([
-            w.HTML("<h3 style='margin:2px 0'>Label answers</h3>"),
-            w.HBox([self.technique, w.VBox([self.concept, self.relation, self.split, self.model, self.show])]),
-            w.HBox([self.previous_button, self.next_button, self.keys]),
-            self.question, self.answers, self.status, self.agreement_by, self.agreement,
-        ])
+        self.widget = w.VBox(
+            [
+                w.HTML("<h3 style='margin:2px 0'>Label answers</h3>"),
+                w.HBox(
+                    [
+                        self.technique,
+                        w.VBox([self.concept, self.relation, self.split, self.model, self.show]),
+                    ]
+                ),
+                w.HBox([self.previous_button, self.next_button, self.keys]),
+                self.question,
+                self.answers,
+                self.status,
+                self.agreement_by,
+                self.agreement,
+            ]
+        )
         self.widget.add_class("wb-labeller")
         self.apply_filters()
         done = self.frame["label_key"].isin(list(self.labels)).to_numpy()
@@ -475,11 +623,19 @@ class Labeller:
         with self._lock:
             current = self._gid[self.groups[self.index][0]] if self.groups else None
             self.groups = question_groups(
-                self.frame, self.labels, techniques=self.technique.value or None,
-                concept=self.concept.value, relation=self.relation.value,
-                split=(self.split_column, self.split.value), show=self.show.value,
-                order=list(self.technique.options), model=self.model.value)
-            self.index = next((i for i, g in enumerate(self.groups) if self._gid[g[0]] == current), 0)
+                self.frame,
+                self.labels,
+                techniques=self.technique.value or None,
+                concept=self.concept.value,
+                relation=self.relation.value,
+                split=(self.split_column, self.split.value),
+                show=self.show.value,
+                order=list(self.technique.options),
+                model=self.model.value,
+            )
+            self.index = next(
+                (i for i, g in enumerate(self.groups) if self._gid[g[0]] == current), 0
+            )
             self._render(focus_unlabelled=True)
 
     def go(self, index: int) -> None:
@@ -521,7 +677,9 @@ class Labeller:
             try:
                 append_label_record(self.path, label_record(r.to_dict(), label, self.source))
             except OSError as e:
-                self._note = f"<b style='color:#b00'>could not save the label: {html.escape(str(e))}</b>"
+                self._note = (
+                    f"<b style='color:#b00'>could not save the label: {html.escape(str(e))}</b>"
+                )
                 self._refresh_status()
                 raise
             if label is None:
@@ -579,14 +737,16 @@ class Labeller:
             elif k.isdigit() and 0 < int(k) <= len(self.shown):
                 self._set_focus(int(k) - 1)
             elif not k.isspace():
-                self._note = (f"key {html.escape(key)!r} does nothing: c / r / p label, x clears, "
-                              "n / b move, 1-9 pick an answer")
+                self._note = (
+                    f"key {html.escape(key)!r} does nothing: c / r / p label, x clears, "
+                    "n / b move, 1-9 pick an answer"
+                )
                 self._refresh_status()
 
     def _on_keys(self, change) -> None:
         with self._lock:
             new = change["new"] or ""
-            typed = new[len(os.path.commonprefix([self._seen, new])):]
+            typed = new[len(os.path.commonprefix([self._seen, new])) :]
             self._seen = new
             for ch in typed:
                 self.press(ch)
@@ -615,12 +775,14 @@ class Labeller:
             self.cards.append(_Card(self._w, self._on_card))
         self.focus = 0
         if focus_unlabelled:
-            todo = [i for i, r in enumerate(shown) if self.frame.at[r, "label_key"] not in self.labels]
+            todo = [
+                i for i, r in enumerate(shown) if self.frame.at[r, "label_key"] not in self.labels
+            ]
             self.focus = todo[0] if todo else 0
         for i, card in enumerate(self.cards):
             card.row = shown[i] if i < len(shown) else None
             self._render_card(card, i)
-        self.answers.children = [c.box for c in self.cards[:len(shown)]]
+        self.answers.children = [c.box for c in self.cards[: len(shown)]]
         first = self.frame.loc[shown[0]].to_dict() if shown else {}
         self.question.value = question_html(first, self.index, len(self.groups), self.split_column)
         self._refresh_status()
@@ -638,14 +800,17 @@ class Labeller:
     def _refresh_agreement(self) -> None:
         by = self.agreement_by.value or None
         done = self.labelled()
-        self.agreement.value = agreement_html(label_agreement(done, self.labels, by), by,
-                                              partial_flag(done, self.labels))
+        self.agreement.value = agreement_html(
+            label_agreement(done, self.labels, by), by, partial_flag(done, self.labels)
+        )
 
     def _refresh_status(self) -> None:
         n = len(self.labels)
         other = f"; {self._other} more in the file for other answers" if self._other else ""
-        self.status.value = (f"<span class='wb-status'><b>{n} of {len(self.frame)} answers labelled</b>{other}"
-                             f" · {html.escape(str(self.path))}<br>{self._note}</span>")
+        self.status.value = (
+            f"<span class='wb-status'><b>{n} of {len(self.frame)} answers labelled</b>{other}"
+            f" · {html.escape(str(self.path))}<br>{self._note}</span>"
+        )
 
     def _ipython_display_(self):  # pragma: no cover - needs a front end
         from IPython.display import display

@@ -59,8 +59,12 @@ def _legend_outside(fig, axes) -> None:
     fig.legend(handles, labels, loc="outside right upper", fontsize=LEGEND_PT, frameon=False)
 
 
-def gap_figure(table: list[LayerStats], chosen: list[int], behavior: list[int] | None = None,
-               concept: str | None = None):
+def gap_figure(
+    table: list[LayerStats],
+    chosen: list[int],
+    behavior: list[int] | None = None,
+    concept: str | None = None,
+):
     """Mean related and unrelated validation similarity per layer: the gap shaded green where
     related questions score higher, red where lower; condition layers dotted, behaviour layers
     (where the refusal vector is added) dashed; validation AUROC (grey) on a second axis. Every
@@ -73,10 +77,26 @@ def gap_figure(table: list[LayerStats], chosen: list[int], behavior: list[int] |
     ax.plot(layers, rel, marker="o", ms=3, label="related")
     ax.plot(layers, unrel, marker="o", ms=3, label="unrelated")
     above = [r >= u for r, u in zip(rel, unrel)]
-    ax.fill_between(layers, unrel, rel, where=above, interpolate=True, color="tab:green", alpha=0.15,
-                    label="related higher" if any(above) else "_nolegend_")
-    ax.fill_between(layers, unrel, rel, where=[not a for a in above], interpolate=True,
-                    color="tab:red", alpha=0.15, label="related lower" if not all(above) else "_nolegend_")
+    ax.fill_between(
+        layers,
+        unrel,
+        rel,
+        where=above,
+        interpolate=True,
+        color="tab:green",
+        alpha=0.15,
+        label="related higher" if any(above) else "_nolegend_",
+    )
+    ax.fill_between(
+        layers,
+        unrel,
+        rel,
+        where=[not a for a in above],
+        interpolate=True,
+        color="tab:red",
+        alpha=0.15,
+        label="related lower" if not all(above) else "_nolegend_",
+    )
     for layer in chosen:
         ax.axvline(layer, color="0.2", ls=":", lw=1.2, label="condition layer")
     for layer in behavior or []:
@@ -92,19 +112,25 @@ def gap_figure(table: list[LayerStats], chosen: list[int], behavior: list[int] |
     ax.set_xlabel("layer", fontsize=9)
     ax.set_ylabel("mean cosine", fontsize=9)
     ax.tick_params(labelsize=LEGEND_PT)
-    ax.set_title("validation similarity per layer" + (f": {concept}" if concept else ""), fontsize=9)
+    ax.set_title(
+        "validation similarity per layer" + (f": {concept}" if concept else ""), fontsize=9
+    )
     _legend_outside(fig, axes)
     return fig
 
 
-def histogram_figure(related: torch.Tensor, unrelated: torch.Tensor, layer: int, threshold: float,
-                     votes: bool = True):
+def histogram_figure(
+    related: torch.Tensor, unrelated: torch.Tensor, layer: int, threshold: float, votes: bool = True
+):
     """Histogram of validation similarities at one layer with the threshold drawn (dashed and
     labelled "does not vote" when the layer is not a condition layer)."""
     fig = new_figure(*PLOT_IN)
     ax = fig.subplots()
-    bins = torch.linspace(min(related.min(), unrelated.min()).item() - 0.05,
-                          max(related.max(), unrelated.max()).item() + 0.05, 21).tolist()
+    bins = torch.linspace(
+        min(related.min(), unrelated.min()).item() - 0.05,
+        max(related.max(), unrelated.max()).item() + 0.05,
+        21,
+    ).tolist()
     ax.hist(related.tolist(), bins=bins, alpha=0.6, label=f"related (n={len(related)})")
     ax.hist(unrelated.tolist(), bins=bins, alpha=0.6, label=f"unrelated (n={len(unrelated)})")
     label = f"threshold {threshold:+.3f}" + ("" if votes else " (not voting)")
@@ -118,8 +144,9 @@ def histogram_figure(related: torch.Tensor, unrelated: torch.Tensor, layer: int,
     return fig
 
 
-def slider_range(related: torch.Tensor, unrelated: torch.Tensor, threshold: float,
-                 margin: float = 0.05) -> tuple[float, float]:
+def slider_range(
+    related: torch.Tensor, unrelated: torch.Tensor, threshold: float, margin: float = 0.05
+) -> tuple[float, float]:
     """The threshold slider's range at one layer: the validation similarities (and the current
     threshold) plus a margin, within [-1, 1], so each pixel of the slider is a fine step."""
     lo = min(float(related.min()), float(unrelated.min()), threshold) - margin
@@ -150,11 +177,15 @@ class Settings:
 
     def describe(self) -> str:
         thr = ", ".join(f"{l}: {t:+.3f}" for l, t in zip(self.layers, self.thresholds))
-        return (f"concept {self.concept}; condition layers {{{thr}}}; vote {self.aggregate}; "
-                f"strength {self.strength:.2f}")
+        return (
+            f"concept {self.concept}; condition layers {{{thr}}}; vote {self.aggregate}; "
+            f"strength {self.strength:.2f}"
+        )
 
 
-def condition_votes(lm, abstainer, question: str, layers: list[int], thresholds: dict[int, float]) -> list[LayerVote]:
+def condition_votes(
+    lm, abstainer, question: str, layers: list[int], thresholds: dict[int, float]
+) -> list[LayerVote]:
     """The question's similarity and vote at each chosen layer."""
     if not layers:
         return []
@@ -164,24 +195,37 @@ def condition_votes(lm, abstainer, question: str, layers: list[int], thresholds:
 
 
 def votes_html(votes: list[LayerVote], decision: bool, settings: Settings | None = None) -> str:
-    rows = "".join(f"<tr><td>{v.layer}</td><td>{v.similarity:+.3f}</td><td>{v.threshold:+.3f}</td>"
-                   f"<td>{'fires' if v.fires else '-'}</td></tr>" for v in votes)
+    rows = "".join(
+        f"<tr><td>{v.layer}</td><td>{v.similarity:+.3f}</td><td>{v.threshold:+.3f}</td>"
+        f"<td>{'fires' if v.fires else '-'}</td></tr>"
+        for v in votes
+    )
     verdict = "steer (about the concept)" if decision else "do not steer"
     rule = f" by vote <i>{settings.aggregate}</i>" if settings else ""
-    return (f"<table><tr><th>layer</th><th>similarity</th><th>threshold</th><th></th></tr>{rows}</table>"
-            f"<p><b>condition{rule}:</b> {verdict}</p>")
+    return (
+        f"<table><tr><th>layer</th><th>similarity</th><th>threshold</th><th></th></tr>{rows}</table>"
+        f"<p><b>condition{rule}:</b> {verdict}</p>"
+    )
 
 
-def build_steerer(abstainer, layers: list[int], thresholds: dict[int, float], strength: float,
-                  aggregate: str) -> ConditionalSteerer:
+def build_steerer(
+    abstainer, layers: list[int], thresholds: dict[int, float], strength: float, aggregate: str
+) -> ConditionalSteerer:
     """A steerer from the inspector's current control values."""
-    cond = Condition(abstainer.all_vectors.select(layers), [thresholds[l] for l in layers], aggregate)
+    cond = Condition(
+        abstainer.all_vectors.select(layers), [thresholds[l] for l in layers], aggregate
+    )
     base = abstainer.steerer.plan
     return ConditionalSteerer(cond, SteeringPlan(base.layers, base.vectors, strength))
 
 
-def compare_answers(lm, steerer: ConditionalSteerer, question: str, max_new_tokens: int = 48,
-                    step: Callable[[str], None] | None = None) -> tuple[str, str, bool]:
+def compare_answers(
+    lm,
+    steerer: ConditionalSteerer,
+    question: str,
+    max_new_tokens: int = 48,
+    step: Callable[[str], None] | None = None,
+) -> tuple[str, str, bool]:
     """(unsteered answer, conditionally steered answer, whether the condition fired)."""
     cfg = GenerationConfig(max_new_tokens=max_new_tokens)
     step and step("deciding")
@@ -189,7 +233,9 @@ def compare_answers(lm, steerer: ConditionalSteerer, question: str, max_new_toke
     step and step("generating the unsteered answer")
     plain = generate(lm, [question], cfg, progress=False)[0].text
     step and step("generating the steered answer")
-    steered = steerer.generate(lm, [question], cfg, decisions=torch.tensor([fired]), progress=False)[0].text
+    steered = steerer.generate(
+        lm, [question], cfg, decisions=torch.tensor([fired]), progress=False
+    )[0].text
     return plain, steered, fired
 
 
@@ -221,19 +267,25 @@ def answers_html(answer: Answer, stale: str | None = None) -> str:
     and, when ``stale`` (what changed since), a plain stale label above them."""
     e = html.escape
     cell = "vertical-align:top;padding:4px 8px;border:1px solid #ccc;width:50%"
-    label = ("steered" if answer.fired else "not steered: the condition did not fire")
+    label = "steered" if answer.fired else "not steered: the condition did not fire"
     made = e(answer.settings.describe())
     head = ""
     if stale:
-        head = (f"<p style='color:#b35900'><b>stale: asked for '{e(answer.question)}' with {made}</b><br>"
-                f"{e(stale)} changed since this answer: press 'answer' again</p>")
+        head = (
+            f"<p style='color:#b35900'><b>stale: asked for '{e(answer.question)}' with {made}</b><br>"
+            f"{e(stale)} changed since this answer: press 'answer' again</p>"
+        )
     style = "opacity:0.55" if stale else ""
     took = f" in {answer.seconds:.1f} s" if answer.seconds is not None else ""
-    note = (f"<p style='font-size:90%;color:#555'>answer {answer.number}{took}; asked: "
-            f"'{e(answer.question)}'<br>made with {made}</p>")
-    return (f"{head}<div style='{style}'><table style='width:100%'><tr><th>unsteered</th><th>{label}</th></tr>"
-            f"<tr><td style='{cell}'>{e(answer.plain)}</td><td style='{cell}'>{e(answer.steered)}</td></tr>"
-            f"</table>{note}</div>")
+    note = (
+        f"<p style='font-size:90%;color:#555'>answer {answer.number}{took}; asked: "
+        f"'{e(answer.question)}'<br>made with {made}</p>"
+    )
+    return (
+        f"{head}<div style='{style}'><table style='width:100%'><tr><th>unsteered</th><th>{label}</th></tr>"
+        f"<tr><td style='{cell}'>{e(answer.plain)}</td><td style='{cell}'>{e(answer.steered)}</td></tr>"
+        f"</table>{note}</div>"
+    )
 
 
 def nearest_voting_layer(view: int, layers: list[int]) -> int | None:
@@ -244,18 +296,24 @@ def nearest_voting_layer(view: int, layers: list[int]) -> int | None:
 def view_note_html(view: int, layers: list[int]) -> str:
     """A plain note when the viewed layer (and so its threshold slider) takes no part in the vote."""
     if not layers:
-        return "<b style='color:#b35900'>no condition layers: nothing votes, steering never fires</b>"
+        return (
+            "<b style='color:#b35900'>no condition layers: nothing votes, steering never fires</b>"
+        )
     if view not in layers:
-        return (f"<b style='color:#b35900'>layer {view} does not vote</b> (condition layers "
-                f"{', '.join(map(str, layers))}): its threshold changes nothing")
+        return (
+            f"<b style='color:#b35900'>layer {view} does not vote</b> (condition layers "
+            f"{', '.join(map(str, layers))}): its threshold changes nothing"
+        )
     return ""
 
 
 def plot_caption_html(name: str, concept: str, layer: int, votes: bool) -> str:
     """What the plots show: the concept and the histogram's layer."""
     note = "" if votes else " (not voting)"
-    return (f"<small>plots: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>; "
-            f"histogram at layer {layer}{note}</small>")
+    return (
+        f"<small>plots: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>; "
+        f"histogram at layer {layer}{note}</small>"
+    )
 
 
 class SteeringInspector:
@@ -270,8 +328,15 @@ class SteeringInspector:
     #: seconds after the work ends.
     pick_grace_s = 2.0
 
-    def __init__(self, lm, bench, concept: str | None = None, technique=None, store=None,
-                 startup: StartupStatus | None = None):
+    def __init__(
+        self,
+        lm,
+        bench,
+        concept: str | None = None,
+        technique=None,
+        store=None,
+        startup: StartupStatus | None = None,
+    ):
         """``startup``: where the preparation of ``concept`` says what it is doing before the
         widget is on screen (default: a new status line, in a notebook)."""
         import ipywidgets as w
@@ -289,7 +354,9 @@ class SteeringInspector:
         self._state = threading.Lock()  # guards _busy and _queued (never held while computing)
         self._busy: str | None = None  # what is running ("answering", "preparing ..."), if anything
         self._queued: str | None = None  # a concept to prepare once the running work finishes
-        self._wants_pick = False  # a prepare asked for while busy takes the next pick (see pick_grace_s)
+        self._wants_pick = (
+            False  # a prepare asked for while busy takes the next pick (see pick_grace_s)
+        )
         self._wants_pick_until = float("inf")
         self._note = ""  # a remark shown before the status (ignored click, queued concept)
         self._main_status = ""
@@ -303,29 +370,61 @@ class SteeringInspector:
         self.picker.details.layout = w.Layout(max_height="110px", overflow="auto")
         self.prepare_button = w.Button(description="prepare steering", button_style="primary")
         self.status = w.HTML()
-        self.busy = w.IntProgress(value=0, min=0, max=3, layout=w.Layout(width="160px", visibility="hidden"))
+        self.busy = w.IntProgress(
+            value=0, min=0, max=3, layout=w.Layout(width="160px", visibility="hidden")
+        )
         n = lm.num_layers
-        self.layers = w.SelectMultiple(options=list(range(n)), rows=7, description="condition layers",
-                                       style=wide, layout=w.Layout(width="190px"))
-        self.view_layer = w.IntSlider(min=0, max=n - 1, description="view layer", style=wide,
-                                      layout=w.Layout(width="400px"))
-        self.threshold = w.FloatSlider(min=-1.0, max=1.0, step=0.001, readout_format=".3f",
-                                       description="threshold", style=wide, continuous_update=False,
-                                       layout=w.Layout(width="400px"))
+        self.layers = w.SelectMultiple(
+            options=list(range(n)),
+            rows=7,
+            description="condition layers",
+            style=wide,
+            layout=w.Layout(width="190px"),
+        )
+        self.view_layer = w.IntSlider(
+            min=0, max=n - 1, description="view layer", style=wide, layout=w.Layout(width="400px")
+        )
+        self.threshold = w.FloatSlider(
+            min=-1.0,
+            max=1.0,
+            step=0.001,
+            readout_format=".3f",
+            description="threshold",
+            style=wide,
+            continuous_update=False,
+            layout=w.Layout(width="400px"),
+        )
         self.view_note = w.HTML()
-        self.strength = w.FloatSlider(value=float(getattr(self.technique.params, "strength", 0.6)),
-                                      min=0.0, max=3.0, step=0.05, description="strength", style=wide,
-                                      continuous_update=False, layout=w.Layout(width="400px"))
-        self.aggregate = w.Dropdown(options=["all", "majority", "any"],
-                                    value=getattr(self.technique.params, "aggregate", "all"),
-                                    description="vote", style=wide)
+        self.strength = w.FloatSlider(
+            value=float(getattr(self.technique.params, "strength", 0.6)),
+            min=0.0,
+            max=3.0,
+            step=0.05,
+            description="strength",
+            style=wide,
+            continuous_update=False,
+            layout=w.Layout(width="400px"),
+        )
+        self.aggregate = w.Dropdown(
+            options=["all", "majority", "any"],
+            value=getattr(self.technique.params, "aggregate", "all"),
+            description="vote",
+            style=wide,
+        )
         self.behavior = w.HTML()
         plot_layout = dict(width="100%", max_width=f"{PLOT_MAX_PX}px", height="auto")
         self.gap_image = w.Image(format="png", layout=w.Layout(**plot_layout))
         self.hist_image = w.Image(format="png", layout=w.Layout(**plot_layout))
-        self.plot_caption = w.HTML()  # which concept and layer the plots show (an Image has no title)
-        self.question = w.Text(placeholder="type a question", description="question", style=wide,
-                               continuous_update=False, layout=w.Layout(width="95%"))
+        self.plot_caption = (
+            w.HTML()
+        )  # which concept and layer the plots show (an Image has no title)
+        self.question = w.Text(
+            placeholder="type a question",
+            description="question",
+            style=wide,
+            continuous_update=False,
+            layout=w.Layout(width="95%"),
+        )
         self.answer_button = w.Button(description="answer")
         self.votes = w.HTML()
         self.answers = w.HTML()
@@ -338,19 +437,50 @@ class SteeringInspector:
             control.observe(lambda _: self.refresh(), names="value")
         self.question.observe(lambda _: self._on_question(), names="value")
         self.answer_button.on_click(lambda _: self.answer())
-        picker = w.VBox([self.picker.widget.children[0], self.picker.note, self.picker.results,
-                         self.picker.details])
-        controls = w.VBox([w.HBox([self.layers, w.VBox([self.view_layer, self.threshold, self.view_note,
-                                                        self.strength, self.aggregate])]),
-                           self.behavior], layout=w.Layout(flex="0 1 600px"))
-        plots = w.VBox([self.plot_caption, self.gap_image, self.hist_image], layout=w.Layout(flex="1 1 420px",
-                                                                          max_width=f"{PLOT_MAX_PX}px"))
-        self.widget = w.VBox([
-            w.HTML("<h3 style='margin:2px 0'>Steering inspector</h3>"),
-            picker, w.HBox([self.prepare_button, self.busy, self.status]),
-            w.HBox([controls, plots], layout=w.Layout(flex_flow="row wrap", width="100%")),
-            self.question, w.HBox([self.answer_button]), self.votes, self.answers,
-        ])
+        picker = w.VBox(
+            [
+                self.picker.widget.children[0],
+                self.picker.note,
+                self.picker.results,
+                self.picker.details,
+            ]
+        )
+        controls = w.VBox(
+            [
+                w.HBox(
+                    [
+                        self.layers,
+                        w.VBox(
+                            [
+                                self.view_layer,
+                                self.threshold,
+                                self.view_note,
+                                self.strength,
+                                self.aggregate,
+                            ]
+                        ),
+                    ]
+                ),
+                self.behavior,
+            ],
+            layout=w.Layout(flex="0 1 600px"),
+        )
+        plots = w.VBox(
+            [self.plot_caption, self.gap_image, self.hist_image],
+            layout=w.Layout(flex="1 1 420px", max_width=f"{PLOT_MAX_PX}px"),
+        )
+        self.widget = w.VBox(
+            [
+                w.HTML("<h3 style='margin:2px 0'>Steering inspector</h3>"),
+                picker,
+                w.HBox([self.prepare_button, self.busy, self.status]),
+                w.HBox([controls, plots], layout=w.Layout(flex_flow="row wrap", width="100%")),
+                self.question,
+                w.HBox([self.answer_button]),
+                self.votes,
+                self.answers,
+            ]
+        )
         if concept is not None:
             own = startup is None
             self._startup = StartupStatus() if own else startup
@@ -415,8 +545,13 @@ class SteeringInspector:
     def settings(self) -> Settings:
         layers = tuple(sorted(self.layers.value))
         concept = f"{self._name(self.concept)} ({self.concept})" if self.concept else ""
-        return Settings(concept, layers, tuple(self.thresholds[l] for l in layers),
-                        self.aggregate.value, float(self.strength.value))
+        return Settings(
+            concept,
+            layers,
+            tuple(self.thresholds[l] for l in layers),
+            self.aggregate.value,
+            float(self.strength.value),
+        )
 
     # -- actions --------------------------------------------------------------------------------
     def prepare(self, concept: str | None) -> None:
@@ -429,8 +564,10 @@ class SteeringInspector:
                 busy = self._busy
                 self._wants_pick = self._wants_pick or busy is not None
             if busy:
-                self._set_status(note=f"prepare asked for while {html.escape(busy)}: the concept picked "
-                                      "in the list is prepared when that finishes")
+                self._set_status(
+                    note=f"prepare asked for while {html.escape(busy)}: the concept picked "
+                    "in the list is prepared when that finishes"
+                )
             else:
                 self._set_status(note="select a concept in the list first")
             return
@@ -440,8 +577,10 @@ class SteeringInspector:
                 self._queued = concept
                 self._wants_pick = True  # a newer pick may still be on its way
                 busy = self._busy
-            self._set_status(note=f"queued: {html.escape(name)} will be prepared when {html.escape(busy or 'the work')} "
-                                  f"finishes (plots still show the previous concept)")
+            self._set_status(
+                note=f"queued: {html.escape(name)} will be prepared when {html.escape(busy or 'the work')} "
+                f"finishes (plots still show the previous concept)"
+            )
             return
         try:
             self._prepare(concept, name)
@@ -453,9 +592,12 @@ class SteeringInspector:
     def _prepare(self, concept: str, name: str) -> None:
         self._note = ""
         with self._working(f"loading {name}") as step:
-            step(f"loading {name}: activations, concept vectors and the gate (the first time takes longest)")
-            abstainer = self.technique.prepare(self.lm, self.bench, concept,
-                                               **({"store": self.store} if self.store else {}))
+            step(
+                f"loading {name}: activations, concept vectors and the gate (the first time takes longest)"
+            )
+            abstainer = self.technique.prepare(
+                self.lm, self.bench, concept, **({"store": self.store} if self.store else {})
+            )
             cond = abstainer.steerer.condition
             self.abstainer, self.concept, self._answer = abstainer, concept, None
             self.thresholds = {row.layer: row.threshold for row in abstainer.table}
@@ -467,20 +609,27 @@ class SteeringInspector:
                 self.view_layer.value = cond.layers[0]
                 self._set_threshold_slider()
             behavior = abstainer.steerer.plan.layers
-            self.behavior.value = (f"<small>steering adds the refusal vector at layers "
-                                   f"{', '.join(map(str, behavior))}; the gate decides first, so "
-                                   "condition layers may sit at any depth</small>")
+            self.behavior.value = (
+                f"<small>steering adds the refusal vector at layers "
+                f"{', '.join(map(str, behavior))}; the gate decides first, so "
+                "condition layers may sit at any depth</small>"
+            )
             self.answers.value = ""
             self.refresh()
-        self._set_status(f"ready: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>", note="")
+        self._set_status(
+            f"ready: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>", note=""
+        )
 
     def _on_pick(self, concept: str | None) -> None:
         """A concept clicked in the picker: prepared (or queued) if a prepare asked for while busy
         is waiting for it; otherwise say plainly that it is not applied until prepared."""
         with self._state:
             busy = self._busy
-            wanted = bool(concept) and self._wants_pick and (
-                busy is not None or time.monotonic() < self._wants_pick_until)
+            wanted = (
+                bool(concept)
+                and self._wants_pick
+                and (busy is not None or time.monotonic() < self._wants_pick_until)
+            )
             if wanted:
                 self._wants_pick = False
         if wanted and concept != self.concept:
@@ -491,8 +640,10 @@ class SteeringInspector:
             return
         name = html.escape(self._name(concept))
         if busy:
-            self._set_status(note=f"picked {name} while {html.escape(busy)}: press 'prepare steering' "
-                                  "to queue it; plots and answers are for the previous concept")
+            self._set_status(
+                note=f"picked {name} while {html.escape(busy)}: press 'prepare steering' "
+                "to queue it; plots and answers are for the previous concept"
+            )
         else:
             self._set_status(note=f"picked {name}: press 'prepare steering' to apply it")
 
@@ -519,7 +670,11 @@ class SteeringInspector:
             return
         layers = sorted(self.layers.value)
         target = nearest_voting_layer(self.view_layer.value, layers)
-        if target is not None and target != self.view_layer.value and self.view_layer.value not in layers:
+        if (
+            target is not None
+            and target != self.view_layer.value
+            and self.view_layer.value not in layers
+        ):
             with self._holding():
                 self.view_layer.value = target
                 self._set_threshold_slider()
@@ -558,11 +713,20 @@ class SteeringInspector:
             layers = sorted(self.layers.value)
             self.view_note.value = view_note_html(layer, layers)
             name = self._name(self.concept)
-            self.gap_image.value = fig_to_png(gap_figure(self.abstainer.table, layers,
-                                                         self.abstainer.steerer.plan.layers, concept=name))
-            self.hist_image.value = fig_to_png(histogram_figure(
-                v["related"][:, layer], v["unrelated"][:, layer], layer, self.thresholds[layer],
-                votes=layer in layers))
+            self.gap_image.value = fig_to_png(
+                gap_figure(
+                    self.abstainer.table, layers, self.abstainer.steerer.plan.layers, concept=name
+                )
+            )
+            self.hist_image.value = fig_to_png(
+                histogram_figure(
+                    v["related"][:, layer],
+                    v["unrelated"][:, layer],
+                    layer,
+                    self.thresholds[layer],
+                    votes=layer in layers,
+                )
+            )
             self.plot_caption.value = plot_caption_html(name, self.concept, layer, layer in layers)
             self.update_votes()
             self._show_answer()
@@ -578,8 +742,13 @@ class SteeringInspector:
         return stale_reason(self._answer, self.question.value, self.settings())
 
     def steerer(self) -> ConditionalSteerer:
-        return build_steerer(self.abstainer, sorted(self.layers.value), self.thresholds,
-                             self.strength.value, self.aggregate.value)
+        return build_steerer(
+            self.abstainer,
+            sorted(self.layers.value),
+            self.thresholds,
+            self.strength.value,
+            self.aggregate.value,
+        )
 
     def update_votes(self) -> None:
         if self.abstainer is None or not self.question.value.strip() or not self.layers.value:
@@ -587,7 +756,9 @@ class SteeringInspector:
             return
         with self._lock:
             layers = sorted(self.layers.value)
-            votes = condition_votes(self.lm, self.abstainer, self.question.value, layers, self.thresholds)
+            votes = condition_votes(
+                self.lm, self.abstainer, self.question.value, layers, self.thresholds
+            )
             steerer = self.steerer()
             decision = bool(steerer.condition.combine(torch.tensor([[v.fires for v in votes]]))[0])
             self.votes.value = votes_html(votes, decision, self.settings())
@@ -596,7 +767,9 @@ class SteeringInspector:
         """One answer per click: a click while busy is ignored (the status says so), and so is a
         second click right after an answer for the same question and settings (a double click)."""
         if self.abstainer is None or not self.question.value.strip() or not self.layers.value:
-            self.answers.value = "<i>prepare a concept, choose condition layers and type a question</i>"
+            self.answers.value = (
+                "<i>prepare a concept, choose condition layers and type a question</i>"
+            )
             return
         if not self._claim("answering"):
             with self._state:
@@ -604,21 +777,38 @@ class SteeringInspector:
             self._set_status(note=f"busy ({html.escape(busy or 'working')}): click ignored")
             return
         try:
-            if (self._answer is not None and self.stale() is None
-                    and time.monotonic() - self._answered_at < self.debounce_s):
-                self._set_status(note="already answered for this question and these settings: click ignored")
+            if (
+                self._answer is not None
+                and self.stale() is None
+                and time.monotonic() - self._answered_at < self.debounce_s
+            ):
+                self._set_status(
+                    note="already answered for this question and these settings: click ignored"
+                )
                 return
             self._note = ""  # a remark about an earlier click no longer applies
             with self._working("answering", steps=3) as step:
                 question, made, started = self.question.value, self.settings(), time.monotonic()
-                plain, steered, fired = compare_answers(self.lm, self.steerer(), question, step=step)
+                plain, steered, fired = compare_answers(
+                    self.lm, self.steerer(), question, step=step
+                )
                 self._answers_made += 1
-                self._answer = Answer(question, plain, steered, fired, made, self._answers_made,
-                                      time.monotonic() - started)
+                self._answer = Answer(
+                    question,
+                    plain,
+                    steered,
+                    fired,
+                    made,
+                    self._answers_made,
+                    time.monotonic() - started,
+                )
                 self._show_answer()
             self._answered_at = time.monotonic()
-            self._set_status(f"ready: <b>{html.escape(self._name(self.concept))}</b> · answer "
-                             f"{self._answer.number} took {self._answer.seconds:.1f} s", note="")
+            self._set_status(
+                f"ready: <b>{html.escape(self._name(self.concept))}</b> · answer "
+                f"{self._answer.number} took {self._answer.seconds:.1f} s",
+                note="",
+            )
         finally:
             queued = self._release()
         if queued and queued != self.concept:
@@ -680,8 +870,14 @@ class StartupStatus:
             print(line, flush=True)
 
 
-def open_inspector(model="smollm2-135m-instruct", concept: str | None = None, question: str = "",
-                   bench=None, store=None, technique=None) -> SteeringInspector:
+def open_inspector(
+    model="smollm2-135m-instruct",
+    concept: str | None = None,
+    question: str = "",
+    bench=None,
+    store=None,
+    technique=None,
+) -> SteeringInspector:
     """The notebook's start-up in one call: load the model (a name, or a loaded model) and the
     benchmark, prepare ``concept`` and type ``question``, with a status line saying what runs
     while it runs; it ends with how long each step took."""
@@ -705,13 +901,17 @@ def open_inspector(model="smollm2-135m-instruct", concept: str | None = None, qu
         bench = load_benchmark()
         took.append(f"benchmark {time.monotonic() - t:.1f} s")
     t = time.monotonic()
-    inspector = SteeringInspector(lm, bench, concept=concept, technique=technique, store=store,
-                                  startup=status)
+    inspector = SteeringInspector(
+        lm, bench, concept=concept, technique=technique, store=store, startup=status
+    )
     if concept:
         took.append(f"{inspector._name(concept)} {time.monotonic() - t:.1f} s")
     if question:
         status.show("the first question's votes")
         inspector.question.value = question
-    status.show(f"ready in {time.monotonic() - started:.1f} s ({', '.join(took)})" if took
-                else f"ready in {time.monotonic() - started:.1f} s")
+    status.show(
+        f"ready in {time.monotonic() - started:.1f} s ({', '.join(took)})"
+        if took
+        else f"ready in {time.monotonic() - started:.1f} s"
+    )
     return inspector
