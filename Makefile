@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup setup-vllm lock demo test test-fast benchmark reproduce lab clean-runs
+.PHONY: setup setup-vllm lock demo test test-fast lint hooks benchmark reproduce lab clean-runs
 
 setup:
 	@VENV=$(VENV) bash scripts/setup.sh
@@ -21,8 +21,18 @@ setup-vllm:
 demo: setup
 	$(PY) -m workbench demo
 
-test: setup setup-vllm
+# The test command (CI's): lint, format and type checks, then the whole suite.
+test: setup setup-vllm lint
 	$(PY) -m pytest
+
+# ruff (lint and format), mypy on workbench/ and the notebook check: the pre-commit hooks,
+# run on every file (.pre-commit-config.yaml).
+lint: setup
+	$(VENV)/bin/pre-commit run --all-files --show-diff-on-failure
+
+# Run the same hooks on each `git commit`.
+hooks: setup
+	$(VENV)/bin/pre-commit install
 
 test-fast: setup
 	$(PY) -m pytest -m "not integration and not notebook"

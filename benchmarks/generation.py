@@ -27,7 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _prompts import PROMPTS
 from workbench.generation import GenerationConfig, generate
-from workbench.models import load_model, render_chat
+from workbench.backends import load_model
+from workbench.models import render_chat
 
 
 def naive(lm, prompts, max_new_tokens):
@@ -129,7 +130,7 @@ def vllm_paths(args, engine_fp32: list[str], engine_bf16: list[str]) -> list[tup
     HTTP back end (bf16, 16 requests in flight): rows of (path, dtype, tokens, seconds, same)."""
     from workbench.backends.serve import start_vllm_server, vllm_python
     from workbench.generation import GenerationConfig, generate
-    from workbench.models import load_model
+    from workbench.backends import load_model
     from workbench.models.loading import resolve_source
 
     python = vllm_python()

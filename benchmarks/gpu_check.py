@@ -129,7 +129,7 @@ def main() -> int:
             f"{agree}/{len(ours)} answers equal to the engine's in {time.perf_counter() - t:.0f} s "
             "(bf16 kernels differ: a few may differ)",
         )
-        from workbench.models import load_model
+        from workbench.backends import load_model
         from workbench.scoring.judge import LLMJudge
 
         pairs = [

@@ -21,6 +21,6 @@ def embedded():
     """The real embedded SmolLM2-135M-Instruct (dequantized once into the cache), in fp32:
     ``dtype="auto"`` is bf16 on CPUs with native bf16, where greedy answers can depend on the
     batch (rounding), so tests that compare answers pin fp32 and pass on every CPU alike."""
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")

@@ -20,7 +20,7 @@ def no_network(monkeypatch):
 
 
 def test_embedded_model_loads_offline_and_answers(no_network):
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.model.config.model_type == "llama"
@@ -34,7 +34,7 @@ def test_embedded_model_loads_offline_and_answers(no_network):
 def test_later_loads_read_the_cache_not_the_gguf(monkeypatch, embedded):
     import transformers
 
-    from workbench.models import load_model
+    from workbench.backends import load_model
     from workbench.models.loading import embedded_cache_dir
     from workbench.models.registry import REGISTRY
 
@@ -84,7 +84,7 @@ def test_system_prompt_reaches_the_model(embedded):
 def test_the_cpus_default_dtype_answers_sensibly():
     """The default path (``dtype="auto"``: bf16 on this kind of CPU, fp32 elsewhere) gives the
     same kind of answer as fp32 and records its dtype."""
-    from workbench.models import load_model
+    from workbench.backends import load_model
     from workbench.models.loading import resolve_dtype
 
     lm = load_model("smollm2-135m-instruct", device="cpu")

@@ -397,7 +397,7 @@ def test_models_the_workbench_cannot_act_on_fail_with_one_line():
     import transformers
 
     from workbench.editing import FT, ROME
-    from workbench.models.loading import LoadedModel
+    from workbench.backends.hf import HFModel
     from workbench.testing import tiny_tokenizer
 
     tok = tiny_tokenizer()
@@ -405,7 +405,7 @@ def test_models_the_workbench_cannot_act_on_fail_with_one_line():
     def build(config, cls):
         torch.manual_seed(0)
         model = getattr(transformers, cls)(config).eval()
-        return LoadedModel(model, tok, cls, cls, "seed-0", source_dir=None)
+        return HFModel(model, tok, cls, cls, "seed-0", source_dir=None)
 
     def one_line(match, fn, *args, **kwargs):
         with pytest.raises(UnsupportedModelError, match=match) as info:

@@ -27,7 +27,7 @@ SECRET = "sk-wb-test-0123456789-never-written"
 
 @pytest.fixture(scope="module")
 def lm32():
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
 
@@ -61,7 +61,7 @@ def reference(lm32):
 
 
 def _api(url, tmp_path, **options):
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     return load_model(
         f"openai:smollm2@{url}", options={"cache_path": str(tmp_path / "cache.sqlite"), **options}
@@ -200,7 +200,7 @@ def test_white_box_techniques_on_an_api_model_fail_before_anything_runs():
 
 
 def test_the_openai_api_without_a_key_says_which_variable(monkeypatch):
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from workbench.errors import ChatTemplateError, ModelLoadError
-from workbench.models import load_model, render_chat, supports_system_prompt
+from workbench.backends import load_model
+from workbench.models import render_chat, supports_system_prompt
 from workbench.models.loading import resolve_dtype
 from workbench.models.registry import REGISTRY, ModelSpec
 from workbench.testing import NO_SYSTEM_TEMPLATE, save_tiny, tiny_lm, tiny_tokenizer

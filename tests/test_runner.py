@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-import workbench.models
+import workbench.backends
 from workbench.errors import ConfigError
 from workbench.experiments import ExperimentConfig, Runner, evaluation_questions
 from workbench.techniques import ArtifactStore
@@ -28,7 +28,7 @@ def no_hub_models(monkeypatch):
         lm.model_id = name
         return lm
 
-    monkeypatch.setattr(workbench.models, "load_model", fake_load)
+    monkeypatch.setattr(workbench.backends, "load_model", fake_load)
     return loads
 
 

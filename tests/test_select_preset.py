@@ -255,13 +255,13 @@ def protocol_bench_dir(tmp_path_factory):
 def test_the_select_preset_runs_selects_protocol_on_a_tiny_model(
     protocol_bench_dir, tmp_path, monkeypatch
 ):
-    import workbench.models
+    import workbench.backends
     import workbench.techniques.prompting as prompting
     from workbench.experiments import Runner
     from workbench.taxonomy import load_benchmark
     from workbench.testing import tiny_lm
 
-    monkeypatch.setattr(workbench.models, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
+    monkeypatch.setattr(workbench.backends, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
     seen = []
     original = prompting.generate
     monkeypatch.setattr(

@@ -209,12 +209,12 @@ def test_check_detector_needs_the_protocol(protocol):
 def test_runner_rows_hold_select_columns_only_with_a_protocol(tmp_path, protocol, monkeypatch):
     import dataclasses
 
-    import workbench.models
+    import workbench.backends
     from workbench.experiments import ExperimentConfig, Runner
     from workbench.techniques import ArtifactStore
     from workbench.testing import tiny_benchmark, tiny_lm
 
-    monkeypatch.setattr(workbench.models, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
+    monkeypatch.setattr(workbench.backends, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
     cfg = ExperimentConfig.from_dict(
         dict(
             name="t",

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-import workbench.models
+import workbench.backends
 from select_protocol_fixture import write_protocol_files
 from select_release import write_release
 from workbench.errors import ConfigError
@@ -38,7 +38,7 @@ def release_dir(tmp_path_factory):
 
 @pytest.fixture
 def tiny_models(monkeypatch):
-    monkeypatch.setattr(workbench.models, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
+    monkeypatch.setattr(workbench.backends, "load_model", lambda name=None, **kw: tiny_lm(seed=0))
 
 
 def grid(name, data_dir, **kw):
@@ -127,7 +127,7 @@ def test_missing_training_questions_fail_before_any_model_loads(tmp_path, monkey
         import_select(root, allow_missing_training=True, allow_partial=True), tmp_path / "bench"
     )
     loads = []
-    monkeypatch.setattr(workbench.models, "load_model", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(workbench.backends, "load_model", lambda *a, **k: loads.append(a))
     for technique, split in (("steering", "train"), ("sft", "train"), ("few_shot_cot", "train")):
         cfg = grid(
             "m",

@@ -145,7 +145,7 @@ def _trained_abstainers(lm, store_dir: Path) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def lm32():
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
 
@@ -295,7 +295,7 @@ def test_vllm_is_a_clear_error_where_it_is_not_installed():
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
     from workbench.errors import ModelLoadError
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     with pytest.raises(ModelLoadError, match="setup_vllm.sh"):
         load_model("vllm:smollm2-135m-instruct")

@@ -19,7 +19,7 @@ def contains(needle: str | None):
 
 def main(job_path: str, out_path: str) -> None:
     from workbench.generation import GenerationConfig, generate
-    from workbench.models import load_model
+    from workbench.backends import load_model
     from workbench.scoring.judge import LLMJudge
     from workbench.techniques.finetune import _ServedAdapter
 

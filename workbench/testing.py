@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from workbench.models.loading import LoadedModel
+from workbench.backends.hf import HFModel
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -81,8 +81,8 @@ def tiny_lm(
     hidden: int = 32,
     chat_template: str | None = CHATML_TEMPLATE,
     dtype: torch.dtype = torch.float32,
-) -> LoadedModel:
-    """A tiny random Llama chat model wrapped as a :class:`LoadedModel`."""
+) -> HFModel:
+    """A tiny random Llama chat model wrapped as a :class:`HFModel`."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = tiny_tokenizer(chat_template)
@@ -104,7 +104,7 @@ def tiny_lm(
     model = LlamaForCausalLM(config).to(dtype).eval()
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    return LoadedModel(
+    return HFModel(
         model=model,
         tokenizer=tok,
         name=f"tiny-llama-{seed}",
@@ -423,7 +423,7 @@ def tiny_family_lm(
     layers: int = 3,
     hidden: int = 32,
     dtype: torch.dtype = torch.float32,
-) -> LoadedModel:
+) -> HFModel:
     """A tiny random model of ``family`` (a key of :data:`FAMILIES`) built from its own
     transformers configuration class, with its tokens and chat template."""
     import transformers
@@ -456,7 +456,7 @@ def tiny_family_lm(
     model.generation_config.eos_token_id = eos_ids
     model.generation_config.pad_token_id = tok.pad_token_id
     name = f"tiny-{family}-{seed}"
-    return LoadedModel(
+    return HFModel(
         model=model,
         tokenizer=tok,
         name=name,
@@ -466,7 +466,7 @@ def tiny_family_lm(
     )
 
 
-def save_tiny(lm: LoadedModel, directory: Path) -> Path:
+def save_tiny(lm: HFModel, directory: Path) -> Path:
     """Save a tiny model as a plain Hugging Face model directory."""
     lm.model.save_pretrained(directory)
     lm.tokenizer.save_pretrained(directory)

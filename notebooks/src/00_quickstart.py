@@ -28,7 +28,7 @@ run_name = "quickstart"  # results go to runs/<run_name>/
 
 # %%
 from workbench.generation import GenerationConfig, generate, generations_frame
-from workbench.models import load_model
+from workbench.backends import load_model
 from workbench.paths import run_path
 from workbench.plots import plot_answer_lengths, save_run_figure
 

@@ -148,7 +148,7 @@ if probe_knowledge:
     import pandas as pd
 
     from workbench.experiments.probes import probe_descendants
-    from workbench.models import load_model
+    from workbench.backends import load_model
 
     probes, calibrations = [], {}
     for m in models:

@@ -37,7 +37,7 @@ figure_prefix = "judge"  # file name prefix of exported figures
 
 # %%
 from workbench.experiments import ExperimentConfig, Runner
-from workbench.models import load_model
+from workbench.backends import load_model
 from workbench.paths import project_path, run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import plot_compliance, plot_confidence_histograms

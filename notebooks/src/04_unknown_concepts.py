@@ -38,7 +38,7 @@ figure_prefix = "unknown"  # file name prefix of exported figures
 # %%
 import random
 
-from workbench.models import load_model
+from workbench.backends import load_model
 from workbench.paths import project_path, run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.unknown import plot_by_confidence, plot_uncertainty_histograms

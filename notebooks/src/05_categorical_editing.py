@@ -58,7 +58,7 @@ from workbench.editing import (
 )
 from workbench.editing.presets import check_against_clone, editors_for, run_settings
 from workbench.editing.taxi import find_taxi_root, prepare_release, read_hparams, read_protocol
-from workbench.models import load_model
+from workbench.backends import load_model
 from workbench.paths import project_path, run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.editing import plot_consistency_by_group, plot_edit_metrics

@@ -29,7 +29,7 @@ figure_prefix = "steering_gate"  # file name prefix of exported figures
 # %%
 import random
 
-from workbench.models import load_model
+from workbench.backends import load_model
 from workbench.paths import run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.steering import plot_gate_tradeoff

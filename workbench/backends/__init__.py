@@ -1,83 +1,141 @@
-"""Engines besides the workbench's own: vLLM in-process and OpenAI-compatible endpoints.
+"""Engines as peers: the workbench's Hugging Face engine, vLLM in process and OpenAI-compatible
+endpoints, each a :class:`Backend` that declares its :class:`Capabilities`.
 
-Chosen by the model's name (``vllm:<model>``, ``openai:<model>[@<url>]``); everything that
-takes a loaded model (techniques, the judge, UnknownBench, the refusal suite) works the same on
-them as far as their capabilities reach (:class:`Capabilities`). A new back end is one module
-with a :class:`Backend` subclass and an entry in :data:`BACKENDS`.
+:func:`load_model` is the one way to load a model to generate with; the name picks the back
+end (``vllm:<model>``, ``openai:<model>[@<url>]``, anything else the Hugging Face engine), and
+everything that takes a loaded model (techniques, the judge, UnknownBench, the refusal suite)
+talks to the interface only. A new back end is one module with a :class:`Backend` subclass and
+an entry in :data:`BACKENDS`.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import os
+from dataclasses import dataclass
+from typing import Any
 
 from workbench.backends.base import (
-    HF_CAPABILITIES,
-    VLLM_CAPABILITIES,
     Backend,
+    BlackBoxBackend,
     Capabilities,
     ModelRef,
-    capabilities_of,
-    check_technique,
     parse_model,
 )
-from workbench.errors import ModelLoadError
+from workbench.backends.hf import HF_CAPABILITIES, HFModel
+from workbench.backends.openai_api import API_CAPABILITIES, APIOptions, OpenAIModel
+from workbench.backends.vllm_engine import VLLM_CAPABILITIES, VLLMModel, VLLMOptions
+from workbench.errors import ConfigError
+from workbench.models.loading import default_model_name
 
 
-def _vllm(ref, name, options, dtype):
-    from workbench.backends.vllm_engine import VLLMModel, VLLMOptions
+@dataclass(frozen=True)
+class BackendEntry:
+    """A back end in the registry: its class (whose ``load`` classmethod loads a model) and
+    what it declares it can do, known before any model loads."""
 
-    opts = _options(VLLMOptions, options, name)
-    if dtype not in (None, "auto") and opts.dtype == "auto":
-        from dataclasses import replace
-
-        opts = replace(opts, dtype=str(dtype).removeprefix("torch."))
-    return VLLMModel(ref.target, opts, name=name)
+    cls: type[Backend]
+    capabilities: Capabilities
 
 
-def _openai(ref, name, options, dtype):
-    from dataclasses import replace
-
-    from workbench.backends.openai_api import APIOptions, OpenAIModel
-
-    opts = _options(APIOptions, options, name)
-    if ref.base_url and not opts.base_url:
-        opts = replace(opts, base_url=ref.base_url)
-    return OpenAIModel(ref.target, opts, name=name)
+#: Back end name (the prefix before ``:`` in a model name; ``hf`` for none) -> entry.
+BACKENDS: dict[str, BackendEntry] = {
+    "hf": BackendEntry(HFModel, HF_CAPABILITIES),
+    "vllm": BackendEntry(VLLMModel, VLLM_CAPABILITIES),
+    "openai": BackendEntry(OpenAIModel, API_CAPABILITIES),
+}
 
 
-#: Back end name -> loader(ref, name, options, dtype).
-BACKENDS = {"vllm": _vllm, "openai": _openai}
+def load_model(
+    name: str | os.PathLike | None = None,
+    *,
+    device: str | None = "auto",
+    dtype: Any = "auto",
+    revision: str | None = None,
+    require_chat: bool = True,
+    options: Any = None,
+) -> Backend:
+    """Load a model on the back end its name picks, ready for batched chat generation.
 
+    Args:
+        name: a registered name (default ``smollm2-135m-instruct``, shipped offline, or
+            ``$WORKBENCH_MODEL``), a local model directory, or a Hugging Face model id (needs
+            the hub, or its local cache); ``vllm:<any of those>`` loads it on vLLM,
+            ``openai:<model>[@<url>]`` reaches it through an OpenAI-compatible endpoint.
+        device: ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda:0"``, ... (Hugging Face).
+        dtype: ``"auto"`` (bf16 on capable GPUs and CPUs with native bf16, else fp32), or a
+            dtype name.
+        revision: hub revision (branch, tag or commit) for hub ids.
+        require_chat: raise :class:`~workbench.errors.ChatTemplateError` if the tokenizer has
+            no chat template (Hugging Face).
+        options: a back end's options (:class:`VLLMOptions`, :class:`APIOptions`) or a dict of
+            their fields; for the Hugging Face engine a dict of ``device``, ``dtype``,
+            ``revision`` (a grid's ``model_options``, e.g. ``{"dtype": "float32"}``).
 
-def _options(cls, options, name):
-    if options is None or isinstance(options, cls):
-        return options or cls()
-    if not isinstance(options, dict):
-        raise ModelLoadError(f"model {name!r}: options must be a {cls.__name__} or a mapping")
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ModelLoadError(
-            f"model {name!r}: unknown option(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(known))}"
-        )
-    return cls(**options)
+    Raises:
+        ModelLoadError: unknown name, missing package, directory without weights, and the like.
+    """
+    name = str(name) if name is not None else default_model_name()
+    ref = parse_model(name)
+    return BACKENDS[ref.backend].cls.load(
+        ref,
+        name,
+        options=options,
+        device=device,
+        dtype=dtype,
+        revision=revision,
+        require_chat=require_chat,
+    )
 
 
 def load_backend(ref: ModelRef, name: str, options=None, dtype=None) -> Backend:
-    """Load ``name`` on the back end ``ref`` names."""
-    return BACKENDS[ref.backend](ref, name, options, dtype)
+    """Load ``name`` on the back end ``ref`` names (``load_model`` after parsing)."""
+    return load_model(name, options=options, dtype=dtype if dtype is not None else "auto")
+
+
+def capabilities_of(name: str) -> Capabilities:
+    """What the back end ``name`` would load on declares it can do, without loading anything."""
+    return BACKENDS[parse_model(name).backend].capabilities
+
+
+def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
+    """Raise ConfigError when ``technique`` needs (``Technique.requires``) what ``model``'s back
+    end lacks."""
+    missing = capabilities_of(model).missing(needs)
+    if missing:
+        ref = parse_model(model)
+        why = {
+            "activations": "forward hooks on the model's layers",
+            "weights": "the model's weights to train on",
+        }
+        where = (
+            f"run it on the Hugging Face engine (model {ref.target!r})"
+            if ref.backend == "vllm"
+            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot)"
+        )
+        raise ConfigError(
+            f"technique {technique!r} needs {' and '.join(why.get(m, m) for m in missing)}, which "
+            f"the {ref.backend} back end of model {model!r} does not give; {where}"
+        )
 
 
 __all__ = [
+    "API_CAPABILITIES",
     "BACKENDS",
     "HF_CAPABILITIES",
     "VLLM_CAPABILITIES",
+    "APIOptions",
     "Backend",
+    "BackendEntry",
+    "BlackBoxBackend",
     "Capabilities",
+    "HFModel",
     "ModelRef",
+    "OpenAIModel",
+    "VLLMModel",
+    "VLLMOptions",
     "capabilities_of",
     "check_technique",
     "load_backend",
+    "load_model",
     "parse_model",
 ]

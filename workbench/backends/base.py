@@ -1,21 +1,23 @@
-"""What an engine other than the workbench's own offers, and the checks made before it runs.
+"""The interface every engine meets: :class:`Backend`, the :class:`Capabilities` it declares,
+and how a model's name picks its back end (:func:`parse_model`).
 
-A back end is chosen by the model's name: ``vllm:<model>`` (vLLM in this process),
-``openai:<model>`` or ``openai:<model>@<base url>`` (any OpenAI-compatible endpoint: the
-OpenAI API, ``vllm serve``, llama.cpp's server, Ollama). Plain names, paths and hub ids load
-through the workbench's Hugging Face engine, which can do everything. The others cannot
-reach activations or (for an API) weights, so techniques declare what they need
-and a grid that pairs a technique with a back end that lacks it fails in one
-line before any model loads (``Technique.requires``).
+Plain names, paths and hub ids load on the workbench's Hugging Face engine
+(:mod:`workbench.backends.hf`), which can do everything; ``vllm:<model>`` on vLLM in this
+process; ``openai:<model>`` or ``openai:<model>@<base url>`` through any OpenAI-compatible
+endpoint (the OpenAI API, ``vllm serve``, llama.cpp's server, Ollama). The others cannot reach
+activations or (for an API) weights, so techniques declare what they need and a grid that
+pairs a technique with a back end that lacks it fails in one line before any model loads
+(``Technique.requires``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ModelLoadError
 from workbench.generation.config import Generation, GenerationConfig
 
 
@@ -42,14 +44,6 @@ class Capabilities:
 
     def missing(self, needs: frozenset[str]) -> list[str]:
         return sorted(n for n in needs if not getattr(self, n))
-
-
-HF_CAPABILITIES = Capabilities(
-    activations=True, weights=True, adapters=True, logprobs=True, scoring=True, distribution=True
-)
-VLLM_CAPABILITIES = Capabilities(
-    activations=False, weights=True, adapters=True, logprobs=True, scoring=True, distribution=False
-)
 
 
 @dataclass(frozen=True)
@@ -88,54 +82,40 @@ def parse_model(name: str) -> ModelRef:
     return ModelRef("hf", name)
 
 
-def capabilities_of(name: str) -> Capabilities:
-    """The capabilities of the back end ``name`` would load on, without loading anything."""
-    ref = parse_model(name)
-    if ref.backend == "vllm":
-        return VLLM_CAPABILITIES
-    if ref.backend == "openai":
-        from workbench.backends.openai_api import API_CAPABILITIES
-
-        return API_CAPABILITIES
-    return HF_CAPABILITIES
-
-
-def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
-    """Raise ConfigError when ``technique`` needs (``Technique.requires``) what ``model``'s back
-    end lacks."""
-    missing = capabilities_of(model).missing(needs)
-    if missing:
-        ref = parse_model(model)
-        why = {
-            "activations": "forward hooks on the model's layers",
-            "weights": "the model's weights to train on",
-        }
-        where = (
-            f"run it on the Hugging Face engine (model {ref.target!r})"
-            if ref.backend == "vllm"
-            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot)"
-        )
-        raise ConfigError(
-            f"technique {technique!r} needs {' and '.join(why.get(m, m) for m in missing)}, which "
-            f"the {ref.backend} back end of model {model!r} does not give; {where}"
-        )
-
-
 class Backend(ABC):
-    """A model behind an engine other than the workbench's: generation and scoring only.
+    """A loaded model behind one engine: the one interface techniques, the judge, UnknownBench
+    and the suites talk to.
 
-    Subclasses set the provenance attributes a :class:`~workbench.models.LoadedModel` has
-    (``name``, ``model_id``, ``revision``, ``dtype_name``) and ``tokenizer`` (None when the
-    endpoint's tokenizer is not local), and implement :meth:`generate_prompts`.
+    Subclasses declare :attr:`capabilities` (never inferred from a name) and the provenance
+    every result row records (``name``, ``model_id``, ``revision``, ``dtype_name``), set
+    ``tokenizer`` (None when the endpoint's tokenizer is not local), and implement
+    :meth:`generate_prompts`. A back end with ``activations`` exposes ``model`` (the module
+    hooks attach to); one with ``scoring`` implements :meth:`option_probabilities`.
     """
 
-    backend: str
+    backend: ClassVar[str]
     capabilities: Capabilities
     name: str
     model_id: str
     revision: str
     dtype_name: str
-    tokenizer = None
+    tokenizer: Any
+
+    @classmethod
+    @abstractmethod
+    def load(
+        cls,
+        ref: ModelRef,
+        name: str,
+        *,
+        options: Any = None,
+        device: Any = "auto",
+        dtype: Any = "auto",
+        revision: str | None = None,
+        require_chat: bool = True,
+    ) -> Backend:
+        """Load ``ref.target`` (``name`` as the user wrote it) with this back end's
+        ``options`` (its options dataclass or a dict of its fields)."""
 
     @abstractmethod
     def generate_prompts(
@@ -148,9 +128,12 @@ class Backend(ABC):
         progress: bool = True,
         desc: str = "generating",
         adapter: str | None = None,
+        hooks: Sequence = (),
+        repass: Callable | None = None,
     ) -> list[Generation]:
         """One :class:`Generation` per (prompt, sample), ordered by prompt then sample;
-        ``adapter`` names a LoRA adapter directory to answer through."""
+        ``adapter`` names a LoRA adapter directory to answer through; ``hooks`` and ``repass``
+        (:func:`workbench.generation.engine.run_engine`) need ``activations``."""
 
     def option_probabilities(
         self, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
@@ -166,18 +149,44 @@ class Backend(ABC):
             f"back end of model {self.name!r} does not give"
         )
 
-    def close(self) -> None:
-        """Release the engine (processes, memory)."""
+    def refuse_hooks(self, hooks: Sequence, repass: Callable | None) -> None:
+        """For engines without ``activations``: raise when asked for hooks or a second pass."""
+        if hooks or repass is not None:
+            raise self.unavailable("activations", "forward hooks (steering, gates, probes)")
 
-    @property
-    def model(self):
-        raise self.unavailable("activations", "this step (it reads the model's layers)")
+    def close(self) -> None:  # noqa: B027 (optional: engines without resources keep it)
+        """Release the engine (processes, memory)."""
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class BlackBoxBackend(Backend):
+    """A back end with no layers to reach (vLLM, an endpoint): ``model`` says so in one line."""
+
+    @property
+    def model(self):
+        raise self.unavailable("activations", "this step (it reads the model's layers)")
+
+
+def parse_options(cls: type, options: Any, name: str) -> Any:
+    """A back end's options: an instance of the dataclass ``cls`` from None, an instance, or a
+    dict of its fields (unknown fields name themselves in one line)."""
+    if options is None or isinstance(options, cls):
+        return options or cls()
+    if not isinstance(options, dict):
+        raise ModelLoadError(f"model {name!r}: options must be a {cls.__name__} or a mapping")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ModelLoadError(
+            f"model {name!r}: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    return cls(**options)
 
 
 def cut_when(

@@ -27,12 +27,12 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.backends.base import Backend, Capabilities, cut_when
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
 from workbench.generation.config import Generation, GenerationConfig
@@ -95,10 +95,30 @@ class EndpointError(WorkbenchError):
     """An endpoint kept failing (rate limits, server errors, timeouts) after every retry."""
 
 
-class OpenAIModel(Backend):
+class OpenAIModel(BlackBoxBackend):
     """A model behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     backend = "openai"
+    capabilities = API_CAPABILITIES
+
+    @classmethod
+    def load(
+        cls,
+        ref,
+        name,
+        *,
+        options=None,
+        device="auto",
+        dtype="auto",
+        revision=None,
+        require_chat=True,
+    ) -> OpenAIModel:
+        """``options``: :class:`APIOptions` or a dict of its fields; an endpoint given after
+        ``@`` in the name fills an unset ``base_url``."""
+        opts = parse_options(APIOptions, options, name)
+        if ref.base_url and not opts.base_url:
+            opts = replace(opts, base_url=ref.base_url)
+        return cls(ref.target, opts, name=name)
 
     def __init__(self, model: str, options: APIOptions | None = None, *, name: str | None = None):
         try:
@@ -221,7 +241,10 @@ class OpenAIModel(Backend):
         progress=True,
         desc="generating",
         adapter=None,
+        hooks=(),
+        repass=None,
     ) -> list[Generation]:
+        self.refuse_hooks(hooks, repass)
         if adapter is not None:
             raise self.unavailable("adapters", "answering through a fine-tuned adapter")
         local = self.tokenizer is not None

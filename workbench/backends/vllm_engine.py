@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.backends.base import VLLM_CAPABILITIES, Backend, cut_when
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
 from workbench.errors import ModelLoadError
 from workbench.generation.config import Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
+
+#: Generation, adapters and exact scoring; no layers to hook, no full distributions.
+VLLM_CAPABILITIES = Capabilities(
+    activations=False, weights=True, adapters=True, logprobs=True, scoring=True, distribution=False
+)
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,30 @@ class VLLMOptions:
     seed: int = 0
 
 
-class VLLMModel(Backend):
+class VLLMModel(BlackBoxBackend):
     """A model loaded by vLLM's offline engine (see the module docstring)."""
 
     backend = "vllm"
     capabilities = VLLM_CAPABILITIES
+
+    @classmethod
+    def load(
+        cls,
+        ref,
+        name,
+        *,
+        options=None,
+        device="auto",
+        dtype="auto",
+        revision=None,
+        require_chat=True,
+    ) -> VLLMModel:
+        """``options``: :class:`VLLMOptions` or a dict of its fields; a ``dtype`` other than
+        auto fills the options' auto dtype."""
+        opts = parse_options(VLLMOptions, options, name)
+        if dtype not in (None, "auto") and opts.dtype == "auto":
+            opts = replace(opts, dtype=str(dtype).removeprefix("torch."))
+        return cls(ref.target, opts, name=name)
 
     def __init__(self, target: str, options: VLLMOptions | None = None, *, name: str | None = None):
         try:
@@ -130,7 +154,10 @@ class VLLMModel(Backend):
         progress=True,
         desc="generating",
         adapter=None,
+        hooks=(),
+        repass=None,
     ) -> list[Generation]:
+        self.refuse_hooks(hooks, repass)
         from vllm import SamplingParams
 
         texts = [
@@ -254,9 +281,10 @@ class VLLMModel(Backend):
         """The same weights on the Hugging Face engine (loaded once, on first use): what
         fine-tuning techniques train their adapters on before vLLM serves them."""
         if self._hf is None:
-            from workbench.models.loading import load_model
+            from workbench.backends.base import parse_model
+            from workbench.backends.hf import HFModel
 
-            self._hf = load_model(self.target, dtype="float32")
+            self._hf = HFModel.load(parse_model(self.target), self.target, dtype="float32")
         return self._hf
 
     def close(self) -> None:

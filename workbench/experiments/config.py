@@ -278,8 +278,6 @@ class ExperimentConfig:
             for technique in techniques.values():
                 technique.check_data(bench, t)
         if self.system_prompt == "select":
-            from workbench.experiments.runner import system_prompt
-
             system_prompt(self.system_prompt, bench)
 
     # -- hashing --------------------------------------------------------------------------------
@@ -355,3 +353,20 @@ _OPTIONS_NOT_IN_ANSWERS = frozenset(
 
 def hash_dict(d: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def system_prompt(setting: str | None, bench) -> str | None:
+    """The system turn a config asks for: none, SELECT's (from the benchmark's protocol), or
+    the text given."""
+    if not setting:
+        return None
+    if setting == "select":
+        protocol = getattr(bench, "select_protocol", None)
+        if protocol is None:
+            raise ConfigError(
+                "system_prompt='select' needs SELECT's protocol text: import the "
+                "release with `python -m workbench.taxonomy import-select <clone of "
+                "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
+            )
+        return protocol.system_prompt
+    return setting

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class LocalExecutor:
     name = "local"
 
     def execute(self, runner, cells: Sequence) -> Iterator[CellResult]:
-        from workbench.models import load_model
+        from workbench.backends import load_model
 
         for model in dict.fromkeys(c.model for c in cells):
             lm = load_model(model, options=runner.config.model_options.get(model))
@@ -92,7 +92,12 @@ class _Worker:
     """A Ray actor: runs cells of one grid (the body of ``ray.remote(_Worker)``)."""
 
     def __init__(
-        self, config: dict, bench, store_root: str | None, threads: int, imports: Sequence[str] = ()
+        self,
+        make_runner: Callable,
+        bench,
+        store_root: str | None,
+        threads: int,
+        imports: Sequence[str] = (),
     ):
         import importlib
 
@@ -102,14 +107,8 @@ class _Worker:
         torch.set_num_threads(max(1, threads))
         for module in imports:  # techniques or models registered by the user's own modules
             importlib.import_module(module)
-        from workbench.experiments.config import ExperimentConfig
-        from workbench.experiments.runner import Runner
-        from workbench.techniques import ArtifactStore
-
-        store = ArtifactStore(store_root) if store_root else None
-        self.runner = Runner(
-            ExperimentConfig.from_dict(config), bench=bench, progress=False, store=store, quiet=True
-        )
+        # the driver's Runner.worker_factory(): a Runner of the same grid, quiet, on this bench
+        self.runner = make_runner(bench, store_root)
         self.models: dict[str, Any] = {}
 
     def pid(self) -> int:
@@ -119,7 +118,7 @@ class _Worker:
         """(rows, None, "") or (None, error message, traceback) for a cell that raised."""
         import traceback
 
-        from workbench.models import load_model
+        from workbench.backends import load_model
 
         if cell.model not in self.models:
             self.models.clear()  # one model in memory at a time
@@ -199,12 +198,13 @@ class RayExecutor:
             "max_restarts": 0,
         }
         actor_cls = ray.remote(_Worker).options(**options)
-        config = runner.config.to_dict()
         bench_ref = ray.put(runner.bench)
         store = self.store or (str(runner.store.root) if runner.store is not None else None)
 
         def new_actor():
-            return actor_cls.remote(config, bench_ref, store, threads, tuple(self.imports))
+            return actor_cls.remote(
+                runner.worker_factory(), bench_ref, store, threads, tuple(self.imports)
+            )
 
         actors = [new_actor() for _ in range(self.workers)]
         created = list(actors)

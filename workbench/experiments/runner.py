@@ -10,19 +10,21 @@ the missing cells, and a cell whose configuration changed gets a new hash (never
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from workbench.errors import ConfigError, WorkbenchError
-from workbench.experiments.config import ExperimentConfig, hash_dict
+from workbench.errors import WorkbenchError
+from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.paths import runs_root
 from workbench.scoring.detectors import detector_decisions, detectors_for
@@ -117,23 +119,6 @@ def select_evaluation_questions(
     return out
 
 
-def system_prompt(setting: str | None, bench) -> str | None:
-    """The system turn a config asks for: none, SELECT's (from the benchmark's protocol), or
-    the text given."""
-    if not setting:
-        return None
-    if setting == "select":
-        protocol = getattr(bench, "select_protocol", None)
-        if protocol is None:
-            raise ConfigError(
-                "system_prompt='select' needs SELECT's protocol text: import the "
-                "release with `python -m workbench.taxonomy import-select <clone of "
-                "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
-            )
-        return protocol.system_prompt
-    return setting
-
-
 def package_versions() -> dict[str, str]:
     from importlib import metadata
 
@@ -144,6 +129,15 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "unknown"
     return out
+
+
+def _worker_runner(config: dict, bench, store_root: str | None) -> Runner:
+    from workbench.techniques import ArtifactStore
+
+    store = ArtifactStore(store_root) if store_root else None
+    return Runner(
+        ExperimentConfig.from_dict(config), bench=bench, progress=False, store=store, quiet=True
+    )
 
 
 class Runner:
@@ -174,6 +168,11 @@ class Runner:
         self.executor = make_executor(executor, **executor_options)
         self.quiet = quiet
         self._clock: dict[str, float] = {}
+
+    def worker_factory(self) -> Callable:
+        """What a remote worker calls with ``(bench, store_root)`` to build a quiet Runner of
+        this grid (picklable: a module-level function and the config as a dict)."""
+        return functools.partial(_worker_runner, self.config.to_dict())
 
     # -- grid -----------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -344,7 +343,7 @@ class Runner:
             "model": cell.model,
             "model_id": lm.model_id,
             "revision": lm.revision,
-            "backend": getattr(lm, "backend", "hf"),
+            "backend": lm.backend,
             "dtype": getattr(lm, "dtype_name", None),
             "technique": cell.technique,
             "technique_nature": technique.nature,

@@ -14,7 +14,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -26,11 +26,6 @@ from workbench.models.chat import Prompt, render_chat
 
 #: ``stop_when(text) -> bool`` ends a sample early once its text so far satisfies it.
 StopPredicate = Callable[[str], bool]
-
-
-class HasModel(Protocol):
-    model: Any
-    tokenizer: Any
 
 
 def sample_seed(base: int, prompt_text: str, sample: int) -> int:
@@ -97,7 +92,7 @@ def last_token_logits(
 
 
 def generate(
-    lm: HasModel,
+    lm: Any,
     prompts: Sequence[Prompt],
     config: GenerationConfig | None = None,
     *,
@@ -108,18 +103,55 @@ def generate(
     desc: str = "generating",
     repass: Callable[[list[int]], Sequence[bool]] | None = None,
 ) -> list[Generation]:
-    """Generate ``config.num_samples`` completions for every prompt.
+    """Generate ``config.num_samples`` completions for every prompt, on whatever engine ``lm``
+    is (a :class:`~workbench.backends.Backend`): the one call techniques, the judge and the
+    suites make.
 
     Args:
-        lm: anything with ``.model`` and ``.tokenizer`` (e.g. :class:`~workbench.models.LoadedModel`),
-            or a :class:`~workbench.backends.Backend` (vLLM, an endpoint), which answers
-            itself the same way (no hooks).
+        lm: a loaded model (``workbench.backends.load_model``); engines without forward hooks
+            refuse ``hooks`` and ``repass`` in one line.
         prompts: user messages or lists of chat messages.
         config: decoding settings (greedy, 64 new tokens by default).
         hooks: forward hooks active for the whole call; each receives the :class:`StepState`.
         stop_when: optional predicate on a sample's text so far; True ends that sample.
         chat: render prompts with the chat template (False: prompts are final strings).
         progress: show a progress bar.
+        repass: see :func:`run_engine`.
+
+    Returns:
+        One :class:`Generation` per (prompt, sample), ordered by prompt then sample.
+    """
+    return lm.generate_prompts(
+        prompts,
+        config or GenerationConfig(),
+        chat=chat,
+        stop_when=stop_when,
+        progress=progress,
+        desc=desc,
+        hooks=hooks,
+        repass=repass,
+    )
+
+
+def run_engine(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    config: GenerationConfig | None = None,
+    *,
+    hooks: Sequence[ForwardHook] = (),
+    stop_when: StopPredicate | None = None,
+    chat: bool = True,
+    progress: bool = True,
+    desc: str = "generating",
+    repass: Callable[[list[int]], Sequence[bool]] | None = None,
+) -> list[Generation]:
+    """The workbench's engine: batched, KV-cached decoding of a transformers ``model`` with
+    forward hooks (what the Hugging Face back end answers with).
+
+    Args:
+        model, tokenizer: the transformers model and its (left-padding) tokenizer.
+        prompts, config, hooks, stop_when, chat, progress, desc: as for :func:`generate`.
         repass: called after a batch's prompt pass with the batch's prompt indices; the
             prompts it returns True for get their prompt pass run once more (hooks see
             ``state.repass``) and continue from that second pass: a caller can decide from the
@@ -130,13 +162,6 @@ def generate(
         One :class:`Generation` per (prompt, sample), ordered by prompt then sample.
     """
     config = config or GenerationConfig()
-    if getattr(lm, "backend", "hf") != "hf":  # vLLM, an endpoint: no layers to hook
-        if hooks or repass is not None:
-            raise lm.unavailable("activations", "forward hooks (steering, gates, probes)")
-        return lm.generate_prompts(
-            prompts, config, chat=chat, stop_when=stop_when, progress=progress, desc=desc
-        )
-    model, tokenizer = lm.model, lm.tokenizer
     texts = render_prompts(tokenizer, prompts, config.system_prompt, chat=chat)
     if not texts:
         return []

@@ -65,14 +65,19 @@ def option_candidates(
 def option_probabilities(
     lm, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
 ) -> list[OptionDistribution]:
-    """For each rendered ``text``, the distribution over ``options``.
+    """For each rendered ``text``, the distribution over ``options``, from whatever engine
+    ``lm`` is (a :class:`~workbench.backends.Backend`; each scores them its own way).
 
     ``options[k]`` lists the spellings of option k (e.g. ``["7", " 7"]``); their probabilities
     add up. Texts are tokenized without special tokens (they are rendered chat prompts).
     """
-    if getattr(lm, "backend", "hf") != "hf":  # another engine scores them its own way
-        return lm.option_probabilities(texts, options, batch_size)
-    tok, model = lm.tokenizer, lm.model
+    return lm.option_probabilities(texts, options, batch_size)
+
+
+def model_option_probabilities(
+    model, tok, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
+) -> list[OptionDistribution]:
+    """:func:`option_probabilities` on a transformers ``model`` and its tokenizer ``tok``."""
     cands = option_candidates(tok, options)
     prefixes = {ids[:i] for _, ids in cands for i in range(len(ids))}
     chains = [

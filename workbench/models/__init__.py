@@ -1,4 +1,9 @@
-"""Models: load any causal LM by registered name, local path or hub id; chat formatting."""
+"""Models: resolve a name (registered, local path or hub id) to its weights, revision and dtype;
+load them with transformers; chat formatting.
+
+Which engine answers a loaded model is the back ends' business (:mod:`workbench.backends`):
+``workbench.backends.load_model`` is the one entry point for loading a model to generate with.
+"""
 
 from workbench.models.chat import (
     Prompt,
@@ -6,18 +11,30 @@ from workbench.models.chat import (
     render_chat,
     supports_system_prompt,
 )
-from workbench.models.loading import LoadedModel, load_model, materialize_embedded
+from workbench.models.loading import (
+    ModelSource,
+    default_model_name,
+    load_pretrained,
+    materialize_embedded,
+    resolve_device,
+    resolve_dtype,
+    resolve_source,
+)
 from workbench.models.registry import DEFAULT_MODEL, REGISTRY, ModelSpec
 
 __all__ = [
     "DEFAULT_MODEL",
     "REGISTRY",
-    "LoadedModel",
+    "ModelSource",
     "ModelSpec",
     "Prompt",
+    "default_model_name",
     "has_chat_template",
-    "load_model",
+    "load_pretrained",
     "materialize_embedded",
     "render_chat",
+    "resolve_device",
+    "resolve_dtype",
+    "resolve_source",
     "supports_system_prompt",
 ]

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,48 +34,6 @@ _WEIGHT_FILES = (
     "model.safetensors.index.json",
     "pytorch_model.bin.index.json",
 )
-
-
-@dataclass
-class LoadedModel:
-    """A model, its tokenizer and what identifies them for provenance.
-
-    Attributes:
-        model: the ``transformers`` causal LM, in eval mode.
-        tokenizer: its tokenizer, padding on the left (for batched generation).
-        name: what the user asked for (registered name, path or hub id).
-        model_id: a stable identifier for result rows (registered name or hub id or path).
-        revision: what pins the weights: package version and file hash, hub commit, or a hash
-            of the local config and weight file sizes.
-        source_dir: the directory the weights were read from.
-    """
-
-    model: Any
-    tokenizer: Any
-    name: str
-    model_id: str
-    revision: str
-    source_dir: Path
-    extra: dict = field(default_factory=dict)
-    #: Which engine answers: the workbench's own (hooks, weights and all).
-    backend = "hf"
-
-    @property
-    def dtype_name(self) -> str:
-        return str(self.dtype).removeprefix("torch.")
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.model.parameters()).dtype
-
-    @property
-    def num_layers(self) -> int:
-        """Decoder layers (of the text model, for multimodal configs such as Gemma-3 4B+)."""
-        return int(self.model.config.get_text_config().num_hidden_layers)
 
 
 def resolve_device(device: str | None) -> torch.device:
@@ -333,78 +291,42 @@ def resolve_source(name: str, revision: str | None = None) -> ModelSource:
     )
 
 
-def load_model(
-    name: str | os.PathLike | None = None,
+def load_pretrained(
+    name: str,
     *,
     device: str | None = "auto",
     dtype: str | torch.dtype | None = "auto",
     revision: str | None = None,
     require_chat: bool = True,
-    options=None,
-):
-    """Load a model and tokenizer ready for batched chat generation.
-
-    Args:
-        name: a registered name (default ``smollm2-135m-instruct``, shipped offline), a local
-            model directory, or a Hugging Face model id (needs the hub, or its local cache);
-            ``vllm:<any of those>`` loads it on vLLM, ``openai:<model>[@<url>]`` reaches it
-            through an OpenAI-compatible endpoint (:mod:`workbench.backends`).
-        device: ``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda:0"``, ...
-        dtype: ``"auto"`` (bf16 on capable GPUs and CPUs with native bf16, else fp32), or a
-            dtype name.
-        revision: hub revision (branch, tag or commit) for hub ids.
-        require_chat: raise :class:`ChatTemplateError` if the tokenizer has no chat template.
-        options: a back end's options (:class:`~workbench.backends.VLLMOptions`,
-            :class:`~workbench.backends.APIOptions`) or a dict of their fields; for the
-            workbench's engine a dict of ``device``, ``dtype``, ``revision`` (a grid's
-            ``model_options``, e.g. ``{"dtype": "float32"}`` to pin answers across CPUs).
+) -> tuple[Any, Any, ModelSource]:
+    """``(model, tokenizer, source)`` for a registered name, local directory or hub id: the
+    model in eval mode on ``device`` in ``dtype`` (``"auto"``: :func:`resolve_dtype`), the
+    tokenizer padding on the left for batched generation. The Hugging Face back end
+    (:mod:`workbench.backends.hf`) wraps them; use :func:`workbench.backends.load_model`.
 
     Raises:
         ModelLoadError: unknown name, missing package, directory without weights, and the like.
+        ChatTemplateError: ``require_chat`` and the tokenizer has no chat template.
     """
-    name = str(name) if name is not None else _default_name()
-    from workbench.backends.base import parse_model
-
-    ref = parse_model(name)
-    if ref.backend != "hf":
-        from workbench.backends import load_backend
-
-        return load_backend(ref, name, options, dtype=dtype)
-    if options:  # a grid's model_options for the workbench's engine: device, dtype, revision
-        unknown = sorted(set(options) - {"device", "dtype", "revision"})
-        if unknown or not isinstance(options, dict):
-            raise ModelLoadError(
-                f"model {name!r} loads on the Hugging Face engine, whose options "
-                f"are device, dtype and revision; got {', '.join(unknown) or repr(options)}"
-            )
-        device = options.get("device", device)
-        dtype = options.get("dtype", dtype)
-        revision = options.get("revision", revision)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     src = resolve_source(name, revision)
     model, tokenizer = _from_pretrained(src.load_from, torch_dtype, dev, src.kwargs, name)
-    rev = src.revision
     if not src.registered and not Path(str(src.load_from)).exists():
-        rev = getattr(model.config, "_commit_hash", None) or rev
+        src = replace(
+            src, revision=str(getattr(model.config, "_commit_hash", None) or src.revision)
+        )
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if require_chat:
         require_chat_template(tokenizer, name=f"model {name!r}")
     model.eval()
-    return LoadedModel(
-        model=model,
-        tokenizer=tokenizer,
-        name=name,
-        model_id=src.model_id,
-        revision=str(rev),
-        source_dir=Path(src.source_dir),
-        extra=dict(src.extra),
-    )
+    return model, tokenizer, src
 
 
-def _default_name() -> str:
+def default_model_name() -> str:
+    """The model a call that names none loads: ``$WORKBENCH_MODEL``, else the embedded one."""
     from workbench.models.registry import DEFAULT_MODEL
 
     return os.environ.get("WORKBENCH_MODEL", DEFAULT_MODEL)

@@ -1,7 +1,7 @@
 """Named models the workbench knows how to find without a hub.
 
 A registered name maps to a :class:`ModelSpec`. Anything else passed to
-:func:`workbench.models.load_model` is treated as a local directory or a Hugging Face model id.
+:func:`workbench.backends.load_model` is treated as a local directory or a Hugging Face model id.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ class RefusalSuite:
 
     def _model(self, name: str):
         if name not in self.loaded:
-            from workbench.models import load_model
+            from workbench.backends import load_model
 
             self._say(f"loading {name}")
             self.loaded[name] = load_model(name, device=self.config.device, dtype=self.config.dtype)

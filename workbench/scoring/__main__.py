@@ -78,7 +78,7 @@ def _agreement(args) -> int:
         )
     judge = None
     if args.judge:
-        from workbench.models import load_model
+        from workbench.backends import load_model
         from workbench.scoring.judge import LLMJudge
 
         judge = LLMJudge(load_model(args.judge))

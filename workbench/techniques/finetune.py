@@ -97,21 +97,14 @@ class SFTParams(Params, FinetuneParams):
 _ADDED = {"mixture": "workbench", "prompt_template": "", "dpo_init": "merged"}
 
 
-class _AdaptedModel:
-    """A LoadedModel-like view: the adapted copy with the base model's tokenizer and ids."""
-
-    def __init__(self, lm, model):
-        self.model, self.tokenizer = model, lm.tokenizer
-        self.model_id, self.revision = lm.model_id, lm.revision
-
-
 class _ServedAdapter:
     """A back end (vLLM) answering through a LoRA adapter directory over its base weights."""
 
     def __init__(self, lm, adapter: Path):
         self.lm, self.adapter = lm, str(adapter)
         self.backend, self.tokenizer = lm.backend, lm.tokenizer
-        self.model_id, self.revision = lm.model_id, lm.revision
+        self.capabilities, self.name = lm.capabilities, lm.name
+        self.model_id, self.revision, self.dtype_name = lm.model_id, lm.revision, lm.dtype_name
 
     def generate_prompts(self, prompts, config, **kwargs):
         return self.lm.generate_prompts(prompts, config, adapter=self.adapter, **kwargs)
@@ -136,7 +129,7 @@ class FineTunedAbstainer(Abstainer):
     ):
         self.technique, self.target = technique, target
         self.adapted = (
-            _ServedAdapter(lm, model) if isinstance(model, Path) else _AdaptedModel(lm, model)
+            _ServedAdapter(lm, model) if isinstance(model, Path) else lm.with_model(model)
         )
         self.template, self.system = template, system
 
@@ -285,7 +278,7 @@ def _fresh_copy(lm):
 def _trainable(lm):
     """The Hugging Face model to train on: ``lm`` itself, or the same weights behind a back end
     that serves adapters (vLLM). On CPU the copy trains in fp32 whatever ``lm`` runs in."""
-    return lm.hf() if getattr(lm, "backend", "hf") != "hf" else lm
+    return lm if lm.capabilities.activations else lm.hf()
 
 
 def _train_copy(lm):
@@ -299,7 +292,9 @@ def _train_copy(lm):
 
 
 def _serves_adapters(lm) -> bool:
-    return getattr(lm, "backend", "hf") != "hf"
+    """Whether ``lm`` answers through adapter directories (an engine without the torch module
+    in hand, e.g. vLLM) rather than through an adapted copy of its weights."""
+    return not lm.capabilities.activations
 
 
 @register

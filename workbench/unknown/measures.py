@@ -211,13 +211,11 @@ def unavailable_measures(lm) -> list[str]:
     """The measures ``lm``'s back end cannot give: confidence from log-probabilities needs
     exact scoring of fixed continuations, entropy the full next-token distribution, perplexity
     the model's layers (the workbench's engine only)."""
-    if getattr(lm, "backend", "hf") == "hf":
-        return []
     caps = lm.capabilities
     return (
         ([] if caps.scoring else ["confidence_logprob"])
         + ([] if caps.distribution else ["entropy"])
-        + ["perplexity"]
+        + ([] if caps.activations else ["perplexity"])
     )
 
 
