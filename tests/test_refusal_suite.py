@@ -324,11 +324,11 @@ def test_config_errors_are_one_line_naming_the_field(tmp_path, text, message):
 
 
 def test_bad_datasets_and_targets_fail_before_any_model_loads(tmp_path, monkeypatch):
-    import workbench.models
+    import workbench.backends
 
     monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
     monkeypatch.setattr(
-        workbench.models, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
     )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "fine", "expected": "may_refuse"}\n{"text": "no prompt"}\n')
