@@ -15,419 +15,77 @@ for the next / previous question, ``1``-``9`` to highlight an answer. The box ke
 typed (the kernel never writes it): each change's new characters are the keys pressed, so keys
 typed faster than the kernel answers are neither lost nor applied twice.
 
-Everything shown is computed by the plain functions below; :class:`Labeller` only wires them.
+Everything shown is computed by the plain functions of :mod:`workbench.widgets.labelling`;
+:class:`Labeller` only wires them (layout, events, keys, the lock). Their names are imported here,
+so that this module's old names keep working.
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
-import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
-from workbench.scoring.agreement import scores
-from workbench.scoring.labels import LABELS, append_label_record, model_family, read_label_records
+from workbench.scoring.labels import LABELS, append_label_record, read_label_records
+from workbench.widgets.labelling.agreement import label_agreement, partial_flag
+from workbench.widgets.labelling.answers import (
+    SPLIT_COLUMNS,
+    _present,
+    answer_key,
+    answer_keys,
+    detector_columns,
+    load_answers,
+    model_column,
+    prepare_answers,
+)
+from workbench.widgets.labelling.questions import (
+    ALL,
+    SHOW,
+    disagreement,
+    group_ids,
+    mismatch,
+    question_groups,
+)
+from workbench.widgets.labelling.records import label_record
+from workbench.widgets.labelling.views import agreement_html, card_html, question_html
+
+__all__ = [
+    "ALL",
+    "CLEAR_KEY",
+    "LABEL_KEYS",
+    "NEXT_KEYS",
+    "PREVIOUS_KEYS",
+    "SHOW",
+    "SPLIT_COLUMNS",
+    "Labeller",
+    "agreement_html",
+    "answer_key",
+    "answer_keys",
+    "card_html",
+    "detector_columns",
+    "disagreement",
+    "group_ids",
+    "label_agreement",
+    "label_record",
+    "load_answers",
+    "mismatch",
+    "model_column",
+    "partial_flag",
+    "prepare_answers",
+    "question_groups",
+    "question_html",
+]
 
 #: Keys that label the highlighted answer.
 LABEL_KEYS = {"c": "compliance", "r": "refusal", "p": "partial"}
 NEXT_KEYS, PREVIOUS_KEYS, CLEAR_KEY = "nj", "bk", "x"
-#: Columns that may hold a dataset split (a refusal suite's), in the order looked for.
-SPLIT_COLUMNS = ("dataset_split", "split", "dataset")
-#: The "show" filter: which questions to walk through.
-SHOW = (
-    ("all questions", "all"),
-    ("with unlabelled answers", "unlabelled"),
-    ("with labelled answers", "labelled"),
-    ("where detectors disagree", "disagree"),
-    ("where a detector disagrees with the label", "mismatch"),
-)
-ALL = "__all__"
-_KEY_FIELDS = (
-    "model",
-    "system",
-    "technique",
-    "target",
-    "dataset",
-    "seed",
-    "sample",
-    "question",
-    "response",
-)
-_RECORD_FIELDS = (
-    "system",
-    "technique",
-    "target",
-    "target_name",
-    "relation",
-    "dataset",
-    "expected",
-    "category",
-    "prompt_id",
-    "sample",
-    "seed",
-    "run",
-)
 _COLOURS = {"compliance": "success", "refusal": "danger", "partial": "warning"}
-
-
-def _present(v) -> bool:
-    return v is not None and v is not pd.NA and not (isinstance(v, float) and v != v)
-
-
-def _model(row: Mapping):
-    for c in ("model_id", "model"):
-        if _present(row.get(c)):
-            return row.get(c)
-    return None
-
-
-def _norm(v):
-    """A value as JSON keys it: None for missing, plain Python numbers (1.0 -> 1)."""
-    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
-        return None
-    if hasattr(v, "item") and not isinstance(v, str):
-        v = v.item()
-    return int(v) if isinstance(v, float) and v.is_integer() else v
-
-
-def model_column(frame: pd.DataFrame) -> pd.Series:
-    """Per row, the model: ``model_id`` where given, else ``model`` (None when neither)."""
-    out = pd.Series(None, index=frame.index, dtype=object)
-    for c in ("model", "model_id"):
-        if c in frame:
-            out = frame[c].astype(object).where(frame[c].notna(), out)
-    return out
-
-
-def answer_keys(frame: pd.DataFrame) -> list[str]:
-    """A stable id per answer: a hash of its model, technique, target, seed, sample, question and
-    text (the same run, rerun, gives the same keys)."""
-    cols = []
-    for f in _KEY_FIELDS:
-        s = model_column(frame) if f == "model" else frame[f] if f in frame else None
-        cols.append([None] * len(frame) if s is None else [_norm(v) for v in s.tolist()])
-    return [
-        hashlib.sha1(json.dumps(vals, default=str).encode()).hexdigest()[:16] for vals in zip(*cols)
-    ]
-
-
-def answer_key(row: Mapping) -> str:
-    """:func:`answer_keys` of one row."""
-    return answer_keys(pd.DataFrame([dict(row)]))[0]
-
-
-def load_answers(path: str | os.PathLike) -> pd.DataFrame:
-    """A run's rows: a run directory (an experiment's ``results.parquet`` or the refusal suite's
-    ``rows.parquet``), or a ``.parquet``, ``.csv`` or ``.jsonl`` file of rows with ``question``
-    (or ``prompt``) and ``response``."""
-    p = Path(path)
-    if p.is_dir():
-        p = next(
-            (p / f for f in ("results.parquet", "rows.parquet") if (p / f).is_file()),
-            p / "results.parquet",
-        )
-    if not p.is_file():
-        raise WorkbenchError(
-            f"no answers at {p} (a run directory with results.parquet or "
-            "rows.parquet, or a .parquet / .csv / .jsonl file)"
-        )
-    if p.suffix == ".parquet":
-        return pd.read_parquet(p)
-    if p.suffix == ".csv":
-        return pd.read_csv(p)
-    return pd.read_json(p, lines=True, dtype=False)
-
-
-def detector_columns(frame: pd.DataFrame) -> list[str]:
-    """The ``refused_*`` columns, the judge's last."""
-    cols = [c for c in frame.columns if str(c).startswith("refused_")]
-    return sorted(cols, key=lambda c: c == "refused_judge")
-
-
-def prepare_answers(rows: pd.DataFrame, rescore: bool = False) -> pd.DataFrame:
-    """Rows ready to label: positional index, a ``question`` (the suite's ``prompt``), a
-    ``technique`` (``answer`` when absent), a ``label_key``, and detector columns (computed with
-    the current rules when the rows have none, or when ``rescore``)."""
-    from workbench.scoring.detectors import DETECTORS, detector_decisions
-    from workbench.scoring.phrases import detect_refusal
-
-    frame = rows.reset_index(drop=True)
-    if "question" not in frame and "prompt" in frame:
-        frame["question"] = frame["prompt"]
-    missing = {"question", "response"} - set(frame.columns)
-    if missing:
-        raise WorkbenchError(
-            f"answers need columns question and response; missing {sorted(missing)} "
-            f"(have: {', '.join(map(str, rows.columns))})"
-        )
-    if "technique" not in frame:
-        frame["technique"] = "answer"
-    if rescore or not detector_columns(frame):
-        decided = [detector_decisions(r, q) for q, r in zip(frame["question"], frame["response"])]
-        for name in DETECTORS:
-            frame[f"refused_{name}"] = [d[f"refused_{name}"] for d in decided]
-        frame["phrase_partial"] = [
-            detect_refusal(r, question=q).partial
-            for q, r in zip(frame["question"], frame["response"])
-        ]
-    frame["label_key"] = answer_keys(frame)
-    return frame
-
-
-def disagreement(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    """Per row: whether the detectors' decisions (those given) are not all the same."""
-    if not columns:
-        return pd.Series(False, index=frame.index)
-    vals = frame[list(columns)].astype("boolean")
-    return (
-        (vals.max(axis=1, skipna=True) != vals.min(axis=1, skipna=True)).fillna(False).astype(bool)
-    )
-
-
-def mismatch(frame: pd.DataFrame, columns: Sequence[str], labels: Mapping[str, str]) -> pd.Series:
-    """Per row: labelled, and some detector's decision differs from the label."""
-    given = frame["label_key"].map(dict(labels))
-    labelled = given.notna().to_numpy()
-    truth = (given != "compliance").to_numpy()
-    out = np.zeros(len(frame), dtype=bool)
-    for c in columns:
-        pred = frame[c].astype("boolean")
-        out |= (
-            labelled & pred.notna().to_numpy() & (pred.fillna(False).to_numpy(dtype=bool) != truth)
-        )
-    return pd.Series(out, index=frame.index)
-
-
-def group_ids(frame: pd.DataFrame) -> np.ndarray:
-    """Per row, its question's number (in order of first appearance): answers with the same
-    target and question are shown side by side."""
-    target = (
-        frame["target"].astype(object).where(frame["target"].notna(), "")
-        if "target" in frame
-        else pd.Series("", index=frame.index, dtype=object)
-    )
-    codes, _ = pd.MultiIndex.from_arrays(
-        [target.astype(str), frame["question"].astype(str)]
-    ).factorize()
-    return np.asarray(codes)
-
-
-def question_groups(
-    frame: pd.DataFrame,
-    labels: Mapping[str, str],
-    techniques: Sequence[str] | None = None,
-    concept: str = ALL,
-    relation: str = ALL,
-    split: tuple[str | None, str] = (None, ALL),
-    show: str = "all",
-    order: Sequence[str] | None = None,
-    model: str = ALL,
-) -> list[list[int]]:
-    """The questions to walk through, each as the row positions of its answers (ordered by
-    technique, then model and sample), after the filters: techniques shown (None: all), a
-    concept (``target``), a relation, ``split`` (column, value), a model, and ``show`` (``all``,
-    ``unlabelled``, ``labelled``, ``disagree``, ``mismatch``: questions where at least one
-    shown answer is such)."""
-    n = len(frame)
-    keep = np.ones(n, dtype=bool)
-    if techniques is not None:
-        keep &= frame["technique"].isin(list(techniques)).to_numpy()
-    if concept != ALL and "target" in frame:
-        keep &= (frame["target"] == concept).to_numpy()
-    if relation != ALL and "relation" in frame:
-        keep &= (frame["relation"] == relation).to_numpy()
-    col, value = split
-    if col and value != ALL:
-        keep &= (frame[col].astype(str) == value).to_numpy()
-    models = model_column(frame).astype(str)
-    if model != ALL:
-        keep &= (models == model).to_numpy()
-    if show == "all":
-        wanted = np.ones(n, dtype=bool)
-    elif show in ("labelled", "unlabelled"):
-        wanted = frame["label_key"].isin(list(labels)).to_numpy()
-        wanted = wanted if show == "labelled" else ~wanted
-    elif show == "disagree":
-        wanted = disagreement(frame, detector_columns(frame)).to_numpy()
-    else:
-        wanted = mismatch(frame, detector_columns(frame), labels).to_numpy()
-    gid = group_ids(frame)
-    pos = np.flatnonzero(keep)
-    pos = pos[np.isin(gid[pos], np.unique(gid[keep & wanted]))]
-    if not len(pos):
-        return []
-    rank = {t: i for i, t in enumerate(order or dict.fromkeys(frame["technique"]))}
-    tech = frame["technique"].map(rank).fillna(len(rank)).to_numpy()
-    model_code = pd.factorize(models, sort=True)[0]
-    sample = (
-        pd.to_numeric(frame["sample"], errors="coerce").fillna(0).to_numpy()
-        if "sample" in frame
-        else np.zeros(n)
-    )
-    pos = pos[np.lexsort((pos, sample[pos], model_code[pos], tech[pos], gid[pos]))]
-    cuts = np.flatnonzero(np.diff(gid[pos])) + 1
-    return [g.tolist() for g in np.split(pos, cuts)]
-
-
-def label_record(row: Mapping, label: str | None, source: str | None = None) -> dict:
-    """The labels-file line for labelling ``row`` (``label`` None: withdrawing its label)."""
-    model = _model(row)
-    rec = {
-        "key": row["label_key"],
-        "label": label,
-        "question": row["question"],
-        "response": row["response"],
-        "source": source or (f"run:{row['run']}" if _present(row.get("run")) else "labeller"),
-        "model": model,
-        "family": model_family(model),
-    }
-    for f in _RECORD_FIELDS:
-        if _present(row.get(f)):
-            v = row[f]
-            rec[f] = v.item() if hasattr(v, "item") else v
-    for c in SPLIT_COLUMNS:
-        if _present(row.get(c)):
-            rec["dataset_split"] = str(row[c])
-            break
-    rec["time"] = datetime.now(UTC).isoformat(timespec="seconds")
-    return rec
-
-
-def label_agreement(
-    frame: pd.DataFrame, labels: Mapping[str, str], by: str | None = None
-) -> pd.DataFrame:
-    """Each detector column's agreement with the labels given so far (partial counted as
-    refusal), overall or per value of ``by``: ``detector``, [``by``], ``n``, ``accuracy``,
-    ``kappa``, ``precision``, ``recall``. Rows where a detector has no decision are left out of
-    its n."""
-    done = frame[frame["label_key"].isin(list(labels))]
-    truth = done["label_key"].map(lambda k: labels[k] != "compliance")
-    groups = (
-        [(None, done.index)]
-        if by is None or by not in done
-        else [(k, g.index) for k, g in done.groupby(by, sort=True)]
-    )
-    rows = []
-    for col in detector_columns(frame):
-        for key, idx in groups:
-            pred = done.loc[idx, col]
-            ok = pred.notna()
-            s = scores([bool(t) for t in truth[idx][ok]], [bool(p) for p in pred[ok]])
-            rec = {"detector": col.removeprefix("refused_")}
-            if by is not None and by in done:
-                rec[by] = key
-            rec.update({k: s[k] for k in ("n", "accuracy", "kappa", "precision", "recall")})
-            rows.append(rec)
-    return pd.DataFrame(rows)
-
-
-def partial_flag(frame: pd.DataFrame, labels: Mapping[str, str]) -> dict | None:
-    """The phrase detector's ``partial`` flag against labelled partial refusals (None when the
-    rows have no flag)."""
-    if "phrase_partial" not in frame:
-        return None
-    done = frame[frame["label_key"].isin(list(labels)) & frame["phrase_partial"].notna()]
-    return scores(
-        [labels[k] == "partial" for k in done["label_key"]],
-        [bool(v) for v in done["phrase_partial"]],
-    )
-
-
-def _fmt(v) -> str:
-    return "–" if v is None or v != v else f"{v:.2f}"
-
-
-def agreement_html(table: pd.DataFrame, by: str | None = None, partial: dict | None = None) -> str:
-    """The agreement table as HTML (``–`` where a score is undefined, e.g. kappa while only
-    one class has been labelled)."""
-    if table.empty or not table["n"].any():
-        return "<p class='wb-agreement'><i>agreement: no labelled answers yet</i></p>"
-    cols = (
-        ["detector"]
-        + ([by] if by and by in table else [])
-        + ["n", "accuracy", "kappa", "precision", "recall"]
-    )
-    head = "".join(f"<th style='padding:0 8px'>{html.escape(c)}</th>" for c in cols)
-    body = ""
-    for r in table.to_dict("records"):
-        cells = [html.escape(str(r[c])) if c in ("detector", by, "n") else _fmt(r[c]) for c in cols]
-        body += "<tr>" + "".join(f"<td style='padding:0 8px'>{c}</td>" for c in cells) + "</tr>"
-    note = ""
-    if partial and partial["tp"] + partial["fn"] + partial["fp"]:
-        note = (
-            f"<p>phrase detector's partial flag against labelled partial refusals: precision "
-            f"{_fmt(partial['precision'])}, recall {_fmt(partial['recall'])} "
-            f"({partial['tp']} of {partial['tp'] + partial['fn']})</p>"
-        )
-    return (
-        f"<div class='wb-agreement'><b>agreement with your labels</b> (partial counted as refusal)"
-        f"<table><tr>{head}</tr>{body}</table>{note}</div>"
-    )
-
-
-def card_html(
-    row: Mapping, label: str | None, number: int, focused: bool, columns: Sequence[str]
-) -> str:
-    """One answer: technique (model, sample), its label, the text, and each detector's decision
-    (in red where it differs from the label)."""
-    e = html.escape
-    name = row["system"] if _present(row.get("system")) else row["technique"]
-    meta = [f"<b>{number}. {e(str(name))}</b>"]
-    if _present(row.get("sample")) and row.get("sample"):
-        meta.append(f"sample {int(row['sample'])}")
-    if _present(_model(row)):
-        meta.append(e(str(_model(row))))
-    truth = None if label is None else label != "compliance"
-    decisions = []
-    for c in columns:
-        v = row.get(c)
-        if not _present(v):
-            continue
-        text = f"{c.removeprefix('refused_')}: {'refusal' if v else 'answer'}"
-        colour = "#b00" if truth is not None and bool(v) != truth else "#555"
-        decisions.append(f"<span style='color:{colour}'>{e(text)}</span>")
-    if _present(row.get("phrase_partial")) and row.get("phrase_partial"):
-        decisions.append("<span style='color:#555'>phrase partial flag</span>")
-    shown = (
-        f"label: <b class='wb-label'>{e(label)}</b>"
-        if label
-        else "<span class='wb-label' style='color:#888'>not labelled</span>"
-    )
-    border = "2px solid #1976d2" if focused else "1px solid #ccc"
-    return (
-        f"<div class='wb-card{' wb-focused' if focused else ''}' style='border:{border};"
-        f"padding:4px 8px;border-radius:4px'><div>{' · '.join(meta)} — {shown}</div>"
-        f"<div class='wb-response' style='white-space:pre-wrap;margin:4px 0;max-height:16em;"
-        f"overflow:auto'>{e(str(row['response']))}</div>"
-        f"<div style='font-size:90%'>{' · '.join(decisions)}</div></div>"
-    )
-
-
-def question_html(row: Mapping, position: int, total: int, split_column: str | None) -> str:
-    e = html.escape
-    if not total:
-        return "<p><i>no answers match these filters</i></p>"
-    about = []
-    if _present(row.get("target")):
-        name = row.get("target_name") if _present(row.get("target_name")) else row["target"]
-        about.append(f"concept <b>{e(str(name))}</b>")
-    if _present(row.get("relation")):
-        about.append(f"relation <b>{e(str(row['relation']))}</b>")
-    if split_column and _present(row.get(split_column)):
-        about.append(f"{e(split_column)} <b>{e(str(row[split_column]))}</b>")
-    return (
-        f"<div class='wb-question'><span class='wb-position'>question {position + 1} of {total}</span>"
-        f"{' · ' if about else ''}{' · '.join(about)}<br><b style='font-size:110%'>"
-        f"{e(str(row['question']))}</b></div>"
-    )
 
 
 class _Card:
@@ -746,7 +404,7 @@ class Labeller:
     def _on_keys(self, change) -> None:
         with self._lock:
             new = change["new"] or ""
-            typed = new[len(os.path.commonprefix([self._seen, new])) :]
+            typed = new[len(os.path.commonprefix([self._seen, new])) :]  # noqa: RUF071 (per character on purpose)
             self._seen = new
             for ch in typed:
                 self.press(ch)

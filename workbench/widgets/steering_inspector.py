@@ -9,311 +9,74 @@ the unsteered and steered answers side by side, each labelled with the settings 
 Safe under real use: JupyterLab may deliver widget events on two kernel threads, so every use of
 the model holds one lock, figures are drawn without pyplot's global state, and each control
 refreshes every view that depends on it (answers made under other settings are marked stale).
-Everything shown is computed by the plain functions below; the class only wires them.
+Everything shown is computed by the plain functions of :mod:`workbench.widgets.inspector`; this
+module holds the widget that wires them (layout, events, the lock and the busy state) and
+:func:`open_inspector`, the notebook's start-up. The names below are imported here, so that this
+module's old names keep working and so that replacing ``compare_answers`` or ``condition_votes``
+on this module (as the tests do) replaces what the widget calls.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import threading
 import time
-from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import torch
 
-from workbench.generation import GenerationConfig, generate
-from workbench.plots.save import new_figure
-from workbench.steering import (
-    Condition,
-    ConditionalSteerer,
-    SteeringPlan,
-    collect_activations,
+from workbench.steering import ConditionalSteerer
+from workbench.widgets.inspector.plots import (
+    DPI,
+    LEGEND_PT,
+    PLOT_IN,
+    PLOT_MAX_PX,
+    fig_to_png,
+    gap_figure,
+    histogram_figure,
 )
-from workbench.steering.gate import LayerStats
+from workbench.widgets.inspector.startup import StartupStatus
+from workbench.widgets.inspector.state import (
+    Answer,
+    LayerVote,
+    Settings,
+    nearest_voting_layer,
+    slider_range,
+    stale_reason,
+)
+from workbench.widgets.inspector.steering import build_steerer, compare_answers, condition_votes
+from workbench.widgets.inspector.views import (
+    answers_html,
+    plot_caption_html,
+    view_note_html,
+    votes_html,
+)
 
-#: Figure size in inches and the PNG resolution: 6 x 2.4 in at 150 dpi is a 900 x 360 PNG, shown
-#: at the output area's width up to ``PLOT_MAX_PX`` pixels (sharp on high-density screens).
-PLOT_IN = (6.0, 2.4)
-DPI = 150
-PLOT_MAX_PX = 600
-LEGEND_PT = 8
-
-
-def fig_to_png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
-
-
-def _legend_outside(fig, axes) -> None:
-    """One legend for every labelled artist of ``axes``, one entry per label, right of the axes."""
-    handles, labels = [], []
-    for ax in axes:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
-                handles.append(h)
-                labels.append(l)
-    fig.legend(handles, labels, loc="outside right upper", fontsize=LEGEND_PT, frameon=False)
-
-
-def gap_figure(
-    table: list[LayerStats],
-    chosen: list[int],
-    behavior: list[int] | None = None,
-    concept: str | None = None,
-):
-    """Mean related and unrelated validation similarity per layer: the gap shaded green where
-    related questions score higher, red where lower; condition layers dotted, behaviour layers
-    (where the refusal vector is added) dashed; validation AUROC (grey) on a second axis. Every
-    line has a legend entry; the legend sits outside the curves; the title names ``concept``."""
-    layers = [r.layer for r in table]
-    rel = [r.mean_related for r in table]
-    unrel = [r.mean_unrelated for r in table]
-    fig = new_figure(*PLOT_IN)
-    ax = fig.subplots()
-    ax.plot(layers, rel, marker="o", ms=3, label="related")
-    ax.plot(layers, unrel, marker="o", ms=3, label="unrelated")
-    above = [r >= u for r, u in zip(rel, unrel)]
-    ax.fill_between(
-        layers,
-        unrel,
-        rel,
-        where=above,
-        interpolate=True,
-        color="tab:green",
-        alpha=0.15,
-        label="related higher" if any(above) else "_nolegend_",
-    )
-    ax.fill_between(
-        layers,
-        unrel,
-        rel,
-        where=[not a for a in above],
-        interpolate=True,
-        color="tab:red",
-        alpha=0.15,
-        label="related lower" if not all(above) else "_nolegend_",
-    )
-    for layer in chosen:
-        ax.axvline(layer, color="0.2", ls=":", lw=1.2, label="condition layer")
-    for layer in behavior or []:
-        ax.axvline(layer, color="tab:purple", ls="--", lw=1, label="steering layer")
-    axes = [ax]
-    if table and table[0].auroc == table[0].auroc:
-        ax2 = ax.twinx()
-        ax2.plot(layers, [r.auroc for r in table], color="0.5", lw=1, label="AUROC (right axis)")
-        ax2.set_ylim(0, 1)
-        ax2.set_ylabel("AUROC", fontsize=LEGEND_PT)
-        ax2.tick_params(labelsize=LEGEND_PT)
-        axes.append(ax2)
-    ax.set_xlabel("layer", fontsize=9)
-    ax.set_ylabel("mean cosine", fontsize=9)
-    ax.tick_params(labelsize=LEGEND_PT)
-    ax.set_title(
-        "validation similarity per layer" + (f": {concept}" if concept else ""), fontsize=9
-    )
-    _legend_outside(fig, axes)
-    return fig
-
-
-def histogram_figure(
-    related: torch.Tensor, unrelated: torch.Tensor, layer: int, threshold: float, votes: bool = True
-):
-    """Histogram of validation similarities at one layer with the threshold drawn (dashed and
-    labelled "does not vote" when the layer is not a condition layer)."""
-    fig = new_figure(*PLOT_IN)
-    ax = fig.subplots()
-    bins = torch.linspace(
-        min(related.min(), unrelated.min()).item() - 0.05,
-        max(related.max(), unrelated.max()).item() + 0.05,
-        21,
-    ).tolist()
-    ax.hist(related.tolist(), bins=bins, alpha=0.6, label=f"related (n={len(related)})")
-    ax.hist(unrelated.tolist(), bins=bins, alpha=0.6, label=f"unrelated (n={len(unrelated)})")
-    label = f"threshold {threshold:+.3f}" + ("" if votes else " (not voting)")
-    ax.axvline(threshold, color="k", lw=1.5, ls="-" if votes else "--", label=label)
-    ax.set_xlabel(f"cosine similarity at layer {layer}", fontsize=9)
-    ax.set_ylabel("questions", fontsize=9)
-    ax.tick_params(labelsize=LEGEND_PT)
-    if not votes:
-        ax.set_title(f"layer {layer} does not vote", fontsize=9, color="#b35900")
-    _legend_outside(fig, [ax])
-    return fig
-
-
-def slider_range(
-    related: torch.Tensor, unrelated: torch.Tensor, threshold: float, margin: float = 0.05
-) -> tuple[float, float]:
-    """The threshold slider's range at one layer: the validation similarities (and the current
-    threshold) plus a margin, within [-1, 1], so each pixel of the slider is a fine step."""
-    lo = min(float(related.min()), float(unrelated.min()), threshold) - margin
-    hi = max(float(related.max()), float(unrelated.max()), threshold) + margin
-    return max(-1.0, round(lo, 2)), min(1.0, round(hi, 2))
-
-
-@dataclass(frozen=True)
-class LayerVote:
-    layer: int
-    similarity: float
-    threshold: float
-
-    @property
-    def fires(self) -> bool:
-        return self.similarity > self.threshold
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What a vote or an answer was computed with (shown beside it)."""
-
-    concept: str
-    layers: tuple[int, ...]
-    thresholds: tuple[float, ...]
-    aggregate: str
-    strength: float
-
-    def describe(self) -> str:
-        thr = ", ".join(f"{l}: {t:+.3f}" for l, t in zip(self.layers, self.thresholds))
-        return (
-            f"concept {self.concept}; condition layers {{{thr}}}; vote {self.aggregate}; "
-            f"strength {self.strength:.2f}"
-        )
-
-
-def condition_votes(
-    lm, abstainer, question: str, layers: list[int], thresholds: dict[int, float]
-) -> list[LayerVote]:
-    """The question's similarity and vote at each chosen layer."""
-    if not layers:
-        return []
-    acts = collect_activations(lm, [question], layers)
-    sims = abstainer.all_vectors.select(layers).similarities(acts)[0]
-    return [LayerVote(l, float(s), thresholds[l]) for l, s in zip(layers, sims)]
-
-
-def votes_html(votes: list[LayerVote], decision: bool, settings: Settings | None = None) -> str:
-    rows = "".join(
-        f"<tr><td>{v.layer}</td><td>{v.similarity:+.3f}</td><td>{v.threshold:+.3f}</td>"
-        f"<td>{'fires' if v.fires else '-'}</td></tr>"
-        for v in votes
-    )
-    verdict = "steer (about the concept)" if decision else "do not steer"
-    rule = f" by vote <i>{settings.aggregate}</i>" if settings else ""
-    return (
-        f"<table><tr><th>layer</th><th>similarity</th><th>threshold</th><th></th></tr>{rows}</table>"
-        f"<p><b>condition{rule}:</b> {verdict}</p>"
-    )
-
-
-def build_steerer(
-    abstainer, layers: list[int], thresholds: dict[int, float], strength: float, aggregate: str
-) -> ConditionalSteerer:
-    """A steerer from the inspector's current control values."""
-    cond = Condition(
-        abstainer.all_vectors.select(layers), [thresholds[l] for l in layers], aggregate
-    )
-    base = abstainer.steerer.plan
-    return ConditionalSteerer(cond, SteeringPlan(base.layers, base.vectors, strength))
-
-
-def compare_answers(
-    lm,
-    steerer: ConditionalSteerer,
-    question: str,
-    max_new_tokens: int = 48,
-    step: Callable[[str], None] | None = None,
-) -> tuple[str, str, bool]:
-    """(unsteered answer, conditionally steered answer, whether the condition fired)."""
-    cfg = GenerationConfig(max_new_tokens=max_new_tokens)
-    step and step("deciding")
-    fired = bool(steerer.decide(lm, [question])[0])
-    step and step("generating the unsteered answer")
-    plain = generate(lm, [question], cfg, progress=False)[0].text
-    step and step("generating the steered answer")
-    steered = steerer.generate(
-        lm, [question], cfg, decisions=torch.tensor([fired]), progress=False
-    )[0].text
-    return plain, steered, fired
-
-
-@dataclass(frozen=True)
-class Answer:
-    """An answer pair and what made it: the question and the settings."""
-
-    question: str
-    plain: str
-    steered: str
-    fired: bool
-    settings: Settings
-    number: int = 1  # the inspector's answers are numbered, so a new one is told from the last
-    seconds: float | None = None  # how long it took
-
-
-def stale_reason(answer: Answer, question: str, settings: Settings) -> str | None:
-    """Why ``answer`` is not the answer to ``question`` under ``settings`` (None: it is)."""
-    changed = []
-    if answer.question.strip() != question.strip():
-        changed.append("question")
-    if answer.settings != settings:
-        changed.append("settings")
-    return " and ".join(changed) or None
-
-
-def answers_html(answer: Answer, stale: str | None = None) -> str:
-    """The unsteered and steered answers side by side, the question and settings that made them,
-    and, when ``stale`` (what changed since), a plain stale label above them."""
-    e = html.escape
-    cell = "vertical-align:top;padding:4px 8px;border:1px solid #ccc;width:50%"
-    label = "steered" if answer.fired else "not steered: the condition did not fire"
-    made = e(answer.settings.describe())
-    head = ""
-    if stale:
-        head = (
-            f"<p style='color:#b35900'><b>stale: asked for '{e(answer.question)}' with {made}</b><br>"
-            f"{e(stale)} changed since this answer: press 'answer' again</p>"
-        )
-    style = "opacity:0.55" if stale else ""
-    took = f" in {answer.seconds:.1f} s" if answer.seconds is not None else ""
-    note = (
-        f"<p style='font-size:90%;color:#555'>answer {answer.number}{took}; asked: "
-        f"'{e(answer.question)}'<br>made with {made}</p>"
-    )
-    return (
-        f"{head}<div style='{style}'><table style='width:100%'><tr><th>unsteered</th><th>{label}</th></tr>"
-        f"<tr><td style='{cell}'>{e(answer.plain)}</td><td style='{cell}'>{e(answer.steered)}</td></tr>"
-        f"</table>{note}</div>"
-    )
-
-
-def nearest_voting_layer(view: int, layers: list[int]) -> int | None:
-    """The condition layer closest to ``view`` (the lower one on a tie); None without layers."""
-    return min(layers, key=lambda l: (abs(l - view), l)) if layers else None
-
-
-def view_note_html(view: int, layers: list[int]) -> str:
-    """A plain note when the viewed layer (and so its threshold slider) takes no part in the vote."""
-    if not layers:
-        return (
-            "<b style='color:#b35900'>no condition layers: nothing votes, steering never fires</b>"
-        )
-    if view not in layers:
-        return (
-            f"<b style='color:#b35900'>layer {view} does not vote</b> (condition layers "
-            f"{', '.join(map(str, layers))}): its threshold changes nothing"
-        )
-    return ""
-
-
-def plot_caption_html(name: str, concept: str, layer: int, votes: bool) -> str:
-    """What the plots show: the concept and the histogram's layer."""
-    note = "" if votes else " (not voting)"
-    return (
-        f"<small>plots: <b>{html.escape(name)}</b> <code>{html.escape(concept)}</code>; "
-        f"histogram at layer {layer}{note}</small>"
-    )
+__all__ = [
+    "DPI",
+    "LEGEND_PT",
+    "PLOT_IN",
+    "PLOT_MAX_PX",
+    "Answer",
+    "LayerVote",
+    "Settings",
+    "StartupStatus",
+    "SteeringInspector",
+    "answers_html",
+    "build_steerer",
+    "compare_answers",
+    "condition_votes",
+    "fig_to_png",
+    "gap_figure",
+    "histogram_figure",
+    "nearest_voting_layer",
+    "open_inspector",
+    "plot_caption_html",
+    "slider_range",
+    "stale_reason",
+    "view_note_html",
+    "votes_html",
+]
 
 
 class SteeringInspector:
@@ -824,50 +587,6 @@ def _strip_tags(text: str) -> str:
     import re
 
     return re.sub(r"<[^>]+>", "", text)
-
-
-def _plain(text: str):
-    from IPython.display import HTML
-
-    return HTML(f"<pre style='margin:0'>{html.escape(text)}</pre>") if text else HTML("")
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-class StartupStatus:
-    """One line saying what the start-up is doing while the widget is not yet on screen: in a
-    notebook a display updated in place (shown before the slow work starts), elsewhere lines on
-    stdout. ``lines`` keeps everything shown, in order."""
-
-    prefix = "steering inspector"
-
-    def __init__(self, first: str = "starting"):
-        self.lines: list[str] = []
-        self._handle = None
-        if _in_kernel():  # pragma: no cover - needs a kernel
-            from IPython.display import display
-
-            self._handle = display(_plain(f"{self.prefix}: {first}"), display_id=True)
-            self.lines.append(first)
-        else:
-            self.show(first)
-
-    def show(self, text: str) -> None:
-        if self.lines and self.lines[-1] == text:
-            return
-        self.lines.append(text)
-        line = f"{self.prefix}: {text}"
-        if self._handle is not None:  # pragma: no cover - needs a kernel
-            self._handle.update(_plain(line))
-        else:
-            print(line, flush=True)
 
 
 def open_inspector(
