@@ -604,7 +604,7 @@ def open_inspector(
     took: list[str] = []
     started = time.monotonic()
     if isinstance(model, str):
-        from workbench.models import load_model
+        from workbench.backends import load_model
 
         status.show(f"loading the model {model} (the first time it is unpacked into the cache)")
         t = time.monotonic()
