@@ -337,7 +337,7 @@ def partial_scores(pred: pd.DataFrame) -> dict:
 #: Settings of the ``partial`` flag compared by ``--partial-table``: (name, detect_refusal keywords).
 #: "content" is the flag as it was before evidence was required (any 60 characters of content
 #: besides the refusal and lectures); the default needs strong evidence (see
-#: ``workbench.scoring.phrases._partial_evidence``).
+#: ``workbench.scoring.phrases.evidence._partial_evidence``).
 PARTIAL_SETTINGS = (
     ("any content (old flag)", {"partial_evidence": ("content", "advice")}),
     ("default + alternatives offered", {"partial_evidence": PARTIAL_EVIDENCE + ("alternative",)}),

@@ -1,0 +1,332 @@
+"""Import SELECT's released results as a workbench run (tidy rows, like the experiment runner's).
+
+The release keeps one gzipped JSON file per partition, model, evaluation type and technique:
+``results/expr.abstain.select{,.compose}/<model>/<eval type>/<technique>.json.gz``, nested
+``{seed: {concept: {md5(question): record}}}`` for atoms and ``{seed: {relation template:
+{"a#b": {md5: record}}}}`` for compositions; a record holds the response (a string, or
+``{"complete", "answer"}`` for chain-of-thought) and SELECT's stored refusal flags.
+
+Each record becomes one row: the question joined back by md5 over the target's candidate
+questions (its own for abstention, its descendants' for generalization, its specificity set's
+for specificity), the workbench's relation label, the stored flags (``select_flag_*``), every
+registered detector's decision (``refused_<name>``) and provenance. Which files the release
+*should* hold is derived from its ``config/`` (every model x evaluation type x the techniques
+SELECT ran for it; API models were prompted only; the published release has 144), so an import
+is whole or an error naming the absent and unreadable files; ``allow_partial=True`` imports what
+is there and every row records it (``release_load``, :mod:`workbench.releases`). Files are scored in a process pool; each one's rows are written
+atomically to ``runs/<name>/chunks/`` under a key made of the file's sha256 and the import
+settings, so an interrupted import resumes where it stopped, and ``results.parquet`` is rebuilt
+from the chunks.
+
+The package's modules, one job each:
+
+- ``release``: the release's results files (layout, aliases) and the set it should hold;
+- ``reading``: reading one file (its failures named) and walking its nested records;
+- ``join``: joining a record back to the benchmark's target and candidate questions;
+- ``schema``: the imported rows' columns and pyarrow schema;
+- ``rows``: turning one file into rows and a parquet chunk (the worker's job);
+- ``report``: the import's report and whether the release was whole;
+- ``tables``: SELECT's aggregation of an imported run.
+
+The import itself (:func:`import_select_results`) is here: it calls ``import_file`` through
+this package's namespace, where it can be replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from workbench.select.protocol import is_lfs_pointer
+from workbench.select.results.reading import read_results
+from workbench.select.results.release import (
+    API_PROVIDERS,
+    EVAL_TYPES,
+    LFS_REASON,
+    PARTITIONS,
+    TECHNIQUES,
+    WHITE_BOX_FAMILIES,
+    ResultFile,
+    SelectResultsError,
+    expected_files,
+    model_dir_name,
+    ran_for,
+    release_root,
+    technique_family,
+)
+from workbench.select.results.report import ImportReport, _check_whole
+from workbench.select.results.rows import (
+    _STATE,
+    IMPORTER_VERSION,
+    _init_worker,
+    chunk_meta,
+    detector_functions,
+    import_file,
+)
+from workbench.select.results.schema import (
+    BOOL_COLUMNS,
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    LEADING,
+    SELECT_FLAGS,
+    STRING_COLUMNS,
+    TRAILING,
+    schema,
+)
+from workbench.select.results.tables import select_results_table
+
+__all__ = [
+    "API_PROVIDERS",
+    "BOOL_COLUMNS",
+    "EVAL_TYPES",
+    "FLOAT_COLUMNS",
+    "IMPORTER_VERSION",
+    "INT_COLUMNS",
+    "LEADING",
+    "LFS_REASON",
+    "PARTITIONS",
+    "SELECT_FLAGS",
+    "STRING_COLUMNS",
+    "TECHNIQUES",
+    "TRAILING",
+    "WHITE_BOX_FAMILIES",
+    "ImportReport",
+    "ResultFile",
+    "SelectResultsError",
+    "chunk_meta",
+    "detector_functions",
+    "expected_files",
+    "import_file",
+    "import_select_results",
+    "model_dir_name",
+    "package_versions",
+    "ran_for",
+    "read_results",
+    "release_root",
+    "schema",
+    "select_results_table",
+    "technique_family",
+]
+
+
+def package_versions() -> str:
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("abstention-workbench", "pandas", "pyarrow", "rapidfuzz"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return json.dumps(out, sort_keys=True)
+
+
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def import_select_results(
+    release_dir: str | os.PathLike,
+    bench,
+    run_name: str = "select-release",
+    root: str | os.PathLike | None = None,
+    models: list[str] | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    allow_partial: bool = False,
+) -> ImportReport:
+    """Import SELECT's released results into ``<root>/<run_name>/results.parquet``.
+
+    Args:
+        release_dir: a clone of SELECT's repository (or its release) with ``results/``.
+        bench: the benchmark imported from the same release (``python -m workbench.taxonomy
+            import-select``), or its directory.
+        run_name: the run's folder; ``root`` defaults to :func:`workbench.paths.runs_root`.
+        models: SELECT aliases, model ids or folder names to import (default: all).
+        progress: print a line per file.
+        workers: processes scoring files (default: up to 2, ``$OMP_NUM_THREADS`` each set to 1).
+        allow_partial: import what is there when files are absent or unreadable (else a
+            :class:`~workbench.releases.ReleaseError` naming them, before any row is written);
+            every row's ``release_load`` says which.
+
+    A rerun skips files whose chunk exists (same content, same settings) and rebuilds
+    ``results.parquet`` from the chunks; absent and unreadable files are in the report and in
+    ``missing_files.json``.
+    """
+    import pyarrow.parquet as pq
+
+    from workbench.paths import runs_root
+
+    start = time.time()
+    if not hasattr(bench, "near_concepts"):  # a benchmark directory
+        from workbench.taxonomy import load_benchmark
+
+        bench = load_benchmark(bench)
+    if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
+        raise SelectResultsError(f"run_name must be a plain folder name, got {run_name!r}")
+    rel_root = release_root(release_dir)
+    files, notes = expected_files(rel_root, models)
+    run_dir = Path(root) if root is not None else runs_root()
+    run_dir = run_dir / run_name
+    chunks = run_dir / "chunks"
+    chunks.mkdir(parents=True, exist_ok=True)
+    for stale in chunks.rglob("*.tmp.*"):
+        stale.unlink(missing_ok=True)
+    names = list(detector_functions(bench))
+    settings = {"importer": IMPORTER_VERSION, "detectors": names, "bench": bench.content_hash()}
+    report = ImportReport(run_dir, str(rel_root), expected=len(files), detectors=names, notes=notes)
+    say = (lambda s: print(s, flush=True)) if progress else (lambda s: None)
+
+    todo, done = [], []  # (file, path, sha, chunk, key)
+    for f in files:
+        path = rel_root / f.relpath
+        if not path.is_file():
+            report.absent.append(f.relpath)
+            continue
+        raw = path.read_bytes()
+        if is_lfs_pointer(raw):
+            report.unreadable.append({"path": f.relpath, "reason": LFS_REASON})
+            continue
+        sha = _sha256(raw)
+        key = hashlib.sha256(
+            json.dumps(
+                {**settings, "source": sha, "model": f.model, "model_id": f.model_id},
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:16]
+        chunk = (
+            chunks
+            / f.partition
+            / f.model_dir
+            / f.eval_type
+            / f"{f.select_technique}.{sha[:16]}.{key}.parquet"
+        )
+        (done if chunk.is_file() else todo).append((f, path, sha, chunk, key))
+    for p in report.absent:
+        say(f"absent: {p}")
+    for u in report.unreadable:
+        say(f"unreadable: {u['path']}: {u['reason']}")
+    _check_whole(report, rel_root, allow_partial)  # before scoring: absent files and LFS pointers
+    total = len(todo) + len(done)
+    metas: dict[str, dict] = {}
+    for i, (f, _, _sha, chunk, _) in enumerate(done, 1):
+        m = chunk_meta(chunk)
+        metas[f.relpath] = {**m, "resumed": True}
+        say(f"[{i}/{total}] {f.relpath}: {m.get('rows', '?')} rows (done before)")
+
+    versions = package_versions()
+    tasks = [
+        {
+            "file": asdict(f),
+            "path": str(path),
+            "sha256": sha,
+            "chunk": str(chunk),
+            "key": key,
+            "run": run_name,
+        }
+        for f, path, sha, chunk, key in todo
+    ]
+    tasks.sort(key=lambda t: -os.path.getsize(t["path"]))  # largest first: workers end together
+    n_workers = max(1, min(workers or min(2, os.cpu_count() or 1), len(tasks) or 1))
+    k = len(done)
+
+    def finished(meta: dict) -> None:
+        nonlocal k
+        k += 1
+        if "error" in meta:
+            report.unreadable.append({"path": meta["path"], "reason": meta["error"]})
+            say(f"[{k}/{total}] {meta['path']}: UNREADABLE: {meta['error']}")
+        else:
+            metas[meta["path"]] = {**meta, "resumed": False}
+            say(
+                f"[{k}/{total}] {meta['path']}: {meta['rows']} rows, {meta['unjoined']} unjoined, "
+                f"{meta['seconds']:.1f}s"
+            )
+
+    if n_workers == 1 or len(tasks) <= 1:
+        _init_worker(bench, versions)
+        try:
+            for t in tasks:
+                finished(import_file(t))
+        finally:
+            _STATE.clear()
+    elif tasks:
+        with ProcessPoolExecutor(
+            n_workers, initializer=_init_worker, initargs=(bench, versions)
+        ) as pool:
+            futures = [pool.submit(import_file, t) for t in tasks]
+            try:
+                for fut in as_completed(futures):
+                    finished(fut.result())
+            except BaseException:
+                for fu in futures:
+                    fu.cancel()
+                raise
+
+    _check_whole(report, rel_root, allow_partial)  # files that turned out unreadable
+    # results.parquet from the chunks of the files read, each exactly once
+    order = {f.relpath: i for i, f in enumerate(files)}
+    good = sorted(
+        ((f, chunk) for f, _, _, chunk, _ in done + todo if f.relpath in metas),
+        key=lambda x: order[x[0].relpath],
+    )
+    import pyarrow as pa
+
+    from workbench.releases import RELEASE_COLUMN
+
+    sch = schema(names)
+    tmp = run_dir / "results.parquet.tmp"
+    with pq.ParquetWriter(tmp, sch.append(pa.field(RELEASE_COLUMN, pa.string()))) as writer:
+        for _f, chunk in good:
+            table = pq.read_table(chunk)
+            if table.schema.remove_metadata() != sch:
+                table = table.select(sch.names).cast(sch)
+            # the load's record is the import's, not the chunk's: chunks stay reusable
+            table = table.append_column(
+                RELEASE_COLUMN, pa.array([report.release_load] * table.num_rows, pa.string())
+            )
+            writer.write_table(table.replace_schema_metadata(None))
+    os.replace(tmp, run_dir / "results.parquet")
+
+    for f, _ in good:
+        m = metas[f.relpath]
+        report.read.append(
+            {
+                k2: m.get(k2)
+                for k2 in (
+                    "path",
+                    "sha256",
+                    "rows",
+                    "unjoined",
+                    "ambiguous",
+                    "unknown_targets",
+                    "id_mismatch",
+                    "seconds",
+                    "resumed",
+                )
+            }
+        )
+        report.rows += m.get("rows", 0)
+        report.unjoined += m.get("unjoined", 0)
+        report.ambiguous += m.get("ambiguous", 0)
+        report.unknown_targets += m.get("unknown_targets", 0)
+    report.seconds = round(time.time() - start, 2)
+    _write_json(
+        run_dir / "missing_files.json",
+        {"expected": report.expected, "absent": report.absent, "unreadable": report.unreadable},
+    )
+    _write_json(run_dir / "import_report.json", {**report.to_dict(), "settings": settings})
+    return report
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)

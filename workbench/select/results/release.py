@@ -1,0 +1,154 @@
+"""The release's results files: where SELECT writes them (partitions, evaluation types,
+technique aliases, model folders) and which ones a release should hold, derived from its
+``config/``."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+#: Partition -> results folder of the release.
+PARTITIONS = {"atoms": "expr.abstain.select", "compositions": "expr.abstain.select.compose"}
+EVAL_TYPES = ("abstention", "generalization", "specificity")
+#: SELECT's technique aliases -> the workbench's technique names.
+TECHNIQUES = {
+    "prompt-simple": "zero_shot",
+    "prompt_cot-few_shot": "few_shot_cot",
+    "steering-repe": "steering",
+    "tuning-sft": "sft",
+    "tuning-sft-dpo": "sft_dpo",
+}
+#: Technique families that need the model's weights (SELECT ran them on open models only).
+WHITE_BOX_FAMILIES = ("steering", "tuning")
+#: Model-id prefixes of models SELECT reached through an API (prompting only).
+API_PROVIDERS = ("openai",)
+LFS_REASON = "a Git LFS pointer, not the file (its blob was not downloaded)"
+
+
+class SelectResultsError(WorkbenchError):
+    """The release or its results cannot be imported as asked."""
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One results file the release should hold."""
+
+    partition: str
+    model: str  # SELECT's display alias ("Gemma-2-IT-2B")
+    model_id: str  # the Hugging Face (or API) id
+    model_dir: str  # the release's folder name for it
+    eval_type: str
+    select_technique: str
+
+    @property
+    def relpath(self) -> str:
+        return (
+            f"results/{PARTITIONS[self.partition]}/{self.model_dir}/{self.eval_type}/"
+            f"{self.select_technique}.json.gz"
+        )
+
+    @property
+    def technique(self) -> str:
+        return TECHNIQUES.get(self.select_technique, self.select_technique)
+
+
+def release_root(release_dir: str | os.PathLike) -> Path:
+    """The folder holding ``results/`` (a clone of SELECT's repository or its release)."""
+    d = Path(release_dir)
+    if any((d / "results" / folder).is_dir() for folder in PARTITIONS.values()):
+        return d
+    if d.name == "results" and any((d / folder).is_dir() for folder in PARTITIONS.values()):
+        return d.parent
+    raise SelectResultsError(
+        f"no SELECT results under {d} (looked for results/{PARTITIONS['atoms']} "
+        f"and results/{PARTITIONS['compositions']})"
+    )
+
+
+def model_dir_name(model_id: str) -> str:
+    """The folder SELECT writes a model's results to: its id lower-cased, ``/`` as ``--``,
+    characters unsafe in paths dropped (``?"<>``) or made dashes (``:\\|*``)."""
+    name = re.sub(r'[?"<>]', "", model_id.lower().replace("/", "--"))
+    return re.sub(r"[:/\\|*]", "-", name)
+
+
+def _yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SelectResultsError(f"{path}: cannot read ({e})") from None
+
+
+def technique_family(alias: str) -> str:
+    """``prompt_cot-few_shot`` -> ``prompt``, ``tuning-sft-dpo`` -> ``tuning``."""
+    return re.split(r"[-_]", alias, maxsplit=1)[0]
+
+
+def ran_for(model_id: str, technique: str) -> bool:
+    """Whether SELECT ran ``technique`` for ``model_id``: white-box techniques need weights, so
+    API models were prompted only."""
+    api = model_id.split("/", 1)[0].lower() in API_PROVIDERS
+    return not (api and technique_family(technique) in WHITE_BOX_FAMILIES)
+
+
+def expected_files(
+    release_dir: str | os.PathLike, models: list[str] | None = None
+) -> tuple[list[ResultFile], list[str]]:
+    """Every results file the release should hold, and notes on how the set was derived.
+
+    Models: those of ``config/models.yaml`` plus any other model folder present; techniques:
+    those of ``config/techniques.yaml`` that SELECT ran for the model (:func:`ran_for`).
+    ``models`` (aliases, ids or folder names) restricts the set.
+    """
+    root = release_root(release_dir)
+    notes: list[str] = []
+    cfg = root / "config"
+    aliases: dict[str, str] = {}
+    if (cfg / "models.yaml").is_file():
+        raw = _yaml(cfg / "models.yaml") or {}
+        if not isinstance(raw, dict):
+            raise SelectResultsError(f"{cfg / 'models.yaml'}: expected alias: model id pairs")
+        aliases = {str(a): str(m) for a, m in raw.items()}
+    else:
+        notes.append(f"{cfg / 'models.yaml'} absent: models are the folders present")
+    if (cfg / "techniques.yaml").is_file():
+        raw = _yaml(cfg / "techniques.yaml") or {}
+        techniques = list(raw) if isinstance(raw, dict) else []
+    else:
+        techniques = list(TECHNIQUES)
+        notes.append(f"{cfg / 'techniques.yaml'} absent: techniques are the workbench's known ones")
+    # model folder -> (alias, id): configured first, then folders the config does not name
+    by_dir = {model_dir_name(mid): (alias, mid) for alias, mid in aliases.items()}
+    for _part, folder in PARTITIONS.items():
+        base = root / "results" / folder
+        for d in sorted(base.iterdir()) if base.is_dir() else ():
+            if d.is_dir() and d.name not in by_dir:
+                by_dir[d.name] = (d.name, d.name.replace("--", "/"))
+                notes.append(f"model folder {folder}/{d.name} is not in config/models.yaml")
+    if models:
+        wanted = {m.lower() for m in models}
+        by_dir = {
+            k: v for k, v in by_dir.items() if {k.lower(), v[0].lower(), v[1].lower()} & wanted
+        }
+        unknown = wanted - {x.lower() for k, v in by_dir.items() for x in (k, *v)}
+        if unknown:
+            raise SelectResultsError(
+                f"unknown model(s) {sorted(unknown)}; the release has "
+                f"{sorted(a for a, _ in by_dir.values()) or 'none'}"
+            )
+    files = [
+        ResultFile(part, alias, mid, mdir, et, t)
+        for part in PARTITIONS
+        for mdir, (alias, mid) in by_dir.items()
+        for et in EVAL_TYPES
+        for t in techniques
+        if ran_for(mid, t)
+    ]
+    return files, notes
