@@ -232,7 +232,7 @@ def load_select(root: Path, per_file: int) -> list[dict]:
 
         def walk(x):
             if isinstance(x, dict) and "response" in x and "refusal" in x:
-                recs.append(x)
+                recs.append(x)  # noqa: B023 - walk runs (below) within this iteration only
             elif isinstance(x, dict):
                 for v in x.values():
                     walk(v)

@@ -26,8 +26,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _prompts import PROMPTS
-from workbench.generation import GenerationConfig, generate
 from workbench.backends import load_model
+from workbench.generation import GenerationConfig, generate
 from workbench.models import render_chat
 
 
@@ -128,9 +128,9 @@ def few_shot_prompts(questions):
 def vllm_paths(args, engine_fp32: list[str], engine_bf16: list[str]) -> list[tuple]:
     """vLLM in process (fp32, bf16; in the vLLM environment) and vLLM's server through the
     HTTP back end (bf16, 16 requests in flight): rows of (path, dtype, tokens, seconds, same)."""
+    from workbench.backends import load_model
     from workbench.backends.serve import start_vllm_server, vllm_python
     from workbench.generation import GenerationConfig, generate
-    from workbench.backends import load_model
     from workbench.models.loading import resolve_source
 
     python = vllm_python()
@@ -274,7 +274,7 @@ def main() -> None:
     engine_bf_s = time.perf_counter() - t
     engine_bf_tokens = sum(g.num_tokens for g in bf_gens)
     t = time.perf_counter()
-    hf_bf_texts, hf_bf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
+    _hf_bf_texts, hf_bf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
     hf_bf_s = time.perf_counter() - t
     lm.model.to(torch.float32)
     vllm_rows = (

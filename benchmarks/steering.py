@@ -24,8 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _prompts import PROMPTS
-from workbench.generation import GenerationConfig, generate
 from workbench.backends import load_model
+from workbench.generation import GenerationConfig, generate
 from workbench.steering import collect_activations
 from workbench.taxonomy import load_benchmark
 from workbench.techniques import get_technique

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def main() -> None:
     from _prompts import PROMPTS
-    from workbench.generation import GenerationConfig, generate
     from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
 
     model, dtype, max_new = sys.argv[1], sys.argv[2], int(sys.argv[3])
     t = time.perf_counter()

@@ -18,7 +18,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
 from nbstrip import strip  # noqa: E402
-
 from workbench.errors import ConfigError  # noqa: E402
 from workbench.notebooks import load_notebook  # noqa: E402
 
@@ -39,9 +38,11 @@ def problems() -> list[str]:
             out.append(str(e))
         text = staged(nb)
         if text is not None and strip(text) != text:
-            out.append(f"{nb.relative_to(ROOT)} is staged with outputs or metadata: run "
-                       "`git config filter.nbstrip.clean 'python3 scripts/nbstrip.py'` "
-                       "(make setup does) and stage it again")
+            out.append(
+                f"{nb.relative_to(ROOT)} is staged with outputs or metadata: run "
+                "`git config filter.nbstrip.clean 'python3 scripts/nbstrip.py'` "
+                "(make setup does) and stage it again"
+            )
     return out
 
 

@@ -37,47 +37,48 @@ def jupyter_lab(
         **(env or {}),
     }
     log_path = scratch / "lab.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root_dir}",
-            "--ServerApp.open_browser=False",
-            "--LabApp.news_url=",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("jupyter lab did not start: " + log_path.read_text()[-2000:])
-                time.sleep(0.5)
-        yield url, token, log_path
-    finally:
-        proc.terminate()
+    with open(log_path, "w") as log:  # closed after the server has stopped
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "lab",
+                "--no-browser",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root_dir}",
+                "--ServerApp.open_browser=False",
+                "--LabApp.news_url=",
+                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        url = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            deadline = time.time() + timeout
+            while True:
+                try:
+                    urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                    break
+                except OSError as e:
+                    if time.time() > deadline or proc.poll() is not None:
+                        raise RuntimeError(
+                            "jupyter lab did not start: " + log_path.read_text()[-2000:]
+                        ) from e
+                    time.sleep(0.5)
+            yield url, token, log_path
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 #: Chromium flags for a headless run with no network of its own.

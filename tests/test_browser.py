@@ -76,7 +76,7 @@ def test_steering_inspector_renders_in_jupyterlab(lab):
         assert page.locator(".jp-OutputArea-output .widget-select-multiple").count() >= 1
         assert page.locator(".jp-OutputArea-output .widget-slider").count() >= 3
         src = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
-        assert src and (src.startswith("blob:") or src.startswith("data:image/png"))
+        assert src and src.startswith(("blob:", "data:image/png"))
 
 
 def _wait_text(locator, pattern: str, timeout_s: float) -> str:

@@ -141,7 +141,8 @@ def test_steering_reads_and_writes_exactly_v_at_the_block_output(fam):
         seen = []
 
         def grab(module, args, kwargs):
-            seen.append((args[0] if args else kwargs["hidden_states"]).detach().clone())
+            # the hook is removed before the next iteration: it always sees this one's list
+            seen.append((args[0] if args else kwargs["hidden_states"]).detach().clone())  # noqa: B023
 
         handle = after.register_forward_pre_hook(grab, with_kwargs=True)
         plan = SteeringPlan([layer], v[None], strength=2.0)
@@ -396,8 +397,8 @@ def test_models_the_workbench_cannot_act_on_fail_with_one_line():
     is a :class:`WorkbenchError` (the command line prints its one line, no traceback)."""
     import transformers
 
-    from workbench.editing import FT, ROME
     from workbench.backends.hf import HFModel
+    from workbench.editing import FT, ROME
     from workbench.testing import tiny_tokenizer
 
     tok = tiny_tokenizer()

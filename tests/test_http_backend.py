@@ -124,9 +124,11 @@ def test_a_resumed_run_never_pays_twice(proxy, reference, tmp_path):
     from workbench.backends.openai_api import EndpointError
 
     proxy.down_after = 3  # the server dies after three answers
-    with _api(proxy.url, tmp_path, max_retries=1, concurrency=1) as lm:
-        with pytest.raises(EndpointError, match="failed after 1 retries"):
-            generate(lm, QUESTIONS, CONFIG, progress=False)
+    with (
+        _api(proxy.url, tmp_path, max_retries=1, concurrency=1) as lm,
+        pytest.raises(EndpointError, match="failed after 1 retries"),
+    ):
+        generate(lm, QUESTIONS, CONFIG, progress=False)
     assert proxy.forwarded == 3
     proxy.down, proxy.down_after = False, None  # back up: resume
     with _api(proxy.url, tmp_path, max_retries=1, concurrency=1) as lm:

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from workbench.errors import ChatTemplateError, ModelLoadError
 from workbench.backends import load_model
+from workbench.errors import ChatTemplateError, ModelLoadError
 from workbench.models import render_chat, supports_system_prompt
 from workbench.models.loading import resolve_dtype
 from workbench.models.registry import REGISTRY, ModelSpec
@@ -98,10 +98,10 @@ def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
     ):
         info = tmp_path / "cpuinfo"
         info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
-        monkeypatch.setattr(
+        monkeypatch.setattr(  # undone at the end of this iteration, before info changes
             builtins,
             "open",
-            lambda p, *a, **k: real_open(info if p == "/proc/cpuinfo" else p, *a, **k),
+            lambda p, *a, **k: real_open(info if p == "/proc/cpuinfo" else p, *a, **k),  # noqa: B023
         )
         assert loading.cpu_has_native_bf16() is expected, flags
         monkeypatch.setattr(builtins, "open", real_open)

@@ -220,7 +220,7 @@ def test_the_readme_table_documents_every_setting_of_the_preset_exactly():
         head, _, rest = key.partition(".")
         for name in head.split("|") if rest else [key]:
             documented[f"{name}.{rest}" if rest else name] = _value(cell)
-    actual = {k: v for k, v in SETTINGS["select"].items()}
+    actual = dict(SETTINGS["select"])
     for technique, params in PRESETS["select"].items():
         actual.update({f"{technique}.{k}": v for k, v in params.items()})
 

@@ -196,7 +196,7 @@ def test_select_dpo_mixture_resamples_with_two_and_three_templates(bench):
     assert triples == [rows[i] for i in data.select["order"]]
     assert sum(r.startswith("An answer") for _, _, r in triples) == 80  # positives: refuse
     assert sum(c.startswith("An answer") for _, c, _ in triples) == 240  # negatives: answer
-    p, n, pt, nt = _selects_like_select(bench, "yago:River", SEED, 2, dpo=True)
+    p, n, _pt, nt = _selects_like_select(bench, "yago:River", SEED, 2, dpo=True)
     assert [(q.question, q.concept_id) for q in data.related] == p
     assert [(q.question, q.concept_id) for q in data.unrelated] == n
     assert data.select["negative_templates"] == [[t.format(RIVER_DESC) for t in ts] for ts in nt]

@@ -348,7 +348,7 @@ def test_startup_says_what_it_loads_before_the_widget_exists(tmp_path, capsys):
 
 def _answering(inspector, monkeypatch):
     """An answer running on another thread (as JupyterLab's second kernel thread runs it)."""
-    calls, started, release = _slow_answers(monkeypatch)
+    _calls, started, release = _slow_answers(monkeypatch)
     inspector.question.value = "What is a river?"
     t = threading.Thread(target=inspector.answer)
     t.start()

@@ -18,7 +18,7 @@ def _select_rows(seed: int = 0) -> pd.DataFrame:
     for technique, p in (("zero_shot", 0.3), ("steering", 0.7)):
         for target in ("yago:River", "yago:Lake", "schema:Movie"):
             for relation in ("target", "descendant", "sibling", "unrelated"):
-                for q in range(5):
+                for _ in range(5):
                     rows.append(
                         {
                             "model": "org/tiny_model",

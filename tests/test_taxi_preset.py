@@ -82,10 +82,10 @@ def test_stale_rows_are_corrected_from_the_clones_taxonomy(clone):
 
 def test_without_a_taxonomy_the_stale_rows_are_kept_and_said_so(tmp_path):
     root = write_clone(tmp_path / "taxi", tsv=False)
-    kept, report = prepare_release(released(root), root, fix_stale=True)
+    _kept, report = prepare_release(released(root), root, fix_stale=True)
     assert report.corrected == 0 and report.stale_after == 3
     assert any("no taxonomy TSV" in line for line in report.lines())
-    off, report = prepare_release(released(root), root, fix_stale=False)
+    _off, report = prepare_release(released(root), root, fix_stale=False)
     assert report.stale_after == 3 and any("fix_stale is off" in line for line in report.lines())
 
 
@@ -227,7 +227,7 @@ def test_layers_map_by_relative_depth():
 
 def test_editors_for_the_taxi_preset(tiny, clone):
     eds, record = editors_for("taxi", ["none", "ike", "ft", "rome"], tiny, read_protocol(clone))
-    none, ike, ft, rome = eds
+    _none, ike, ft, rome = eds
     assert ike.template == "Suppose {s} were one {c} {{really}}!\n"
     assert (ft.layer, rome.layer) == (1, 0)  # the tiny model has 2 blocks
     assert ft.max_change is None and ft.loss == "last_position" and ft.stop_loss == 1e-2

@@ -294,8 +294,8 @@ def test_vllm_is_a_clear_error_where_it_is_not_installed():
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
-    from workbench.errors import ModelLoadError
     from workbench.backends import load_model
+    from workbench.errors import ModelLoadError
 
     with pytest.raises(ModelLoadError, match="setup_vllm.sh"):
         load_model("vllm:smollm2-135m-instruct")

@@ -18,12 +18,13 @@ def contains(needle: str | None):
 
 
 def main(job_path: str, out_path: str) -> None:
-    from workbench.generation import GenerationConfig, generate
     from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
     from workbench.scoring.judge import LLMJudge
     from workbench.techniques.finetune import _ServedAdapter
 
-    job = json.loads(open(job_path).read())
+    with open(job_path) as f:
+        job = json.loads(f.read())
     start = time.time()
     lm = load_model(
         job["model"],
@@ -65,7 +66,7 @@ def main(job_path: str, out_path: str) -> None:
 
         def no_training(self, *args, **kwargs):  # record a build: the artifacts must be reused
             store = kwargs["store"]
-            before = {p for p in store.root.rglob("*")}
+            before = set(store.root.rglob("*"))
             ab = original(self, *args, **kwargs)
             built.extend(
                 str(p) for p in set(store.root.rglob("*")) - before if p.name == "meta.json"

@@ -104,8 +104,8 @@ def _cmd_models(args) -> None:
 
 
 def _cmd_generate(args) -> None:
-    from workbench.generation import GenerationConfig, generate
     from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
 
     lm = load_model(args.model, device=args.device, dtype=args.dtype)
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, system_prompt=args.system)

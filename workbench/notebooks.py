@@ -110,6 +110,7 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]
             and isinstance(node.targets[0], ast.Name)
         ):
             name = node.targets[0].id
+            assert node.end_lineno is not None  # ast.parse records every node's position
             try:
                 default = ast.literal_eval(node.value)
             except ValueError:

@@ -61,6 +61,7 @@ def tiny_tokenizer(
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
     if add_bos:
+        assert bos is not None  # add_bos prepends bos: every caller passes one
         backend.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])]
         )
@@ -101,7 +102,9 @@ def tiny_lm(
         initializer_range=0.4,  # large enough that greedy outputs vary from step to step
     )
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).to(dtype).eval()
+    # transformers wraps Module.to with functools.wraps, whose stub takes the bound model for
+    # the first argument
+    model = LlamaForCausalLM(config).to(dtype).eval()  # type: ignore[arg-type]
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     return HFModel(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from workbench.errors import ConfigError, ModelLoadError
 from workbench.generation.config import Generation, GenerationConfig
@@ -189,8 +189,14 @@ def parse_options(cls: type, options: Any, name: str) -> Any:
     return cls(**options)
 
 
+#: A token: an id, or (from an endpoint that returns no ids) its text.
+Token = TypeVar("Token")
+
+
 def cut_when(
-    ids: Sequence[int], decode: Callable[[Sequence[int]], str], stop_when: Callable[[str], bool]
+    ids: Sequence[Token],
+    decode: Callable[[Sequence[Token]], str],
+    stop_when: Callable[[str], bool],
 ) -> int | None:
     """The fewest leading tokens of ``ids`` whose text satisfies ``stop_when`` (None if none):
     the cut the workbench's engine makes while decoding, applied after the fact."""

@@ -50,7 +50,9 @@ class HFModel(Backend):
     extra: dict = field(default_factory=dict)
 
     backend: ClassVar[str] = "hf"
-    capabilities: ClassVar[Capabilities] = HF_CAPABILITIES
+    # unannotated, so the dataclass leaves it a class attribute (as ClassVar would) while the
+    # type stays the base's instance attribute, which endpoint back ends set per instance
+    capabilities = HF_CAPABILITIES
 
     @classmethod
     def load(

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
-from workbench.generation.config import Generation, GenerationConfig
+from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import sample_seed
 from workbench.models.chat import render_chat, to_messages
 from workbench.paths import cache_home
@@ -198,7 +198,9 @@ class OpenAIModel(BlackBoxBackend):
             self.client.chat.completions if path == "/chat/completions" else self.client.completions
         )
         try:
-            resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))
+            # the body is forwarded as keyword arguments, which the SDK's per-endpoint
+            # overloads (each with its own required fields) cannot match
+            resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))  # type: ignore[call-overload]
         except self._errors as e:  # retries exhausted: answers so far stay in the cache
             raise EndpointError(
                 f"{self.base_url}{path} failed after {self.options.max_retries} "
@@ -379,7 +381,7 @@ def _generation(
     text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
     text = text or ""
     pieces, lps = _token_logprobs(choice)
-    reason = (
+    reason: FinishReason = (
         "length"
         if choice.get("finish_reason") == "length"
         else ("stop_string" if isinstance(choice.get("stop_reason"), str) else "eos")

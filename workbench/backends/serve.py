@@ -84,7 +84,8 @@ def start_vllm_server(
         str(port),
         *(extra or []),
     ]
-    out = open(log, "w") if log else subprocess.DEVNULL
+    # the server writes to the log for as long as it runs, after this function returns
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
         cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
 from workbench.errors import ModelLoadError
-from workbench.generation.config import Generation, GenerationConfig
+from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
 
@@ -196,7 +196,7 @@ class VLLMModel(BlackBoxBackend):
                 if want_lp and c.logprobs
                 else None
             )
-            reason = (
+            reason: FinishReason = (
                 "length"
                 if c.finish_reason == "length"
                 else "stop_string"
@@ -308,6 +308,8 @@ class _GenerationConfigHolder:
         from transformers import GenerationConfig as HFGenerationConfig
 
         try:
-            self.generation_config = HFGenerationConfig.from_pretrained(directory)
+            self.generation_config: HFGenerationConfig | None = HFGenerationConfig.from_pretrained(
+                directory
+            )
         except (OSError, ValueError):
             self.generation_config = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -47,7 +48,7 @@ class EditedModel:
 
     lm: object
     prefix: str = ""
-    restore_fn: object = None
+    restore_fn: Callable[[], object] | None = None
     info: dict = field(default_factory=dict)
 
     def restore(self) -> None:
@@ -130,7 +131,7 @@ def _nll(logits, ids, spans, per_token: bool = False):
     """Mean over rows of the target span's negative log-likelihood (summed over its tokens, or
     their mean with ``per_token``)."""
     logp = torch.log_softmax(logits.float(), -1)
-    total = 0.0
+    total: float | torch.Tensor = 0.0
     for r, (s, n) in enumerate(spans):
         row = -logp[r, s - 1 : s - 1 + n].gather(-1, ids[r, s : s + n, None]).sum()
         total = total + (row / max(1, n) if per_token else row)
@@ -361,6 +362,8 @@ class ROME(Editor):
                 : self.n_samples
             ]
         if self.corpus is not None:
+            # a str corpus can only be MODEL_SAMPLES (checked in __init__), handled above
+            assert not isinstance(self.corpus, str)
             return self.corpus[: self.n_samples]
         from workbench.taxonomy import load_benchmark
 
@@ -392,13 +395,15 @@ class ROME(Editor):
         class Stop(Exception):
             pass
 
+        batch_mask: dict[str, torch.Tensor] = {}  # "mask": the attention mask of the batch
+
         def grab(module, args):
             nonlocal acc, count
             k = args[0].detach().double()
-            m = grab.mask[..., None].double()
+            m = batch_mask["mask"][..., None].double()
             k = (k * m).reshape(-1, dim)
             acc += k.T.cpu() @ k.cpu()
-            count += int(grab.mask.sum())
+            count += int(batch_mask["mask"].sum())
             raise Stop
 
         handle = site.register_forward_pre_hook(grab)
@@ -410,7 +415,7 @@ class ROME(Editor):
                         for t in texts[start : start + 32]
                     ]
                     ids, mask = pad_batch(batch, tok.pad_token_id or 0, "right")
-                    grab.mask = mask.to(next(lm.model.parameters()).device)
+                    batch_mask["mask"] = mask.to(next(lm.model.parameters()).device)
                     try:
                         lm.model(input_ids=ids, attention_mask=mask)
                     except Stop:
@@ -428,9 +433,10 @@ class ROME(Editor):
         site = _down_proj(lm.model, self.layer)
         tok = lm.tokenizer
         keys = []
+        seen: dict[str, torch.Tensor] = {}  # "value": the last token's input to the site
 
         def grab(module, args):
-            grab.value = args[0][0, -1].detach()
+            seen["value"] = args[0][0, -1].detach()
 
         handle = site.register_forward_pre_hook(grab)
         try:
@@ -440,7 +446,7 @@ class ROME(Editor):
                         "input_ids"
                     ]
                     lm.model(input_ids=ids)
-                    keys.append(grab.value.float())
+                    keys.append(seen["value"].float())
         finally:
             handle.remove()
         return torch.stack(keys).mean(0)

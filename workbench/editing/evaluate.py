@@ -7,7 +7,7 @@ from tqdm.auto import tqdm
 
 from workbench.editing.data import CATEGORY, parse_edit
 from workbench.editing.editors import Editor
-from workbench.editing.scoring import choice_logprobs
+from workbench.editing.scoring import Normalization, choice_logprobs
 from workbench.errors import WorkbenchError
 
 SLOTS = ("in_place", "append")
@@ -40,7 +40,10 @@ def is_category_query(prop: str) -> bool:
 
 
 def score_queries(
-    edited, queries: pd.DataFrame, normalization: str = "token", slots: str = "in_place"
+    edited,
+    queries: pd.DataFrame,
+    normalization: Normalization = "token",
+    slots: str = "in_place",
 ) -> pd.DataFrame:
     """Both directions of every query; one row per (query, direction) with correctness. The
     subject is filled in as the ``subj`` column spells it (see :func:`edit_subject`)."""
@@ -107,7 +110,7 @@ def evaluate_editor(
     lm,
     editor: Editor,
     queries: pd.DataFrame,
-    normalization: str = "token",
+    normalization: Normalization = "token",
     progress: bool = False,
     slots: str = "in_place",
 ) -> pd.DataFrame:

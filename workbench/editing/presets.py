@@ -158,7 +158,8 @@ def editors_for(
     """The editors named in ``editors`` under preset ``name`` for ``lm``, and per editor its
     resolved settings with their sources (for the run's record)."""
     classes = {"none": NoEdit, "ike": IKE, "ft": FT, "rome": ROME}
-    out, record = [], {}
+    out: list[Editor] = []
+    record: dict[str, dict] = {}
     for e in editors:
         if e not in classes:
             raise ConfigError(f"unknown editor {e!r}; known: {', '.join(classes)}")

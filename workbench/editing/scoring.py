@@ -65,6 +65,6 @@ def choice_logprobs(
                     total /= max(1, len(pairs[k][1].encode()))
                 scores[k] = total
     out: list[list[float]] = [[] for _ in prompts]
-    for (i, _), s in zip(pairs, scores):
-        out[i].append(s)
+    for (i, _), score in zip(pairs, scores):
+        out[i].append(score)
     return out

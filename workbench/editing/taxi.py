@@ -309,7 +309,7 @@ def _kl_prompt(tree: ast.Module) -> str | None:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
-            pairs = []
+            pairs: list[tuple[ast.expr, ast.expr]] = []
             if isinstance(target, ast.Name):
                 pairs = [(target, node.value)]
             elif (

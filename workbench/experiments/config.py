@@ -127,6 +127,8 @@ class ExperimentConfig:
         for name in PRESET_FIELDS:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, settings[name])
+        # every preset gives each of them a value (never None)
+        assert self.seeds is not None and self.top_p is not None and self.temperature is not None
         if not isinstance(self.technique_seeds, dict):
             raise ConfigError(
                 "config field 'technique_seeds' must map technique names to seeds, "
@@ -201,6 +203,7 @@ class ExperimentConfig:
 
     def seeds_for(self, technique: str) -> tuple[int, ...]:
         """The seeds ``technique`` runs with (``technique_seeds``, else ``seeds``)."""
+        assert self.technique_seeds is not None and self.seeds is not None  # set on construction
         return self.technique_seeds.get(technique, self.seeds)
 
     def sampled(self) -> bool:
@@ -249,6 +252,7 @@ class ExperimentConfig:
                 )
         from workbench.techniques import TECHNIQUES
 
+        assert self.technique_seeds is not None  # set on construction
         for name in self.technique_seeds:
             if name not in TECHNIQUES:
                 raise ConfigError(

@@ -113,7 +113,8 @@ def control_probes(bench, targets, n: int = 24, seed: int = 0) -> list[RelationP
     rng = random.Random(seed)
     pool = sorted(c.id for c in tax if c.id not in avoid and tax.level(c.id) >= 2)
     rng.shuffle(pool)
-    true, false = [], []
+    true: list[RelationProbe] = []
+    false: list[RelationProbe] = []
     for cid in pool:
         for p in relation_probes(tax, cid, negatives=1, seed=seed):
             (true if p.expected else false).append(p)

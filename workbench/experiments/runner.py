@@ -177,6 +177,7 @@ class Runner:
     # -- grid -----------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
         c = self.config
+        assert c.seeds is not None  # the config sets it on construction
         return [
             Cell(m, t, g, s)
             for m in c.models
@@ -314,6 +315,8 @@ class Runner:
         c = self.config
         questions = self.questions(cell)
         technique = get_technique(cell.technique, **c.params_for(cell.technique))
+        # the config sets these on construction
+        assert c.max_new_tokens is not None and c.temperature is not None and c.top_p is not None
         gen_cfg = GenerationConfig(
             max_new_tokens=c.max_new_tokens,
             num_samples=c.num_samples,
@@ -395,7 +398,11 @@ class Runner:
         workbench's), without those the benchmark excludes from evaluation (questions it also
         trains on)."""
         c = self.config
+        # the config sets these on construction
+        assert c.n_target is not None and c.n_descendant is not None
+        assert c.n_specificity is not None and c.n_unrelated is not None
         if c.eval_sampling == "select":
+            assert c.eval_seed is not None  # set on construction
             qs = select_evaluation_questions(
                 self.bench,
                 cell.target,

@@ -253,7 +253,9 @@ def train_sft(
         )
         trainer.train()
     trained = trainer.model
+    assert trained is not None  # the trainer holds the model it was given
     trained.eval()
+    assert args.output_dir is not None  # _common_args gives a temporary directory
     _cleanup(args.output_dir)
     return trained
 
@@ -307,7 +309,9 @@ def train_dpo(
         )
         trainer.train()
     trained = trainer.model
+    assert trained is not None  # the trainer holds the model it was given
     trained.eval()
+    assert args.output_dir is not None  # _common_args gives a temporary directory
     _cleanup(args.output_dir)
     return trained
 

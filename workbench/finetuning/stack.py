@@ -66,7 +66,10 @@ def stack_adapters(directories: Sequence[str | Path], out: str | Path) -> Path:
             a, b = t.get(f"{m}.lora_A.weight"), t.get(f"{m}.lora_B.weight")
             r = int(cfg["r"])
             if a is None:
+                # some adapter has module m (it is listed from their keys), which set the shapes
+                assert shape_a is not None and shape_b is not None
                 a, b = torch.zeros(r, shape_a), torch.zeros(shape_b, r)
+            assert b is not None  # LoRA saves lora_B beside every lora_A
             a_parts.append(a.float())
             b_parts.append(b.float() * _scale(cfg))
         stacked[f"{m}.lora_A.weight"] = torch.cat(a_parts, 0).contiguous()

@@ -7,13 +7,13 @@ into the first user turn, which is what their own documentation recommends.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from workbench.errors import ChatTemplateError
 
 Message = Mapping[str, str]
 #: A prompt is either a bare user message or a whole conversation.
-Prompt = Union[str, Sequence[Message]]
+Prompt = str | Sequence[Message]
 
 
 def has_chat_template(tokenizer: Any) -> bool:

@@ -137,7 +137,7 @@ def package_dir(spec: ModelSpec) -> Path:
             f"model {spec.name!r} needs the package {spec.distribution}, which is not installed; "
             f"install it with: {spec.install_hint}"
         )
-    directory = Path(list(found.submodule_search_locations)[0])
+    directory = Path(next(iter(found.submodule_search_locations)))
     if not (directory / spec.gguf_file).is_file():
         raise ModelLoadError(
             f"package {spec.distribution} is installed at {directory} but lacks {spec.gguf_file}; "
@@ -222,9 +222,7 @@ def _local_revision(directory: Path) -> str:
     h = hashlib.sha256()
     for name in sorted(os.listdir(directory)):
         p = directory / name
-        if p.is_file() and (
-            name.endswith(".json") or name in _WEIGHT_FILES or name.endswith(".safetensors")
-        ):
+        if p.is_file() and (name.endswith((".json", ".safetensors")) or name in _WEIGHT_FILES):
             h.update(name.encode())
             h.update(str(p.stat().st_size).encode())
             if name == "config.json":
@@ -236,9 +234,7 @@ def _check_local_dir(directory: Path) -> None:
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} is not a model directory: it has no config.json")
     names = os.listdir(directory)
-    if not any(
-        n in _WEIGHT_FILES or n.endswith(".safetensors") or n.endswith(".gguf") for n in names
-    ):
+    if not any(n in _WEIGHT_FILES or n.endswith((".safetensors", ".gguf")) for n in names):
         raise ModelLoadError(
             f"{directory} has a config.json but no weights (model.safetensors or pytorch_model.bin)"
         )

@@ -221,6 +221,8 @@ class SamplingConfig:
         for key, value in SAMPLING_PRESETS[self.preset].items():
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
+        # every preset gives each of them a value (never None)
+        assert self.temperature is not None and self.top_p is not None
         _int(self.num_samples, "sampling.num_samples", 1)
         _int(self.max_new_tokens, "sampling.max_new_tokens", 1)
         _int(self.batch_size, "sampling.batch_size", 1)
@@ -251,6 +253,10 @@ class SamplingConfig:
         """The engine's settings (log-probabilities always recorded: c(x) weighs by them)."""
         from workbench.generation import GenerationConfig
 
+        # set from the preset on construction
+        assert self.max_new_tokens is not None and self.do_sample is not None
+        assert self.temperature is not None and self.top_p is not None
+        assert self.num_samples is not None
         return GenerationConfig(
             max_new_tokens=self.max_new_tokens,
             do_sample=self.do_sample,

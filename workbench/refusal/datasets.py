@@ -390,7 +390,7 @@ def items_from_records(
             continue
         value = row.get(layout.prompt)
         if layout.first_turn:
-            if hasattr(value, "tolist"):
+            if value is not None and hasattr(value, "tolist"):  # numpy arrays from parquet
                 value = value.tolist()
             if not isinstance(value, (list, tuple)) or not value:
                 raise _fail(

@@ -232,6 +232,7 @@ class RefusalSuite:
         from workbench.scoring.judge import LLMJudge
 
         j = self.config.judge
+        assert j.model is not None  # called only for chunks with a judge path (a judge is set)
         name = system.model if j.model == "self" else j.model
         if name not in self._judge_lms:
             self._judge_lms[name] = LLMJudge(
@@ -390,6 +391,8 @@ class RefusalSuite:
         """The judge's verdict on every answer of ``chunk`` (its rows must exist)."""
         rows = pd.read_parquet(chunk.gen_path)
         verdicts = self._judge(chunk.system).judge(list(zip(rows["prompt"], rows["response"])))
+        identity = self._judge_identity(chunk.system)
+        assert identity is not None  # the suite judges only when the config names a judge
         return pd.DataFrame(
             {
                 "prompt_id": rows["prompt_id"],
@@ -398,7 +401,7 @@ class RefusalSuite:
                 "judge_p_refusal": [v.p_refusal for v in verdicts],
                 "judge_mass": [v.mass for v in verdicts],
                 "judge_category": [v.category for v in verdicts],
-                "judge_model": self._judge_identity(chunk.system)["model"],
+                "judge_model": identity["model"],
             }
         )
 

@@ -144,7 +144,7 @@ def agreement_groups(
 def kappa_by(table: pd.DataFrame, by: str) -> pd.DataFrame:
     """``agreement_table(..., by=by)`` as one row per group: ``n`` and each detector's kappa."""
     wide = table.pivot(index=by, columns="detector", values="kappa")
-    wide = wide[[d for d in dict.fromkeys(table["detector"])]]
+    wide = wide[list(dict.fromkeys(table["detector"]))]
     wide.insert(0, "n", table.groupby(by)["n"].first())
     wide.columns.name = None
     return wide

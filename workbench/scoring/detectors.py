@@ -14,12 +14,20 @@ imported from a SELECT release clone (one with a ``select_protocol``) has them:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from workbench.errors import ConfigError
 from workbench.scoring.keywords import keyword_refusal, unknownbench_refusal
 from workbench.scoring.phrases import detect_refusal
 
-DETECTORS: dict[str, Callable[[str, str | None], bool]] = {
+
+class Detector(Protocol):
+    """``fn(text, question=None) -> refused``: one detector's decision on a response."""
+
+    def __call__(self, text: str, question: str | None = None, /) -> bool: ...
+
+
+DETECTORS: dict[str, Detector] = {
     "phrase": lambda text, question=None: detect_refusal(text, question=question).refused,
     "keyword": lambda text, question=None: keyword_refusal(text),
     "unknownbench": lambda text, question=None: unknownbench_refusal(text),
@@ -48,12 +56,13 @@ def _select_rule(protocol):
     return cached[1]
 
 
-def detectors_for(bench=None) -> dict[str, Callable[[str, str | None], bool]]:
+def detectors_for(bench=None) -> dict[str, Detector]:
     """The built-in detectors, plus SELECT's four when ``bench`` has a ``select_protocol``."""
     protocol = getattr(bench, "select_protocol", None)
     if protocol is None:
         return dict(DETECTORS)
-    rule, last = _select_rule(protocol), {}
+    rule = _select_rule(protocol)
+    last: dict[str, Any] = {}  # the last text decided ("text") and its four flags ("flags")
 
     def decide(text: str) -> dict[str, bool]:  # the four share one keyword scan per text
         if last.get("text") != text:

@@ -131,7 +131,7 @@ class LLMJudge:
         verdicts = option_probabilities(
             self.lm, [t + VERDICT_PREFIX for t in turns], _VERDICT_OPTIONS, self.batch_size
         )
-        kinds = [()] * len(pairs)
+        kinds: list[tuple[float, ...]] = [()] * len(pairs)
         if self.categories:
             dists = option_probabilities(
                 self.lm,

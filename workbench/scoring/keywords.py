@@ -67,4 +67,6 @@ def unknownbench_refusal(response: str | None) -> bool:
 def unknownbench_correct(response: str | None, labels: Sequence[str]) -> bool:
     """UnknownBench's accuracy rule exactly: any gold label occurs in the response as a
     (case-sensitive) substring."""
-    return bool(response) and any(str(label) in response for label in labels)
+    if not response:
+        return False
+    return any(str(label) in response for label in labels)

@@ -103,11 +103,11 @@ def technique_table(
         rec = {**dict(zip(by, key))}
         for m in METRICS:
             rec[m] = point[m].mean()
-        boots = {m: [] for m in METRICS}
+        boots: dict[str, list[float | np.floating]] = {m: [] for m in METRICS}
         targets = list(frame.groupby("target"))
         for _ in range(n_boot):
             picks = rng.integers(0, len(targets), len(targets))
-            vals = {m: [] for m in boots}
+            vals: dict[str, list[float]] = {m: [] for m in boots}
             for i in picks:
                 f = targets[i][1]
                 f = f.iloc[rng.integers(0, len(f), len(f))]
@@ -116,8 +116,8 @@ def technique_table(
                     vals[m].append(r[m])
             for m in boots:
                 boots[m].append(np.nanmean(vals[m]) if not np.all(np.isnan(vals[m])) else np.nan)
-        for m, b in boots.items():
-            b = np.array(b, dtype=float)
+        for m, samples in boots.items():
+            b = np.array(samples, dtype=float)
             b = b[~np.isnan(b)]
             rec[f"{m}_lo"], rec[f"{m}_hi"] = (
                 np.percentile(b, [2.5, 97.5]) if len(b) else (np.nan, np.nan)
@@ -173,7 +173,7 @@ def select_table(
             **{c: rows[c] for c in by},
             "metric": metric,
             "target": rows["target"],
-            "seed": rows["seed"] if "seed" in rows else 0,
+            "seed": rows.get("seed", 0),
             "r": _as_float(rows[detector]),
         }
     )
@@ -190,7 +190,7 @@ def select_table(
         mean = values.mean()
         if len(values) > 1:
             with np.errstate(invalid="ignore"):  # zero spread: scipy's NaN, as SELECT reports
-                low, high = stats.t.interval(
+                _low, high = stats.t.interval(
                     confidence, len(values) - 1, loc=mean, scale=stats.sem(values)
                 )
             ci = high - mean
@@ -295,11 +295,11 @@ def generalization_errors(
                 "misses": len(f),
                 "probed": len(parsed),
                 "explained": int((parsed["known"] == False).sum()),  # noqa: E712
-                "explained_share": float((parsed["known"] == False).mean())
+                "explained_share": float((parsed["known"] == False).mean())  # noqa: E712
                 if len(parsed)
                 else float("nan"),
             }
-        )  # noqa: E712
+        )
     return pd.DataFrame(out)
 
 

@@ -172,7 +172,7 @@ def _class_attr(tree: ast.Module, name: str) -> ast.expr | None:
     return None
 
 
-def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     return next(
         (
             n
@@ -201,7 +201,8 @@ def _value(node: ast.expr) -> Any:
     elif isinstance(node, (ast.List, ast.Tuple)):
         return [_value(e) for e in node.elts]
     elif isinstance(node, ast.Dict) and None not in node.keys:
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values)}
+        # ``k is not None`` drops nothing (checked above); it narrows the keys for the checker
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values) if k is not None}
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         a, b = _value(node.left), _value(node.right)
         if (isinstance(a, list) and isinstance(b, list)) or all(
@@ -280,9 +281,12 @@ def _contractions(path: Path, tree: ast.Module) -> tuple[tuple[str, str], ...]:
         if not ok_key or not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
             raise ProtocolError(
                 f'{path}: an AMBIGUITY_RULES entry is not compile(r"..."): "..." '
-                f"({ast.unparse(k)[:60]})"
+                # k is None for a ``**mapping`` entry
+                f"({(ast.unparse(k) if k is not None else '**' + ast.unparse(v))[:60]})"
             )
-        out.append((k.args[0].value, v.value))
+        # ok_key holds: k is compile(<a str constant>); str() of that str is the str itself
+        assert isinstance(k, ast.Call) and isinstance(k.args[0], ast.Constant)
+        out.append((str(k.args[0].value), v.value))
     return tuple(out)
 
 
@@ -293,11 +297,13 @@ def _system_prompt(path: Path, tree: ast.Module) -> str:
     if fn is None:
         raise ProtocolError(f"{path}: no make_prompt function (the default system prompt)")
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "system_prompt" for t in node.targets
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "system_prompt" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
         ):
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                return node.value.value
+            return node.value.value
     params = fn.args.args[len(fn.args.args) - len(fn.args.defaults) :]
     for p, d in [*zip(params, fn.args.defaults), *zip(fn.args.kwonlyargs, fn.args.kw_defaults)]:
         if p.arg == "system_prompt" and isinstance(d, ast.Constant) and isinstance(d.value, str):

@@ -127,7 +127,10 @@ class SelectRefusalRule:
     def _heuristic(self, text: str, score: float, keyword: str) -> bool:
         if score <= self.threshold:
             return self.phrase(text)
-        end = fuzz.partial_ratio_alignment(text, keyword, processor=_process).src_end
+        alignment = fuzz.partial_ratio_alignment(text, keyword, processor=_process)
+        # None only for a missing string or a score below score_cutoff (default 0)
+        assert alignment is not None
+        end = alignment.src_end
         if end >= len(text):
             return True
         rest = text[end + 1 :]

@@ -11,6 +11,7 @@ benchmark and tests measure that it does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -44,7 +45,10 @@ def fit_refusal_vector(
         GenerationConfig(max_new_tokens=comply_tokens, batch_size=batch_size),
         progress=progress,
     )
-    abstain_texts, comply_texts, abstain_tail, comply_tail = [], [], [], []
+    abstain_texts: list[str] = []
+    comply_texts: list[str] = []
+    abstain_tail: list[int] = []
+    comply_tail: list[int] = []
     for i, (q, a) in enumerate(zip(questions, answers)):
         head = render_chat(tok, q)
         refusal = ABSTENTIONS[i % len(ABSTENTIONS)]
@@ -55,7 +59,7 @@ def fit_refusal_vector(
         ):
             texts.append(head + body)
             tails.append(len(tok(body, add_special_tokens=False)["input_ids"]))
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         layers=list(layers), pooling="mean", chat=False, batch_size=batch_size, progress=progress
     )
     abstain = collect_activations(lm, abstain_texts, tail=abstain_tail, **kwargs)

@@ -131,6 +131,7 @@ class ConditionalSteerer:
     ) -> tuple[list[ForwardHook], torch.Tensor, torch.Tensor]:
         """Hooks that vote on each prompt's last token during the prompt pass."""
         cond = self.condition
+        assert cond is not None  # generate decides without hooks when there is no condition
         fired = torch.zeros(n_prompts, dtype=torch.bool)
         votes = torch.zeros(n_prompts, len(cond.layers), dtype=torch.bool)
         deepest = max(cond.layers)
@@ -181,6 +182,7 @@ class ConditionalSteerer:
     def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:
         """Hooks that decide during the prompt pass and steer the rows that fired."""
         hooks, fired, _ = self._vote_hooks(model, n_prompts)
+        assert self.condition is not None  # checked by _vote_hooks
         deepest = max(self.condition.layers)
         for i, layer in enumerate(self.plan.layers):
             delta = self.plan.strength * self.plan.vectors[i]

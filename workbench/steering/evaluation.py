@@ -110,6 +110,7 @@ def gate_sweep(
     from tqdm.auto import tqdm
 
     from workbench.techniques import get_technique
+    from workbench.techniques.steering import SteeringAbstainer
 
     rows, curve = [], []
     layers = list(range(lm.num_layers))
@@ -120,7 +121,9 @@ def gate_sweep(
             ab = get_technique("steering", **params).prepare(
                 lm, bench, target, seed=seed, store=store
             )
+            assert isinstance(ab, SteeringAbstainer)  # what the steering technique prepares
             cond = ab.steerer.condition
+            assert cond is not None  # Steering.load always sets one
             acts = {g: a[:, cond.layers] for g, a in all_acts.items()}
             chosen = [r for r in ab.table if r.layer in cond.layers]
             rows.append(

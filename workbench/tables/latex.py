@@ -168,7 +168,7 @@ def select_latex(
     wide = table.pivot_table(
         index=by, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
     )
-    metrics = [m for m in dict.fromkeys(table["metric"])]
+    metrics = list(dict.fromkeys(table["metric"]))
     flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in by})
     for m in metrics:
         flat[m] = wide[("mean", m)].to_numpy()
@@ -305,7 +305,7 @@ def unknown_latex(
     columns = [c for c in columns if c in summary]
     labels = [c for c in ("task", "partition", "model") if c in summary]
     frame = summary.sort_values([c for c in ("task", "partition") if c in summary], kind="stable")
-    rates = {c for c in columns if c.endswith("_rate") or c.endswith("accuracy")}
+    rates = {c for c in columns if c.endswith(("_rate", "accuracy"))}
     ci = {}
     for c in columns:
         if c in rates:

@@ -263,7 +263,7 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
         )
     manifest = json.loads(mpath.read_text())
     if verify:
-        for key, info in manifest.get("files", {}).items():
+        for info in manifest.get("files", {}).values():
             p = d / info["path"]
             if not p.is_file():
                 raise WorkbenchError(f"benchmark file missing: {p}")

@@ -208,7 +208,7 @@ def compose(
     atomic: Taxonomy,
     templates: Sequence[RelationTemplate] = DEFAULT_TEMPLATES,
     params: CompositionParams = CompositionParams(),
-    only: Collection[tuple[str, str, ...]] | None = None,
+    only: Collection[tuple[str, ...]] | None = None,
     source: str = "workbench-compositions",
 ) -> Taxonomy:
     """Populate ``templates`` from ``atomic`` and link the compositions into a taxonomy.

@@ -318,7 +318,8 @@ def validate(concepts: Iterable[Concept]) -> None:
     # cycles: follow parents from each node; a node seen twice on one walk closes a cycle
     state: dict[str, int] = {}
     for start in by_id:
-        walk, cur = [], start
+        walk: list[str] = []
+        cur: str | None = start
         while cur is not None and state.get(cur) is None:
             state[cur] = 1
             walk.append(cur)

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig
@@ -35,6 +35,10 @@ class Params:
         return asdict(self)
 
 
+#: A technique's parameters dataclass.
+P = TypeVar("P", bound=Params)
+
+
 class Abstainer(ABC):
     """A model made to abstain from one target concept."""
 
@@ -52,7 +56,7 @@ class Abstainer(ABC):
         """Answer ``questions`` (one generation per question and sample); ``kwargs`` go to the
         engine (e.g. ``stop_when``)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - deliberately a no-op unless overridden
         """Release what the abstainer holds (an adapted model copy, say)."""
 
     def __enter__(self):
@@ -62,9 +66,10 @@ class Abstainer(ABC):
         self.close()
 
 
-class Technique(ABC):
+class Technique(ABC, Generic[P]):
     """Base class: subclasses set ``name``, ``nature``, ``access``, ``Params`` and implement
-    :meth:`build` (and :meth:`load` when they save artifacts)."""
+    :meth:`build` (and :meth:`load` when they save artifacts). ``P``, the parameters dataclass
+    (``class Steering(Technique[SteeringParams])``), types ``self.params``."""
 
     name: ClassVar[str]
     nature: ClassVar[Nature]
@@ -78,9 +83,11 @@ class Technique(ABC):
     #: ``weights``: training on them); see :class:`workbench.backends.Capabilities`.
     requires: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, params: Params | None = None, **overrides: Any):
+    def __init__(self, params: P | None = None, **overrides: Any):
         self.store = ArtifactStore()
-        params = params or self.Params()
+        # A ClassVar cannot mention P (the checker refuses type variables there), so ``Params``
+        # is typed by the base class; each subclass sets it to its own ``P``.
+        params = params or cast(P, self.Params())
         known = {f.name for f in fields(params)}
         for key in overrides:
             if key not in known:
@@ -89,7 +96,7 @@ class Technique(ABC):
                     f"its parameters are: {', '.join(sorted(known)) or 'none'}"
                 )
         try:
-            self.params = replace(params, **overrides)
+            self.params: P = replace(params, **overrides)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"technique {self.name!r}: {e}") from None
 
@@ -169,7 +176,9 @@ class Technique(ABC):
             check_meta(artifact, meta)
             return self.load(lm, bench, data, Path(artifact))
         if not self.saves_artifacts:
-            return self.build(lm, bench, data, None, seed=seed, progress=progress)
+            abstainer = self.build(lm, bench, data, None, seed=seed, progress=progress)
+            assert abstainer is not None  # without artifacts, build returns the abstainer
+            return abstainer
         found = self.store.lookup(meta)
         if found is not None:
             return self.load(lm, bench, data, found)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate
@@ -39,13 +40,14 @@ class BaseAbstainer(Abstainer):
 
 
 @register
-class Base(Technique):
-    """No technique: the model as it is."""
+class Base(Technique[Params]):
+    """No technique: the model as it is. Typed over any ``Params`` (reading ``protocol`` with
+    ``getattr``): subclasses such as :mod:`workbench.testing`'s ``sleepy`` bring their own."""
 
     name = "base"
     nature = "inference-time"
     access = "black-box"
-    Params = BaseParams
+    Params: ClassVar[type[Params]] = BaseParams
     saves_artifacts = False
 
     def requirements(self, bench, target: str) -> list[str]:

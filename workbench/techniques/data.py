@@ -85,7 +85,7 @@ class TargetData:
             for group in (self.related, self.unrelated, self.val_related, self.val_unrelated)
             for q in group
         ]
-        extra = [
+        extra: list[object] = [  # JSON: lists of examples and answers, then ``select``
             [e.to_dict() for e in self.examples],
             [self.answers[k].to_dict() for k in sorted(self.answers)],
         ]

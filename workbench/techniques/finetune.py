@@ -153,7 +153,7 @@ def _wrap(template: str | None, question: str) -> str:
     return question if template is None else template.replace(select_prompts.QUESTION, question)
 
 
-def _protocol(technique: Technique, bench):
+def _protocol(technique: Technique[SFTParams], bench):
     """SELECT's protocol when the technique's parameters need its text (else None)."""
     p = technique.params
     if p.mixture != "select" and not p.prompt_template:
@@ -177,12 +177,14 @@ def _protocol(technique: Technique, bench):
     return protocol
 
 
-def _template(technique: Technique, bench) -> str | None:
+def _template(technique: Technique[SFTParams], bench) -> str | None:
     protocol = _protocol(technique, bench)
     return select_prompts.plain_prompt(protocol) if technique.params.prompt_template else None
 
 
-def _select_data(technique: Technique, bench, target: str, seed: int, dpo: bool) -> TargetData:
+def _select_data(
+    technique: Technique[SFTParams], bench, target: str, seed: int, dpo: bool
+) -> TargetData:
     """SELECT's mixture, with the protocol text it used recorded for the artifact's hash."""
     protocol = _protocol(technique, bench)
     data = select_tuning_data(
@@ -193,6 +195,7 @@ def _select_data(technique: Technique, bench, target: str, seed: int, dpo: bool)
         select_prompts.concept_description(bench, target),
         dpo=dpo,
     )
+    assert data.select is not None  # select_tuning_data records its draw in ``select``
     if technique.params.prompt_template:
         data = replace(
             data, select={**data.select, "prompt": select_prompts.plain_prompt(protocol)}
@@ -200,7 +203,7 @@ def _select_data(technique: Technique, bench, target: str, seed: int, dpo: bool)
     return data
 
 
-def _check_select(technique: Technique, bench, target: str, dpo: bool) -> None:
+def _check_select(technique: Technique[SFTParams], bench, target: str, dpo: bool) -> None:
     """The protocol, and a reference answer for every question SELECT's mixture may use."""
     _protocol(technique, bench)
     if technique.params.mixture != "select":
@@ -253,7 +256,7 @@ def comply_answers(
     return [ref[q].comply if q in ref else own[q] for q in questions]
 
 
-def _check_reference(technique: Technique, bench) -> None:
+def _check_reference(technique: Technique[SFTParams], bench) -> None:
     """``comply_answers="reference"`` on a benchmark without reference answers: an error."""
     if technique.params.comply_answers == "reference" and not bench.answers:
         raise ConfigError(
@@ -298,7 +301,7 @@ def _serves_adapters(lm) -> bool:
 
 
 @register
-class SFT(Technique):
+class SFT(Technique[SFTParams]):
     """LoRA supervised fine-tuning toward abstention on the target and its descendants."""
 
     name = "sft"
@@ -324,6 +327,7 @@ class SFT(Technique):
         positive with each of its refusal templates, then each negative with its reference
         answer, in the shuffled order."""
         if self.params.mixture == "select":
+            assert data.select is not None  # the select mixture's data (_select_data) carries it
             entries = [
                 (q.question, t) for q, ts in zip(data.related, data.select["templates"]) for t in ts
             ]
@@ -336,7 +340,8 @@ class SFT(Technique):
         keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params, self.name)))
         return related + keep
 
-    def build(self, lm, bench, data, directory: Path, *, seed, progress):
+    def build(self, lm, bench, data, directory: Path | None, *, seed, progress):
+        assert directory is not None  # the adapter is saved: prepare passes a directory
         pairs = self.pairs(lm, data)
         template = _template(self, bench)
         model = train_sft(
@@ -360,7 +365,7 @@ class SFT(Technique):
 
 
 @register
-class SFTDPO(Technique):
+class SFTDPO(Technique[SFTParams]):
     """SFT, then DPO on abstain-vs-comply preferences (reversed for retained concepts)."""
 
     name = "sft_dpo"
@@ -397,6 +402,7 @@ class SFTDPO(Technique):
         with 3 (the reverse), in the shuffled order; else from the SFT pairs."""
         if self.params.mixture == "select":
             sel = data.select
+            assert sel is not None  # the select mixture's data (_select_data) carries it
             rows = [
                 (q.question, t, _answer(data, q.question))
                 for q, ts in zip(data.related, sel["templates"])
@@ -418,7 +424,8 @@ class SFTDPO(Technique):
         ]
         return triples
 
-    def build(self, lm, bench, data, directory: Path, *, seed, progress):
+    def build(self, lm, bench, data, directory: Path | None, *, seed, progress):
+        assert directory is not None  # the adapter is saved: prepare passes a directory
         sft_dir = self._sft_dir(lm, bench, data, seed)
         triples = self.triples(lm, data, json.loads((sft_dir / "pairs.json").read_text()))
         template = _template(self, bench)

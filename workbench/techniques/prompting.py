@@ -134,7 +134,7 @@ class ZeroShotParams(Params):
 
 
 @register
-class ZeroShot(Technique):
+class ZeroShot(Technique[ZeroShotParams]):
     """An instruction to abstain from the target concept (system prompt or user turn)."""
 
     name = "zero_shot"
@@ -266,7 +266,7 @@ def select_prompt(instruction: str, examples: Sequence[tuple[str, str]]) -> str:
 
 
 @register
-class FewShotCoT(Technique):
+class FewShotCoT(Technique[FewShotParams]):
     """Few-shot chain-of-thought: reasoning then abstention for the target and its descendants;
     for unrelated questions, reasoning then an answer (the model's own, generated once and
     cached, or the benchmark's shipped examples)."""
@@ -291,7 +291,8 @@ class FewShotCoT(Technique):
             )
         return [] if self.uses_benchmark_examples(bench, target) else ["train"]
 
-    def build(self, lm, bench, data: TargetData, directory: Path, *, seed, progress):
+    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed, progress):
+        assert directory is not None  # few-shot examples are saved: prepare passes a directory
         p = self.params
         if p.style == "select":  # nothing to compute: the turn is SELECT's text, built on load
             select_prompts.require_protocol(bench, "few_shot_cot with style='select'")

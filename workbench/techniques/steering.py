@@ -59,7 +59,8 @@ from workbench.steering import (
     layer_table,
     select_layers,
 )
-from workbench.steering.concept import ConceptVectors
+from workbench.steering.activations import Pooling
+from workbench.steering.concept import Aggregate, ConceptVectors
 from workbench.steering.gate import LayerStats
 from workbench.techniques.artifacts import ArtifactStore
 from workbench.techniques.base import (
@@ -111,7 +112,7 @@ class SteeringParams(Params):
     """
 
     n_layers: int = 3
-    aggregate: str = "all"
+    aggregate: Aggregate = "all"
     method: str = "mean_diff"
     threshold_rule: str = "youden"
     threshold_adjust: float = 0.5
@@ -122,7 +123,7 @@ class SteeringParams(Params):
     behavior_layers: tuple[int, ...] | None = None
     strength: float = 0.6
     refusal_questions: int = 48
-    pooling: str = "last"
+    pooling: Pooling = "last"
     mixture: str = "workbench"
     n_vectors: int = 3
     centered: bool = True
@@ -262,6 +263,7 @@ class SelectSteeringAbstainer(SteeringAbstainer):
     def decide(self, questions, system: str | None = None) -> torch.Tensor:
         questions = list(questions)
         cond = self.steerer.condition
+        assert cond is not None  # Steering.load always gives the steerer a condition
         if self.reading is not None:  # SELECT: the reading prompt, no system turn
             prompts, system = [self.reading(q) for q in questions], None
         else:
@@ -341,7 +343,7 @@ def refusal_vector(
 
 
 @register
-class Steering(Technique):
+class Steering(Technique[SteeringParams]):
     """Conditional activation steering toward abstention (white-box, inference-time)."""
 
     name = "steering"
@@ -376,7 +378,8 @@ class Steering(Technique):
         desc = select_prompts.concept_description(bench, target)
         return partial(_reading_prompt, protocol.reading_template, desc)
 
-    def build(self, lm, bench, data: TargetData, directory: Path, *, seed, progress):
+    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed, progress):
+        assert directory is not None  # vectors are saved: prepare passes a directory
         p = self.params
         layers = list(range(lm.num_layers))
         groups = [data.related, data.unrelated, data.val_related, data.val_unrelated]

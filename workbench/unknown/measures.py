@@ -128,7 +128,7 @@ def parse_confidence(text: str) -> int | None:
         value = float(m.group(1))
         if m.group(2) or not 0 <= value <= 10:
             return None
-        return int(math.floor(value + 0.5))
+        return math.floor(value + 0.5)  # an int already (floor of a float)
     m = re.search(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", t)
     return _NUMBER_WORDS[m.group(1)] if m else None
 

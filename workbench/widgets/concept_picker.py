@@ -42,7 +42,7 @@ def search_options(bench: Benchmark, text: str, limit: int = 50) -> Options:
     for tax, tag in ((bench.atomic, ""), (bench.compositions, " [composition]")):
         found += [(tax, c, tag) for c in tax.find(t, limit=len(tax))]
     shown = found[:limit]
-    options = [(NOTHING, None)] + [
+    options: list[tuple[str, str | None]] = [(NOTHING, None)] + [
         (_label(tax, c.id, tag, indent=False), c.id) for tax, c, tag in shown
     ]
     if not found:
@@ -57,6 +57,7 @@ def search_options(bench: Benchmark, text: str, limit: int = 50) -> Options:
 def browse_options(bench: Benchmark, concept_id: str | None) -> Options:
     """The tree one level at a time: the roots (``None``), or a concept's parent, itself and its
     children, so a person can walk down (or up) the taxonomy by clicking."""
+    opts: list[tuple[str, str | None]]
     if concept_id is None:
         opts = [(NOTHING, None)]
         for tax, tag in ((bench.atomic, ""), (bench.compositions, " [composition]")):
@@ -82,7 +83,8 @@ def concept_summary(
     tax = bench.taxonomy_of(concept_id)
     c = tax[concept_id]
     desc = tax.descendants(concept_id)
-    qs = bench.questions[concept_id] if concept_id in bench.questions else None
+    # QuestionBank has no get(); its sets mapping does (as techniques.base reads it)
+    qs = bench.questions.sets.get(concept_id)
     return {
         "id": c.id,
         "name": c.name,
