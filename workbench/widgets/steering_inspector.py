@@ -22,6 +22,7 @@ import html
 import threading
 import time
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 
@@ -110,7 +111,7 @@ class SteeringInspector:
         self.lm, self.bench = lm, bench
         self.technique = technique or get_technique("steering")
         self.store = store
-        self.abstainer = None
+        self.abstainer: Any = None  # the steering abstainer: its steerer, table, validation
         self.concept: str | None = None
         self.thresholds: dict[int, float] = {}
         self._lock = threading.RLock()  # one user of the model at a time, whichever kernel thread
@@ -252,7 +253,7 @@ class SteeringInspector:
                 self.prepare(concept)
             finally:
                 self._startup, status = None, self._startup
-            if own:
+            if own and status is not None:
                 status.show(f"{self._name(concept)} ready in {time.monotonic() - started:.1f} s")
 
     # -- state ----------------------------------------------------------------------------------
@@ -358,7 +359,7 @@ class SteeringInspector:
             step(
                 f"loading {name}: activations, concept vectors and the gate (the first time takes longest)"
             )
-            abstainer = self.technique.prepare(
+            abstainer: Any = self.technique.prepare(
                 self.lm, self.bench, concept, **({"store": self.store} if self.store else {})
             )
             cond = abstainer.steerer.condition
@@ -475,6 +476,7 @@ class SteeringInspector:
             v, layer = self.abstainer.validation, self.view_layer.value
             layers = sorted(self.layers.value)
             self.view_note.value = view_note_html(layer, layers)
+            assert self.concept is not None  # drawn only once a concept is prepared
             name = self._name(self.concept)
             self.gap_image.value = fig_to_png(
                 gap_figure(
@@ -523,6 +525,7 @@ class SteeringInspector:
                 self.lm, self.abstainer, self.question.value, layers, self.thresholds
             )
             steerer = self.steerer()
+            assert steerer.condition is not None  # the inspector's steerer always has a gate
             decision = bool(steerer.condition.combine(torch.tensor([[v.fires for v in votes]]))[0])
             self.votes.value = votes_html(votes, decision, self.settings())
 
@@ -568,7 +571,7 @@ class SteeringInspector:
                 self._show_answer()
             self._answered_at = time.monotonic()
             self._set_status(
-                f"ready: <b>{html.escape(self._name(self.concept))}</b> · answer "
+                f"ready: <b>{html.escape(self._name(self.concept or ''))}</b> · answer "
                 f"{self._answer.number} took {self._answer.seconds:.1f} s",
                 note="",
             )

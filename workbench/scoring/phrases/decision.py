@@ -124,10 +124,10 @@ def detect_refusal(
     sentences = _sentences(text)
     hits: list[tuple[int, str, bool, re.Match]] = []
     for i, s in enumerate(sentences):
-        for kind, (strong, _) in _RULES.items():
+        for kind, (is_strong, _) in _RULES.items():
             m = _find(kind, s)
             if m is not None:
-                hits.append((i, kind, strong, m))
+                hits.append((i, kind, is_strong, m))
                 break
     # a decline because the thing asked about is fictional or does not exist corrects the premise
     fiction = {i for i, s in enumerate(sentences) if _FICTION.search(s)}

@@ -272,16 +272,16 @@ def _partial_evidence(
             ):
                 return name
         elif name == "content":
-            given = sum(plain[j] for j in range(i) if j not in signal) + sum(
+            given_chars = sum(plain[j] for j in range(i) if j not in signal) + sum(
                 plain[j]
                 for j in range(i + 1, stop)
                 if j not in signal and not _OBJECTING.search(sentences[j])
             )
-            given += sum(
+            given_chars += sum(
                 len(t)
                 for j, t in tails.items()
                 if not _OBJECTING.search(t) and not _ALTERNATIVE.search(t) and j < stop
             )
-            if given >= partial_chars:
+            if given_chars >= partial_chars:
                 return name
     return None

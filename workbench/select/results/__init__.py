@@ -184,7 +184,8 @@ def import_select_results(
     report = ImportReport(run_dir, str(rel_root), expected=len(files), detectors=names, notes=notes)
     say = (lambda s: print(s, flush=True)) if progress else (lambda s: None)
 
-    todo, done = [], []  # (file, path, sha, chunk, key)
+    todo: list[tuple] = []  # (file, path, sha, chunk, key)
+    done: list[tuple] = []
     for f in files:
         path = rel_root / f.relpath
         if not path.is_file():

@@ -14,6 +14,7 @@ from workbench.steering import (
     SteeringPlan,
     collect_activations,
 )
+from workbench.steering.concept import Aggregate
 from workbench.widgets.inspector.state import LayerVote
 
 
@@ -29,7 +30,11 @@ def condition_votes(
 
 
 def build_steerer(
-    abstainer, layers: list[int], thresholds: dict[int, float], strength: float, aggregate: str
+    abstainer,
+    layers: list[int],
+    thresholds: dict[int, float],
+    strength: float,
+    aggregate: Aggregate,
 ) -> ConditionalSteerer:
     """A steerer from the inspector's current control values."""
     cond = Condition(

@@ -31,7 +31,7 @@ def label_agreement(
             pred = done.loc[idx, col]
             ok = pred.notna()
             s = scores([bool(t) for t in truth[idx][ok]], [bool(p) for p in pred[ok]])
-            rec = {"detector": col.removeprefix("refused_")}
+            rec: dict[str, object] = {"detector": col.removeprefix("refused_")}
             if by is not None and by in done:
                 rec[by] = key
             rec.update({k: s[k] for k in ("n", "accuracy", "kappa", "precision", "recall")})
