@@ -38,6 +38,8 @@ LAYERS = {
     "workbench.paths": "core",
     "workbench.yamlfile": "core",
     "workbench.releases": "core",
+    "workbench.releases.known": "interface",
+    "workbench.releases.__main__": "interface",
     "workbench.select": "core",
     "workbench.select.protocol": "core",
     "workbench.select.prompts": "core",

@@ -10,13 +10,13 @@ from taxi_release import published_size_rows, taxi_rows, write_taxi_release
 from workbench.editing import load_taxi
 from workbench.errors import WorkbenchError
 from workbench.releases import (
-    PUBLISHED,
     Found,
     ReleaseError,
     ReleaseManifest,
     check_release,
     compare,
 )
+from workbench.releases.known import PUBLISHED
 
 
 def test_published_manifests_hold_the_counts_of_the_releases():
@@ -151,7 +151,7 @@ def test_a_release_manifest_must_be_of_its_kind(tmp_path):
 
 
 def test_release_cli_checks_and_describes(tmp_path, capsys):
-    from workbench.releases import main
+    from workbench.releases.known import main
 
     write_taxi_release(tmp_path / "datasets", describe=False)
     assert main(["check", "taxi", str(tmp_path)]) == 1

@@ -403,8 +403,9 @@ def test_a_malformed_gold_answer_is_an_error_naming_file_and_line(tmp_path):
 
 def test_a_newer_release_is_an_error_saying_how_to_allow_it(tmp_path, capsys):
     from unknown_release import write_unknownbench_release
-    from workbench.releases import PUBLISHED, ReleaseError
-    from workbench.releases import main as releases_main
+    from workbench.releases import ReleaseError
+    from workbench.releases.known import PUBLISHED
+    from workbench.releases.known import main as releases_main
 
     counts = {rel: f["items"] for rel, f in PUBLISHED["unknownbench"].files.items()}
     root = write_unknownbench_release(tmp_path / "ub", {**counts, "NEC/NEC_answerable.json": 2100})

@@ -237,7 +237,7 @@ def test_served_adapters_match_merged_models(served, lm32):
     sft_model = _merged(lm32.model, adapters["sft"])
     both = _merged(lm32.model, adapters["sft"], adapters["dpo"])
     for name, model in (("adapter", sft_model), ("stacked", both)):
-        view = type("View", (), {"model": model, "tokenizer": lm32.tokenizer})()
+        view = lm32.with_model(model)
         ours = _hf(view, {"prompts": QUESTIONS, "config": {"max_new_tokens": 24}})
         assert [g.text for g in ours] == [t["text"] for t in out["runs"][name]], name
     base = [t["text"] for t in out["runs"]["greedy"]]

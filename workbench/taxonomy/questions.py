@@ -592,7 +592,7 @@ def parse_question_lines(text: str) -> list[str]:
     out = []
     for line in text.splitlines():
         line = re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", line).strip().strip('"').strip()
-        if len(line) >= 10 and (line.endswith("?") or line.endswith(".")) and len(line) <= 300:
+        if len(line) >= 10 and line.endswith(("?", ".")) and len(line) <= 300:
             out.append(line)
     return out
 

@@ -40,10 +40,12 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from workbench.releases import Found, check_release, register
 from workbench.select.protocol import find_protocol_root, is_lfs_pointer, read_protocol
 from workbench.taxonomy.compositions import (
     RelationTemplate,
@@ -51,7 +53,7 @@ from workbench.taxonomy.compositions import (
     compose,
     composition_id,
 )
-from workbench.taxonomy.model import Concept, Taxonomy, TaxonomyError
+from workbench.taxonomy.model import Concept, ConceptKind, Taxonomy, TaxonomyError
 from workbench.taxonomy.questions import (
     FewShotExample,
     QuestionBank,
@@ -69,6 +71,8 @@ ROOT_TYPES = {
     "schema:CreativeWork": "creative works",
 }
 GENERATOR = "select-gpt-4o"
+
+T = TypeVar("T")
 
 
 class SelectImportWarning(UserWarning):
@@ -187,10 +191,8 @@ def _total(entries, key: str, where: Path | None = None) -> int:
 
 def count_select(base: str | os.PathLike) -> dict:
     """What each file of the release under ``base`` (the folder holding ``atoms/``) holds, as
-    :data:`workbench.releases.PUBLISHED` counts it: concepts per file, questions and examples
+    :data:`SELECT_RELEASE` counts it: concepts per file, questions and examples
     as parts."""
-    from workbench.releases import Found
-
     base = Path(base)
     found: dict[str, Found] = {}
 
@@ -248,19 +250,51 @@ def count_select(base: str | os.PathLike) -> dict:
     return found
 
 
+def _locate_select(root: str | os.PathLike) -> tuple[Path, dict[str, Found]]:
+    base = find_release(root)
+    return base, count_select(base)
+
+
+#: kinshuk-h/SELECT data/SELECT: concepts per file (relations' compositions for those of
+#: compositions/), questions as parts. atoms/data.train.json's blob was not in the copy
+#: counted: it must be there, its size is not checked.
+SELECT_RELEASE = register(
+    "select",
+    "github.com/kinshuk-h/SELECT @ e193764, data/SELECT/",
+    {
+        "atoms/taxonomy_plus.json": {"items": 394},
+        "atoms/data.json": {"items": 394, "parts": {"queries": 11820, "extra_queries": 7880}},
+        "atoms/data.train.json": {"items": None},
+        "atoms/example_cache.json": {"items": 394, "parts": {"examples": 1784}},
+        "compositions/taxonomy_plus.json": {"items": 156, "parts": {"relations": 11}},
+        "compositions/data.json": {
+            "items": 156,
+            "parts": {"queries": 3120, "extra_queries": 1560},
+        },
+        "compositions/data.train.json": {
+            "items": 156,
+            "parts": {"queries": 1560, "responses": 1560},
+        },
+        "compositions/example_cache.json": {"items": 156, "parts": {"examples": 730}},
+        "compositions/hints.json": {"items": 12},
+    },
+    unit="concepts",
+    additive=False,  # each file counts the same concepts
+    locate=_locate_select,
+)
+
+
 def check_select_release(base: str | os.PathLike, allow_partial: bool = False) -> str:
     """The import's record ("whole" / "partial: ...") of the release under ``base`` against
-    the published one (:data:`workbench.releases.PUBLISHED`) or its ``release_manifest.json``;
+    the published one (:data:`SELECT_RELEASE`) or its ``release_manifest.json``;
     a missing file or fewer concepts or questions is an error naming them unless
     ``allow_partial``."""
-    from workbench.releases import check_release
-
     return check_release("select", Path(base), count_select(base), allow_partial)
 
 
 def split_training(
-    concept_id: str, questions: list[str], validation: float, seed: int
-) -> tuple[list[str], list[str]]:
+    concept_id: str, questions: Sequence[T], validation: float, seed: int
+) -> tuple[list[T], list[T]]:
     """(train, validation): a seeded shuffle per concept, ``round_half_up(n * validation)`` to
     validation (but at least one question stays in train)."""
     order = list(questions)
@@ -402,7 +436,7 @@ def load_select_atoms(
         if not isinstance(node, dict) or "name" not in node:
             raise TaxonomyError(f"{tpath}: node {cid!r} lacks a 'name'")
         children = node.get("children") or {}
-        kind = "class" if children or parent is None else "instance"
+        kind: ConceptKind = "class" if children or parent is None else "instance"
         concepts.append(
             Concept(
                 id=cid,
@@ -441,7 +475,8 @@ def load_select_atoms(
             "(sft/sft_dpo with comply_answers='reference' use the model's own answers for "
             "atomic questions)",
         )
-    sets, answers = [], {}
+    sets: list = []
+    answers: dict = {}
     for cid, entry in data.items():
         if cid not in taxonomy:
             raise TaxonomyError(f"{where}: questions for {cid!r}, which the taxonomy lacks")
@@ -579,7 +614,9 @@ def load_select_compositions(
             "have no reference answers (sft/sft_dpo with comply_answers='reference' use the "
             "model's own answers for composition questions)",
         )
-    sets, answers, in_train = [], {}, {}
+    sets: list = []
+    answers: dict = {}
+    in_train: dict = {}
     for relation, per_relation in data.items():
         for sel_id, entry in per_relation.items():
             cid = qualified.get((relation, sel_id))

@@ -28,6 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.releases import (
+    MANIFEST_FILE,
+    Found,
+    ReleaseManifest,
+    check_release,
+    manifest_for,
+    register,
+)
 from workbench.taxonomy.questions import _rng
 from workbench.taxonomy.text import article
 from workbench.unknown.names import made_up_names
@@ -228,7 +236,7 @@ def _familiar_names(wn, graph, offsets, n, rng, instances=False) -> list[str]:
         cands = [i for o in offsets for i in wn.synsets[o].instance_hyponyms]
     else:
         cands = _descendant_classes(wn, graph, offsets)
-    names = {}
+    names: dict[str, Any] = {}
     for c in cands:
         name = graph.name(c)
         if graph.blocked(c) or any(ch.isdigit() for ch in name) or len(name.split()) > 2:
@@ -285,7 +293,7 @@ def build_unknown_dataset(
         fake = made_up_names(per_category, category, vocabulary, seed)
         for partition, names in (("answerable", real), ("unanswerable", fake)):
             for k, name in enumerate(names):
-                t = templates[(k + (0 if partition == "answerable" else 0)) % len(templates)]
+                t = templates[k % len(templates)]
                 items.append(
                     UnknownItem(
                         t.format(X=name, A=article(name)),
@@ -326,22 +334,26 @@ def build_unknown_dataset(
     questions = []
     for offset, template in REFUNQ_SOURCES:
         for inst in wn.synsets[offset].instance_hyponyms:
-            s = wn.synsets[inst]
+            syn = wn.synsets[inst]
             name = graph.name(inst)
-            gold = sorted(
+            answers = sorted(
                 {
                     g.replace("_", " ").lower()
-                    for h in s.instance_hypernyms
+                    for h in syn.instance_hypernyms
                     for g in wn.synsets[h].lemmas
                 }
             )
-            if any(g in name.lower() for g in gold):  # the answer must not be in the question
+            if any(g in name.lower() for g in answers):  # the answer must not be in the question
                 continue
             questions.append(
-                (template, name, tuple(gold), "people" if "profession" in template else "places")
+                (template, name, tuple(answers), "people" if "profession" in template else "places")
             )
             countries = sorted(
-                {g.replace("_", " ").lower() for h in s.part_holonyms for g in wn.synsets[h].lemmas}
+                {
+                    g.replace("_", " ").lower()
+                    for h in syn.part_holonyms
+                    for g in wn.synsets[h].lemmas
+                }
             )
             if countries and "place" in template:
                 questions.append((COUNTRY_TEMPLATE, name, tuple(countries), "places"))
@@ -352,9 +364,9 @@ def build_unknown_dataset(
     fake_places = made_up_names(n_refunq, "countries", vocabulary, seed + 2)
     for k, (template, name, gold, cat) in enumerate(questions):
         items.append(UnknownItem(template.format(X=name), "RefuNQ", "answerable", cat, gold=gold))
-        fake = (fake_people if cat == "people" else fake_places)[k]
+        made_up = (fake_people if cat == "people" else fake_places)[k]
         items.append(
-            UnknownItem(template.format(X=fake), "RefuNQ", "unanswerable", cat, label="NEC")
+            UnknownItem(template.format(X=made_up), "RefuNQ", "unanswerable", cat, label="NEC")
         )
 
     from workbench.taxonomy.wordnet import LICENSE_NOTICE
@@ -434,8 +446,6 @@ def _label_problem(task: str, partition: str, label: Any) -> str | None:
 
 def _own_manifest(d: Path):
     """The manifest of a data set this module built (``manifest.json`` with ``counts``)."""
-    from workbench.releases import ReleaseManifest
-
     path = d / "manifest.json"
     if not path.is_file():
         return None
@@ -456,8 +466,6 @@ def _own_manifest(d: Path):
 def _read_unknownbench(d: Path):
     """(items, counts per file, digest) of the ``{task}/{task}_*.json`` files under ``d``;
     a malformed line or label is an error naming the file and line."""
-    from workbench.releases import Found
-
     items, found = [], {}
     digest = hashlib.sha256()
     for task in TASKS:
@@ -495,19 +503,33 @@ def count_unknownbench(directory: str | os.PathLike) -> dict:
     return _read_unknownbench(Path(directory))[1]
 
 
+#: genglinliu/UnknownBench data/ (readme.md there lists the same six counts): 13,319 items.
+UNKNOWNBENCH_RELEASE = register(
+    "unknownbench",
+    "github.com/genglinliu/UnknownBench @ 7283e42, data/",
+    {
+        "NEC/NEC_answerable.json": {"items": 2072},
+        "NEC/NEC_unanswerable.json": {"items": 2078},
+        "FalseQA/FalseQA_answerable.json": {"items": 2365},
+        "FalseQA/FalseQA_unanswerable.json": {"items": 2365},
+        "RefuNQ/RefuNQ_answerable.json": {"items": 2266},
+        "RefuNQ/RefuNQ_unanswerable.json": {"items": 2173},
+    },
+    locate=lambda root: (Path(root), count_unknownbench(root)),
+)
+
+
 def load_unknownbench(directory: str | os.PathLike, allow_partial: bool = False) -> UnknownDataset:
     """Read ``NEC/``, ``FalseQA/`` and ``RefuNQ/`` JSON Lines files (ours or the published ones).
 
     The load is whole or an error naming what is missing: the files and item counts are
-    checked against the published release's (:data:`workbench.releases.PUBLISHED`), the
+    checked against the published release's (:data:`UNKNOWNBENCH_RELEASE`), the
     ``manifest.json`` of a data set built here, or the folder's ``release_manifest.json``.
     ``allow_partial=True`` loads what is there; every item (and so every row of
     :func:`~workbench.unknown.evaluate_unknown`) records which in ``release_load``. A malformed
     item (a gold answer given as a string instead of a list, say) is an error naming the file
     and line."""
     from dataclasses import replace
-
-    from workbench.releases import MANIFEST_FILE, check_release, manifest_for
 
     d = Path(directory)
     if not d.is_dir():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.releases import register
 
 #: Partition -> results folder of the release.
 PARTITIONS = {"atoms": "expr.abstain.select", "compositions": "expr.abstain.select.compose"}
@@ -28,6 +29,19 @@ WHITE_BOX_FAMILIES = ("steering", "tuning")
 #: Model-id prefixes of models SELECT reached through an API (prompting only).
 API_PROVIDERS = ("openai",)
 LFS_REASON = "a Git LFS pointer, not the file (its blob was not downloaded)"
+
+#: kinshuk-h/SELECT results/: 4 open models x 5 techniques x 3 evaluation types + 2 API
+#: models x 2 prompting techniques x 3, for atoms and compositions: 144 files. The importer
+#: derives the same set from the release's config/ (:func:`expected_files`).
+SELECT_RESULTS_RELEASE = register(
+    "select-results",
+    "github.com/kinshuk-h/SELECT @ e193764, results/",
+    {
+        "results/expr.abstain.select": {"items": 72},
+        "results/expr.abstain.select.compose": {"items": 72},
+    },
+    unit="files",
+)
 
 
 class SelectResultsError(WorkbenchError):

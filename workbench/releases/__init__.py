@@ -1,11 +1,11 @@
 """What the published data sets hold, and loads that are whole or say they are not.
 
-Each loader of a published release (UnknownBench, SELECT's benchmark and results, taxi) counts
-what it found per file and hands the counts to :func:`check_release`, which compares them with
-the release's manifest: :data:`PUBLISHED` (counted on the releases themselves, at the commit
-named in ``source``), or a ``release_manifest.json`` in the release's folder that describes
+Generic: it knows no data set. Each loader of a published release registers the release's
+manifest from its own module (:func:`register`: counted on the release itself, at the commit
+named in ``source``), counts what it found per file and hands the counts to
+:func:`check_release`, which compares them with that manifest (:data:`PUBLISHED`) or a ``release_manifest.json`` in the release's folder that describes
 another version (``python -m workbench.releases describe KIND DIR`` writes one from what is
-there). The answer is the load's record, kept in every row under :data:`RELEASE_COLUMN`:
+there; :mod:`workbench.releases.known` lists the registered kinds). The answer is the load's record, kept in every row under :data:`RELEASE_COLUMN`:
 
 * ``"whole"``: everything the manifest lists is there, in full;
 * a missing file, a file with fewer items, or a release that differs is a
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,96 +46,53 @@ class ReleaseManifest:
     files: dict[str, dict[str, Any]]
     unit: str = "items"
     origin: str = "published"  # or the path of the release_manifest.json read
+    additive: bool = True  # the files' items add up (False: each counts the same things)
 
     def total(self) -> int | None:
-        """The items of all files together (None where they do not add up: SELECT's files
-        each count the same concepts)."""
-        counts = [f.get("items") for f in self.files.values()]
-        if self.kind == "select":
+        """The items of all files together (None where they do not add up, as in a release
+        whose files each count the same concepts)."""
+        counts: list[int | None] = [f.get("items") for f in self.files.values()]
+        if not self.additive or any(c is None for c in counts):
             return None
-        return None if any(c is None for c in counts) else sum(counts)
+        return sum(c for c in counts if c is not None)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "source": self.source, "unit": self.unit, "files": self.files}
 
 
-def _m(kind: str, source: str, files: dict, unit: str = "items") -> ReleaseManifest:
-    return ReleaseManifest(kind, source, files, unit)
+@dataclass(frozen=True)
+class ReleaseKind:
+    """A published data set the workbench loads: its manifest, and how to find and count a copy
+    on disk (``locate(root) -> (release folder, {file: Found})``; None: it is checked by its
+    loader only, not by the ``describe``/``check`` command)."""
+
+    manifest: ReleaseManifest
+    locate: Callable[[str | os.PathLike], tuple[Path, dict[str, Found]]] | None = None
 
 
-#: The published releases, counted on each repository at the commit named.
-PUBLISHED: dict[str, ReleaseManifest] = {
-    # genglinliu/UnknownBench data/ (readme.md there lists the same six counts): 13,319 items.
-    "unknownbench": _m(
-        "unknownbench",
-        "github.com/genglinliu/UnknownBench @ 7283e42, data/",
-        {
-            "NEC/NEC_answerable.json": {"items": 2072},
-            "NEC/NEC_unanswerable.json": {"items": 2078},
-            "FalseQA/FalseQA_answerable.json": {"items": 2365},
-            "FalseQA/FalseQA_unanswerable.json": {"items": 2365},
-            "RefuNQ/RefuNQ_answerable.json": {"items": 2266},
-            "RefuNQ/RefuNQ_unanswerable.json": {"items": 2173},
-        },
-    ),
-    # kinshuk-h/SELECT data/SELECT: concepts per file (relations' compositions for those of
-    # compositions/), questions as parts. atoms/data.train.json's blob was not in the copy
-    # counted: it must be there, its size is not checked.
-    "select": _m(
-        "select",
-        "github.com/kinshuk-h/SELECT @ e193764, data/SELECT/",
-        {
-            "atoms/taxonomy_plus.json": {"items": 394},
-            "atoms/data.json": {"items": 394, "parts": {"queries": 11820, "extra_queries": 7880}},
-            "atoms/data.train.json": {"items": None},
-            "atoms/example_cache.json": {"items": 394, "parts": {"examples": 1784}},
-            "compositions/taxonomy_plus.json": {"items": 156, "parts": {"relations": 11}},
-            "compositions/data.json": {
-                "items": 156,
-                "parts": {"queries": 3120, "extra_queries": 1560},
-            },
-            "compositions/data.train.json": {
-                "items": 156,
-                "parts": {"queries": 1560, "responses": 1560},
-            },
-            "compositions/example_cache.json": {"items": 156, "parts": {"examples": 730}},
-            "compositions/hints.json": {"items": 12},
-        },
-        unit="concepts",
-    ),
-    # kinshuk-h/SELECT results/: 4 open models x 5 techniques x 3 evaluation types + 2 API
-    # models x 2 prompting techniques x 3, for atoms and compositions: 144 files. The importer
-    # derives the same set from the release's config/ (workbench.select.results.expected_files).
-    "select-results": _m(
-        "select-results",
-        "github.com/kinshuk-h/SELECT @ e193764, results/",
-        {
-            "results/expr.abstain.select": {"items": 72},
-            "results/expr.abstain.select.compose": {"items": 72},
-        },
-        unit="files",
-    ),
-    # derekpowell/taxi datasets/edits-evaluation.json: 5,560 queries of 976 edits.
-    "taxi": _m(
-        "taxi",
-        "github.com/derekpowell/taxi @ 6b7d41b, datasets/",
-        {
-            "edits-evaluation.json": {
-                "items": 5560,
-                "parts": {
-                    "edits": 976,
-                    "animal queries": 1912,
-                    "drink queries": 664,
-                    "food queries": 688,
-                    "instrument queries": 920,
-                    "plant queries": 656,
-                    "vehicle queries": 720,
-                },
-            },
-        },
-        unit="queries",
-    ),
-}
+#: Kind -> the published manifest, filled by the data sets' own modules (:func:`register`).
+PUBLISHED: dict[str, ReleaseManifest] = {}
+#: Kind -> how to find and count it on disk.
+KINDS: dict[str, ReleaseKind] = {}
+
+
+def register(
+    kind: str,
+    source: str,
+    files: dict[str, dict[str, Any]],
+    *,
+    unit: str = "items",
+    additive: bool = True,
+    locate: Callable[[str | os.PathLike], tuple[Path, dict[str, Found]]] | None = None,
+) -> ReleaseManifest:
+    """Register the published release ``kind`` (called by its loader's module): what each of its
+    ``files`` holds (``{"items": n, "parts": {...}}``), counted on the repository ``source``
+    names. ``additive``: the files' items add up to the release's size (False where every file
+    counts the same things, as SELECT's do)."""
+    manifest = ReleaseManifest(kind, source, files, unit, additive=additive)
+    PUBLISHED[kind] = manifest
+    KINDS[kind] = ReleaseKind(manifest, locate)
+    return manifest
 
 
 def read_manifest(path: str | os.PathLike, kind: str) -> ReleaseManifest:
@@ -152,8 +109,14 @@ def read_manifest(path: str | os.PathLike, kind: str) -> ReleaseManifest:
             raise ValueError(f"expected kind {kind!r} and files {{path: {{'items': n}}}}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ReleaseError(f"{p}: not a release manifest of {kind} ({e})") from None
+    published = PUBLISHED.get(kind)
     return ReleaseManifest(
-        kind, str(raw.get("source", "")), files, str(raw.get("unit", "items")), origin=str(p)
+        kind,
+        str(raw.get("source", "")),
+        files,
+        str(raw.get("unit", "items")),
+        origin=str(p),
+        additive=published.additive if published else True,
     )
 
 
@@ -185,8 +148,9 @@ def compare(manifest: ReleaseManifest, found: dict[str, Found]) -> tuple[list[st
         if got is None or got.items is None:
             missing.append(rel)
             continue
-        less, extra = [], []
-        counts = [(manifest.unit, want.get("items"), got.items)]
+        less: list[str] = []
+        extra: list[str] = []
+        counts: list[tuple[str, Any, int | None]] = [(manifest.unit, want.get("items"), got.items)]
         # a part the loader counted but did not find is none of it
         counts += [
             (part, k, got.parts.get(part, 0 if got.parts else None))
@@ -272,54 +236,3 @@ def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source
         + "\n"
     )
     return out
-
-
-def count_release(kind: str, root: str | os.PathLike) -> tuple[Path, dict[str, Found]]:
-    """(the release folder, what it holds) for ``kind``, by the loader's own counting."""
-    if kind == "unknownbench":
-        from workbench.unknown.datasets import count_unknownbench
-
-        return Path(root), count_unknownbench(root)
-    if kind == "select":
-        from workbench.taxonomy.select_format import count_select, find_release
-
-        base = find_release(root)
-        return base, count_select(base)
-    if kind == "taxi":
-        from workbench.editing.data import count_taxi, taxi_file
-
-        path = taxi_file(root)
-        return path.parent, count_taxi(path)
-    raise ReleaseError(f"describe: unknown kind {kind!r} (unknownbench, select, taxi)")
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(
-        prog="python -m workbench.releases",
-        description="Check or describe a data set release on disk.",
-    )
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    for name, text in (
-        ("check", "compare a release with its manifest"),
-        ("describe", f"write {MANIFEST_FILE} from what a release holds"),
-    ):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("kind", choices=["unknownbench", "select", "taxi"])
-        p.add_argument("dir", help="the release folder (taxi: its datasets/ or the file)")
-    args = ap.parse_args(argv)
-    try:
-        base, found = count_release(args.kind, args.dir)
-        if args.cmd == "describe":
-            print(f"wrote {describe(args.kind, base, found)}")
-        else:
-            print(check_release(args.kind, base, found))
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
