@@ -32,11 +32,11 @@ from workbench.taxonomy.questions import (
     QuestionSet,
     ReferenceAnswer,
     TemplateQuestionGenerator,
-    _normalize,
     build_question_bank,
     load_jsonl,
     save_jsonl,
 )
+from workbench.taxonomy.questions.sets import _normalize
 
 FILES = {
     "atomic": "taxonomy_atomic.json",

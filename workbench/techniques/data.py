@@ -17,7 +17,8 @@ import random
 from dataclasses import dataclass, field
 
 from workbench.taxonomy.benchmark import Benchmark
-from workbench.taxonomy.questions import FewShotExample, ReferenceAnswer, _rng
+from workbench.taxonomy.questions import FewShotExample, ReferenceAnswer
+from workbench.taxonomy.questions.sets import _rng
 
 
 @dataclass(frozen=True)

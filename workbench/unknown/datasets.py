@@ -36,7 +36,7 @@ from workbench.releases import (
     manifest_for,
     register,
 )
-from workbench.taxonomy.questions import _rng
+from workbench.taxonomy.questions.sets import _rng
 from workbench.taxonomy.text import article
 from workbench.unknown.names import made_up_names
 
