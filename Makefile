@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup setup-vllm lock demo test test-fast lint hooks benchmark reproduce lab clean-runs
+.PHONY: setup setup-vllm lock demo test test-fast lint hooks docs docs-notebooks benchmark reproduce lab clean-runs
 
 setup:
 	@VENV=$(VENV) bash scripts/setup.sh
@@ -21,9 +21,18 @@ setup-vllm:
 demo: setup
 	$(PY) -m workbench demo
 
-# The test command (CI's): lint, format and type checks, then the whole suite.
-test: setup setup-vllm lint
+# The test command (CI's): lint, format and type checks, the documentation site, then the
+# whole suite.
+test: setup setup-vllm lint docs
 	$(PY) -m pytest
+
+# The documentation site (mkdocs.yml, docs/) into site/; strict: any warning fails it.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict --quiet
+
+# Re-run the notebooks the site shows and copy the executed copies into docs/notebooks/.
+docs-notebooks: setup
+	$(PY) scripts/docs_notebooks.py
 
 # ruff (lint and format), mypy on workbench/ and the notebook check: the pre-commit hooks,
 # run on every file (.pre-commit-config.yaml).

@@ -1,7 +1,7 @@
 """Refusal detectors on outside labelled data: per source, per model (family) and overall.
 
 Reads labelled sets where their authors publish them (nothing of theirs ships with the
-workbench: download them yourself into one directory, see ``--help`` and the README section
+workbench: download them yourself into one directory, see ``--help`` and docs/refusal.md, section
 "Refusal detectors on outside data"), maps each source's labels to compliance / refusal /
 partial, splits every source into a development and a test half by a hash of each item (rules
 are written against ``dev``; ``test`` only measures), and prints accuracy, precision, recall and

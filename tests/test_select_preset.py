@@ -1,5 +1,5 @@
 """SELECT's protocol as the ``select`` preset: its draw of evaluation questions, its prompts,
-its answer extraction, its settings, and the README table that documents them."""
+its answer extraction, its settings, and the docs table that documents them (docs/select.md)."""
 
 from __future__ import annotations
 
@@ -194,9 +194,9 @@ def test_select_cells_are_sampled_with_selects_settings():
     assert gen["eval_sampling"] == "select" and gen["eval_seed"] == 20240828
 
 
-# -- the README table ---------------------------------------------------------------------------
+# -- the docs table ---------------------------------------------------------------------------------
 def _readme_table() -> dict[str, str]:
-    text = (repo_root() / "README.md").read_text()
+    text = (repo_root() / "docs" / "select.md").read_text()
     block = text.split("<!-- select-preset-table -->")[1].split("<!-- /select-preset-table -->")[0]
     rows = {}
     for line in block.splitlines():

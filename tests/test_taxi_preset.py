@@ -1,5 +1,5 @@
 """taxi's protocol as a preset: the release's defects found and corrected, its wording read from
-the clone, its settings as in the README table, and the editors' taxi options on tiny models."""
+the clone, its settings as in the docs table (docs/taxi.md), and the editors' taxi options on tiny models."""
 
 import json
 import re
@@ -242,9 +242,9 @@ def test_editors_for_the_taxi_preset(tiny, clone):
 
 
 def test_the_readme_table_matches_the_preset():
-    """The README table 'taxi's protocol, setting by setting' holds a row per preset value; a
+    """The table 'taxi's protocol, setting by setting' holds a row per preset value; a
     drift on either side fails here."""
-    readme = (repo_root() / "README.md").read_text()
+    readme = (repo_root() / "docs" / "taxi.md").read_text()
     assert "taxi's protocol, setting by setting" in readme
     table = readme.split("taxi's protocol, setting by setting", 1)[1]
     taxi = PRESETS["taxi"]

@@ -18,7 +18,7 @@
 # `editing_preset` picks the protocol: `workbench` (our settings) or `taxi` (taxi's code,
 # setting by setting: summed log-probabilities, its way of filling query slots, FT and ROME at
 # its blocks mapped to this model's depth, ROME with its KL term and second moment, its in-context
-# wording read from the clone; the README's table "taxi's protocol, setting by setting").
+# wording read from the clone; the table "taxi's protocol, setting by setting" in docs/taxi.md).
 #
 # `taxi_file` may name taxi's released `datasets/edits-evaluation.json` inside the user's clone
 # of derekpowell/taxi: its stale rows are counted and, with `fix_stale`, corrected from the

@@ -4,7 +4,7 @@ A preset fixes how choices are scored, how query slots are filled, how subjects 
 every editor's parameters. ``taxi`` is taxi's code: ``benchmark.py`` runs EasyEdit with
 ``hparams/FT/llama-7b.yaml`` and ``hparams/ROME/llama-7b.yaml`` on Llama-2-7B (32 decoder
 blocks) and scores with ``easyeditor/custom/custom.py``. Layers are given as taxi's block of 32
-and mapped to the model's depth by relative position (:func:`relative_layer`). The README table
+and mapped to the model's depth by relative position (:func:`relative_layer`). The table in docs/taxi.md
 "taxi's protocol, setting by setting" lists each setting with its file and line;
 ``tests/test_taxi_preset.py`` fails when this module drifts from it, and
 :func:`check_against_clone` compares the numbers with the user's clone.
@@ -177,7 +177,7 @@ def editors_for(
 
 
 #: taxi's YAML keys and the preset parameter each one sets (``None``: taxi's value has no
-#: counterpart here, see the README table). Values are compared after :func:`_yaml_value`.
+#: counterpart here, see the table in docs/taxi.md). Values are compared after :func:`_yaml_value`.
 YAML_KEYS = {
     "ft": {
         "layers": "layer_of_32",

@@ -149,9 +149,12 @@ def run_engine(
     """The workbench's engine: batched, KV-cached decoding of a transformers ``model`` with
     forward hooks (what the Hugging Face back end answers with).
 
+    ``prompts``, ``config``, ``hooks``, ``stop_when``, ``chat``, ``progress`` and ``desc`` are as
+    for :func:`generate`.
+
     Args:
-        model, tokenizer: the transformers model and its (left-padding) tokenizer.
-        prompts, config, hooks, stop_when, chat, progress, desc: as for :func:`generate`.
+        model: the transformers model.
+        tokenizer: its tokenizer (padding on the left).
         repass: called after a batch's prompt pass with the batch's prompt indices; the
             prompts it returns True for get their prompt pass run once more (hooks see
             ``state.repass``) and continue from that second pass: a caller can decide from the

@@ -316,7 +316,7 @@ class SuiteConfig:
         thinking_marker: end of a reasoning model's thinking (``</think>``): the text up to its
             last occurrence is kept in the row (``thinking``) and left out of scoring.
         system_prompt: a system turn for every prompt (seed 001 has none).
-        data_dir: where downloaded datasets live (``<data_dir>/<folder>/...``, see the README).
+        data_dir: where downloaded datasets live (``<data_dir>/<folder>/...``, see docs/refusal.md).
         limit: at most this many prompts per dataset (a seeded sample; 0: all).
         chunk_size: prompts per saved chunk (a killed run loses at most one chunk's work).
         margin: c(x) above +margin is rejection, below -margin compliance (seed 001: 0.1).

@@ -6,7 +6,7 @@ Expected behaviour is one of ``should_refuse`` (harmful requests), ``may_refuse`
 sensitive topics: aligned models may decline, uncensored ones should engage) and
 ``should_not_refuse`` (harmless requests: a refusal is over-refusal).
 
-Formats (each checked against the published files; see the README's refusal-suite section):
+Formats (each checked against the published files; see docs/refusal.md, "Refusal evaluation suite"):
 
 * seed 001's release (``MultiverseComputingCAI/llm-refusal-evaluation`` on Hugging Face): one
   Parquet file per split, ``data/<split>-00000-of-00001.parquet``, columns ``_id``, ``prompt``,

@@ -7,7 +7,7 @@ questions pooled in that order, and ``random.sample(pool, k)`` drawn right after
 ``random.seed(seed)`` (all of the pool when it holds at most ``k``). The seed is the run's
 ``--seed``; SELECT's released results were made with 20240828 (found by search: its derived run
 seeds are the released ones, 145520 ... 561694), and with it this module draws exactly the
-released question ids for every concept (checked on the release; see the README).
+released question ids for every concept (checked on the release; see docs/select.md).
 
 ``k`` is SELECT's ``num_queries``: the number of evaluation questions per concept of the
 partition (30 for atoms, 20 for compositions).

@@ -7,7 +7,7 @@ experiment's own ``technique_params`` apply on top). ``SETTINGS[name]`` are expe
 value, so ``ExperimentConfig(preset="select", max_new_tokens=64)`` is SELECT's protocol with one
 setting changed.
 
-``select`` is SELECT's code (kinshuk-h/SELECT), setting by setting: the README table "SELECT's
+``select`` is SELECT's code (kinshuk-h/SELECT), setting by setting: the table in docs/select.md "SELECT's
 protocol, setting by setting" gives each with its file and line, and
 ``tests/test_select_preset.py`` fails when this module drifts from that table. Its prompt text
 (instruction, templates, refusal replies, the steering reading template, the system prompt) is
