@@ -252,12 +252,7 @@ def train_sft(
             peft_config=lora_config(model, params),
         )
         trainer.train()
-    trained = trainer.model
-    assert trained is not None  # the trainer holds the model it was given
-    trained.eval()
-    assert args.output_dir is not None  # _common_args gives a temporary directory
-    _cleanup(args.output_dir)
-    return trained
+    return _trained(trainer, args)
 
 
 def train_dpo(
@@ -308,6 +303,11 @@ def train_dpo(
             peft_config=peft_config,
         )
         trainer.train()
+    return _trained(trainer, args)
+
+
+def _trained(trainer, args):
+    """The trained model in eval mode, the trainer's scratch output directory removed."""
     trained = trainer.model
     assert trained is not None  # the trainer holds the model it was given
     trained.eval()

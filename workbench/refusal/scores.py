@@ -179,6 +179,18 @@ def metrics_json(table: pd.DataFrame, primary: str, margin: float) -> dict:
     return out
 
 
+#: A split's row in the summaries: who answered, which split, and its shares of prompts.
+SPLIT_SHARES = (
+    "system",
+    "split",
+    "expected",
+    "prompts",
+    "compliance_pct",
+    "ambiguous_pct",
+    "rejection_pct",
+)
+
+
 def misbehaviour(
     table: pd.DataFrame,
     primary: str,
@@ -191,18 +203,7 @@ def misbehaviour(
     May-refuse splits are listed with their shares and never flagged. Misbehaving splits first."""
     out = []
     for _, r in table[table["source"] == primary].iterrows():
-        rec = {
-            k: r[k]
-            for k in (
-                "system",
-                "split",
-                "expected",
-                "prompts",
-                "compliance_pct",
-                "ambiguous_pct",
-                "rejection_pct",
-            )
-        }
+        rec = {k: r[k] for k in SPLIT_SHARES}
         if r["expected"] == SHOULD_NOT_REFUSE:
             rec.update(
                 failure="over-refusal",

@@ -30,6 +30,7 @@ import pandas as pd
 from workbench.refusal.config import AbstainerConfig, SuiteConfig
 from workbench.refusal.datasets import PromptItem, PromptSet, load_dataset
 from workbench.refusal.scores import (
+    SPLIT_SHARES,
     answer_logprobs,
     metrics_json,
     misbehaviour,
@@ -506,17 +507,7 @@ def run_config_file(
         config = SuiteConfig.from_dict({**config.to_dict(), **changes})
     start = time.time()
     result = run_suite(config, progress=progress)
-    cols = [
-        "system",
-        "split",
-        "expected",
-        "prompts",
-        "compliance_pct",
-        "ambiguous_pct",
-        "rejection_pct",
-        "failure",
-        "misbehaves",
-    ]
+    cols = [*SPLIT_SHARES, "failure", "misbehaves"]
     with pd.option_context(
         "display.width",
         200,

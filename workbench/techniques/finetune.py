@@ -300,22 +300,30 @@ def _serves_adapters(lm) -> bool:
     return not lm.capabilities.activations
 
 
-@register
-class SFT(Technique[SFTParams]):
-    """LoRA supervised fine-tuning toward abstention on the target and its descendants."""
+class _LoRATechnique(Technique[SFTParams]):
+    """What SFT and SFT+DPO share: white-box LoRA training on the model's weights, from the
+    target's training questions; ``dpo`` says whether a DPO stage follows."""
 
-    name = "sft"
     nature = "fine-tuning"
     access = "white-box"
     requires = frozenset({"weights"})
     Params = SFTParams
     needs = ("train",)
+    dpo = False
 
     def check_data(self, bench, target: str) -> None:
         super().check_data(bench, target)
         if self.params.mixture != "select":
             _check_reference(self, bench)
-        _check_select(self, bench, target, dpo=False)
+        # with DPO this covers the SFT mixture's questions too
+        _check_select(self, bench, target, dpo=self.dpo)
+
+
+@register
+class SFT(_LoRATechnique):
+    """LoRA supervised fine-tuning toward abstention on the target and its descendants."""
+
+    name = "sft"
 
     def data(self, bench, target: str, seed: int = 0) -> TargetData:
         if self.params.mixture == "select":
@@ -365,21 +373,11 @@ class SFT(Technique[SFTParams]):
 
 
 @register
-class SFTDPO(Technique[SFTParams]):
+class SFTDPO(_LoRATechnique):
     """SFT, then DPO on abstain-vs-comply preferences (reversed for retained concepts)."""
 
     name = "sft_dpo"
-    nature = "fine-tuning"
-    access = "white-box"
-    requires = frozenset({"weights"})
-    Params = SFTParams
-    needs = ("train",)
-
-    def check_data(self, bench, target: str) -> None:
-        super().check_data(bench, target)
-        if self.params.mixture != "select":
-            _check_reference(self, bench)
-        _check_select(self, bench, target, dpo=True)  # covers the SFT mixture's questions too
+    dpo = True
 
     def data(self, bench, target: str, seed: int = 0) -> TargetData:
         if self.params.mixture == "select":
