@@ -50,10 +50,10 @@ export_figures = False  # also copy the figures to figures/<figure_prefix>_*
 figure_prefix = "select_atomic"  # file name prefix of exported figures
 
 # %%
-from workbench.experiments import ExperimentConfig, Runner
-from workbench.experiments.config import PRESET_FIELDS
+from workbench.experiments import Runner
+from workbench.experiments.notebook import notebook_run
 from workbench.experiments.report import write_summary
-from workbench.paths import project_path, run_path
+from workbench.paths import run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import (
     plot_against_release,
@@ -63,32 +63,26 @@ from workbench.plots.select import (
     plot_universality,
 )
 from workbench.select.compare import side_by_side, technique_summary, wide
-from workbench.techniques.presets import notebook_settings, preset_settings
 from workbench.scoring.metrics import (
     by_level,
     generalization_errors,
     universality,
 )
 
-sizes = notebook_settings(preset, n_target=n_target, n_descendant=n_descendant,
-                          n_specificity=n_specificity, max_new_tokens=max_new_tokens)
-config = ExperimentConfig(name=run_name, models=tuple(models), techniques=tuple(techniques),
-                          targets=tuple(targets), seeds=seeds, **sizes,
-                          n_constituent=n_constituent, n_composition=n_composition,
-                          temperature=temperature, top_p=top_p,
-                          do_sample=do_sample, early_stop=early_stop, preset=preset,
-                          data_dir=str(project_path(data_dir)) if data_dir else None,
-                          technique_params=technique_params)
-settings = preset_settings(preset)
-detector = detector or settings["detector"]
-aggregate = aggregate or settings["aggregate"]
-changed = {k: getattr(config, k) for k in PRESET_FIELDS if getattr(config, k) != settings[k]}
-print(f"preset {preset!r}" + (f"; settings changed from it: {changed}" if changed else ", as it is"))
+run = notebook_run(run_name, preset, models=models, techniques=techniques, targets=targets,
+                   seeds=seeds, n_target=n_target, n_descendant=n_descendant,
+                   n_specificity=n_specificity, max_new_tokens=max_new_tokens,
+                   n_constituent=n_constituent, n_composition=n_composition,
+                   temperature=temperature, top_p=top_p, do_sample=do_sample,
+                   early_stop=early_stop, data_dir=data_dir, technique_params=technique_params,
+                   detector=detector, aggregate=aggregate)
+config, detector, aggregate = run.config, run.detector, run.aggregate
+print(run.describe())
 run_dir = run_path(run_name)
 
 # %%
 runner = Runner(config, executor=executor,
-                **({"address": ray_address or None, "workers": ray_workers} if executor == "ray" else {}))
+                **run.executor_options(executor, ray_address, ray_workers))
 rows = runner.run()
 summary = write_summary(rows, run_dir / "summary.csv", detector)
 if "answer_parsed" in rows:  # SELECT's CoT: a reply without an answer field is scored whole
