@@ -14,7 +14,7 @@ clone of it.
   (the ``subj`` column, the edit label and the choice lists), so an edit made from ``subj`` (see
   :func:`~workbench.editing.evaluate.edit_subject`) and its queries agree either way.
 * **Protocol text.** :func:`read_protocol` reads the in-context prefix and the rewrite prompt
-  from ``easyeditor/custom/custom.py`` (its f-strings, parsed with :mod:`ast`, never run) and
+  from ``easyeditor/custom/custom.py`` (its f-strings, parsed with ``ast``, never run) and
   ROME's KL prompt from ``easyeditor/models/rome/compute_v.py``; :func:`read_hparams` reads the
   editors' YAML settings for :func:`~workbench.editing.presets.check_against_clone`.
 """

@@ -2,7 +2,7 @@
 
 The workbench ships none of SELECT's wording. :func:`read_protocol` reads it from the clone:
 the YAML templates and configs as they are, and the constants of its Python sources by parsing
-them with :mod:`ast` (literals only; ``range(...)`` and list concatenation are evaluated by a
+them with ``ast`` (literals only; ``range(...)`` and list concatenation are evaluated by a
 small interpreter, never by ``eval``). :func:`write_protocol` stores it in a benchmark
 directory (``select_protocol/``) with hashes, :func:`load_protocol` reads it back and checks them.
 """
