@@ -36,6 +36,7 @@ LAYERS = {
     "workbench": "core",
     "workbench.errors": "core",
     "workbench.paths": "core",
+    "workbench.code_reading": "core",
     "workbench.yamlfile": "core",
     "workbench.releases": "core",
     "workbench.releases.known": "interface",

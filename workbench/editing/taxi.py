@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.code_reading import fstring_template
 from workbench.errors import WorkbenchError
 
 EVALUATION = "datasets/edits-evaluation.json"
@@ -233,23 +234,12 @@ class TaxiProtocolError(WorkbenchError):
 
 
 def _fstring_template(node: ast.JoinedStr, names: dict[str, str]) -> str | None:
-    """An f-string as a ``str.format`` template: its literal parts (braces doubled) and each
-    ``<obj>.<attr>`` in ``names`` as ``{names[attr]}``; None if it has any other expression."""
-    parts = []
-    for v in node.values:
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            parts.append(v.value.replace("{", "{{").replace("}", "}}"))
-        elif (
-            isinstance(v, ast.FormattedValue)
-            and v.conversion == -1
-            and v.format_spec is None
-            and isinstance(v.value, ast.Attribute)
-            and v.value.attr in names
-        ):
-            parts.append("{" + names[v.value.attr] + "}")
-        else:
-            return None
-    return "".join(parts)
+    """An f-string as a ``str.format`` template: each ``<obj>.<attr>`` in ``names`` becomes
+    ``{names[attr]}``; None if it has any other expression."""
+    return fstring_template(
+        node,
+        lambda e: names.get(e.attr) if isinstance(e, ast.Attribute) else None,
+    )
 
 
 def _parse(path: Path) -> tuple[ast.Module, str]:

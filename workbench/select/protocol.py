@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from workbench.code_reading import fstring_template
 from workbench.errors import WorkbenchError
 
 #: Release-relative paths of the files the protocol is read from.
@@ -317,20 +318,7 @@ def _format_template(node: ast.expr) -> str | None:
         return node.value.replace("{", "{{").replace("}", "}}")
     if not isinstance(node, ast.JoinedStr):
         return None
-    parts = []
-    for v in node.values:
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            parts.append(v.value.replace("{", "{{").replace("}", "}}"))
-        elif (
-            isinstance(v, ast.FormattedValue)
-            and isinstance(v.value, ast.Name)
-            and v.conversion == -1
-            and v.format_spec is None
-        ):
-            parts.append("{" + v.value.id + "}")
-        else:
-            return None
-    return "".join(parts)
+    return fstring_template(node, lambda e: e.id if isinstance(e, ast.Name) else None)
 
 
 def _plain_prompt(path: Path, tree: ast.Module) -> str:
