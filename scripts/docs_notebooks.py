@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 #: The notebooks the site shows executed (each must fit the site: under about 2 MB).
-DOCS_NOTEBOOKS = ("00_quickstart", "01_select_abstention")
+DOCS_NOTEBOOKS = ("00_quickstart", "00_build_taxonomy", "01_select_abstention")
 MAX_BYTES = 2_000_000
 
 
