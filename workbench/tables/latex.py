@@ -150,6 +150,20 @@ def _model(table: pd.DataFrame, model: str | None):
     return list(table["model"].unique()) if "model" in table else None
 
 
+def _mean_ci_wide(table: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Tidy (``keys``, metric, mean, ci) rows as one row per ``keys``: a ``<metric>`` and a
+    ``<metric>_ci`` column per metric (in the rows' order), and those metrics."""
+    wide = table.pivot_table(
+        index=keys, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
+    )
+    metrics = list(dict.fromkeys(table["metric"]))
+    flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in keys})
+    for m in metrics:
+        flat[m] = wide[("mean", m)].to_numpy()
+        flat[f"{m}_ci"] = wide[("ci", m)].to_numpy()
+    return flat, metrics
+
+
 # -- the workbench's summary tables ---------------------------------------------------------------
 def select_latex(
     table: pd.DataFrame,
@@ -165,14 +179,7 @@ def select_latex(
     model,) technique, one column per metric, "mean ± t half-width"; the best technique per
     column and model in bold."""
     by = [c for c in table.columns if c not in ("metric", "mean", "ci", "n_concepts")]
-    wide = table.pivot_table(
-        index=by, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
-    )
-    metrics = list(dict.fromkeys(table["metric"]))
-    flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in by})
-    for m in metrics:
-        flat[m] = wide[("mean", m)].to_numpy()
-        flat[f"{m}_ci"] = wide[("ci", m)].to_numpy()
+    flat, metrics = _mean_ci_wide(table, by)
     within = [c for c in ("target_kind", "model") if c in by]
     what = (
         caption
@@ -256,14 +263,7 @@ def side_by_side_latex(
     """:func:`workbench.select.compare.side_by_side`: the run's models beside SELECT's released
     ones, per concept set; the best per column within each concept set in bold."""
     keys = ["concepts", "source", "model", "technique"]
-    wide = table.pivot_table(
-        index=keys, columns="metric", values=["mean", "ci"], aggfunc="first", sort=False
-    )
-    metrics = list(dict.fromkeys(table["metric"]))
-    flat = pd.DataFrame({c: wide.index.get_level_values(c) for c in keys})
-    for m in metrics:
-        flat[m] = wide[("mean", m)].to_numpy()
-        flat[f"{m}_ci"] = wide[("ci", m)].to_numpy()
+    flat, metrics = _mean_ci_wide(table, keys)
     cap = caption_text(
         caption or "A run beside SELECT's released models" + (" (%)" if percent else ""),
         list(table["model"].unique()),
