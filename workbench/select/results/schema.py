@@ -11,38 +11,6 @@ SELECT_FLAGS = {
     "heuristic": "select_flag_heuristic",
 }
 
-STRING_COLUMNS = (
-    "run",
-    "model",
-    "model_id",
-    "revision",
-    "technique",
-    "technique_nature",
-    "technique_params",
-    "target",
-    "target_name",
-    "target_kind",
-    "target_root",
-    "config_hash",
-    "versions",
-    "question_concept",
-    "relation",
-    "question",
-    "response",
-    "finish_reason",
-    "phrase_kind",
-    "phrase_match",
-    "eval_type",
-    "partition",
-    "select_technique",
-    "select_model",
-    "select_relation",
-    "select_concept",
-    "instance_id",
-    "response_complete",
-    "source_file",
-    "source_sha256",
-)
 INT_COLUMNS = ("target_level", "seed", "question_index", "sample", "n_tokens")
 FLOAT_COLUMNS = ("cell_seconds", "logprob")
 BOOL_COLUMNS = ("phrase_partial", "gate_fired", "joined", *SELECT_FLAGS.values())
@@ -91,6 +59,10 @@ TRAILING = (
     *SELECT_FLAGS.values(),
     "source_file",
     "source_sha256",
+)
+#: Every other column holds text.
+STRING_COLUMNS = tuple(
+    c for c in (*LEADING, *TRAILING) if c not in {*INT_COLUMNS, *FLOAT_COLUMNS, *BOOL_COLUMNS}
 )
 
 
