@@ -117,24 +117,26 @@ def _row(source, model, question, response, label, original, **extra) -> dict:
     }
 
 
+def _xstest_row(source: str, model: str, r: dict) -> dict:
+    """One row of an XSTest completions file (v1 and v2 share their columns)."""
+    return _row(
+        source,
+        model,
+        r["prompt"],
+        r["completion"],
+        XSTEST_LABELS[r["final_label"]],
+        r["final_label"],
+        type=r["type"],
+    )
+
+
 def load_xstest(root: Path) -> list[dict]:
     rows = []
     for p in _find(root, ("xstest", "exaggerated-safety"), "xstest_v2_completions_*.csv"):
         if "evaluation" in p.parts:  # automated labels, not the human ones
             continue
         model = re.sub(r"^xstest_v2_completions_|\.csv$", "", p.name)
-        for r in pd.read_csv(p).to_dict("records"):
-            rows.append(
-                _row(
-                    "xstest",
-                    model,
-                    r["prompt"],
-                    r["completion"],
-                    XSTEST_LABELS[r["final_label"]],
-                    r["final_label"],
-                    type=r["type"],
-                )
-            )
+        rows += [_xstest_row("xstest", model, r) for r in pd.read_csv(p).to_dict("records")]
     return rows
 
 
@@ -148,17 +150,7 @@ def load_xstest_v1(root: Path, v2: list[dict]) -> list[dict]:
         for r in pd.read_csv(p).to_dict("records"):
             if (r["prompt"], str(r["completion"]).strip()) in seen:
                 continue
-            rows.append(
-                _row(
-                    "xstest_v1",
-                    model,
-                    r["prompt"],
-                    r["completion"],
-                    XSTEST_LABELS[r["final_label"]],
-                    r["final_label"],
-                    type=r["type"],
-                )
-            )
+            rows.append(_xstest_row("xstest_v1", model, r))
     return rows
 
 
