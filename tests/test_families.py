@@ -7,7 +7,8 @@ under steering hooks and ROME, fused projections under LoRA, chat templates) eac
 import pytest
 import torch
 
-from test_generation import PROMPTS  # prompts of many lengths, shared with the engine's tests
+# prompts of many lengths and the prefix cache's check, shared with the engine's tests
+from test_generation import PROMPTS, check_prefix_cache, count_prefix_passes
 from workbench.errors import WorkbenchError
 from workbench.generation import (
     GenerationConfig,
@@ -78,36 +79,11 @@ def test_engine_matches_transformers_generate(fam):
 def test_prefix_cache_equals_no_prefix_cache(fam, monkeypatch):
     """A shared system prompt longer than every sliding window, prompts of different lengths
     (so rows are padded after the cached prefix), K samples and log-probs."""
-    import workbench.generation.engine as engine
-
     name, lm = fam
-    encoded = []
-    real = engine._encode_prefix
-    monkeypatch.setattr(
-        engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids)
+    encoded = count_prefix_passes(monkeypatch)
+    check_prefix_cache(
+        lm, PROMPTS, (1, 2), name, max_new_tokens=8, system_prompt=SYSTEM, batch_size=3
     )
-    for k in (1, 2):
-        cfg = GenerationConfig(
-            max_new_tokens=8,
-            system_prompt=SYSTEM,
-            batch_size=3,
-            num_samples=k,
-            do_sample=k > 1,
-            return_logprobs=True,
-        )
-        cached = generate(lm, PROMPTS, cfg, progress=False)
-        plain = generate(
-            lm,
-            PROMPTS,
-            GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
-            progress=False,
-        )
-        assert _tokens(cached) == _tokens(plain), name
-        assert all(
-            a == pytest.approx(b, abs=1e-4)
-            for g, h in zip(cached, plain)
-            for a, b in zip(g.logprobs, h.logprobs)
-        )
     assert len(encoded) == 2 and encoded[0] > 40, name  # the prefix cache was used
 
 

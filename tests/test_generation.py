@@ -24,6 +24,38 @@ def _ids(gens):
     return [(g.prompt_index, g.sample, tuple(g.token_ids)) for g in gens]
 
 
+def count_prefix_passes(monkeypatch) -> list[int]:
+    """The length of every shared prefix the engine encodes from here on (it still encodes it)."""
+    import workbench.generation.engine as engine
+
+    encoded: list[int] = []
+    real = engine._encode_prefix
+    monkeypatch.setattr(
+        engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids)
+    )
+    return encoded
+
+
+def check_prefix_cache(lm, prompts, samples, message="", **config) -> None:
+    """For each count of ``samples`` (sampled when more than one): the same tokens and
+    log-probabilities with the prefix cache as without it."""
+    for k in samples:
+        cfg = GenerationConfig(**config, num_samples=k, do_sample=k > 1, return_logprobs=True)
+        cached = generate(lm, prompts, cfg, progress=False)
+        plain = generate(
+            lm,
+            prompts,
+            GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
+            progress=False,
+        )
+        assert [g.token_ids for g in cached] == [g.token_ids for g in plain], message
+        assert all(
+            a == pytest.approx(b, abs=1e-4)
+            for g, h in zip(cached, plain)
+            for a, b in zip(g.logprobs, h.logprobs)
+        )
+
+
 def test_greedy_output_is_the_same_alone_or_in_any_batch(tiny):
     cfg = GenerationConfig(max_new_tokens=12, batch_size=8)
     together = generate(tiny, PROMPTS, cfg, progress=False)
@@ -225,7 +257,6 @@ def test_empty_prompt_list_returns_nothing(tiny):
 
 
 def test_shared_prefix_is_encoded_once_with_identical_outputs(tiny, monkeypatch):
-    import workbench.generation.engine as engine
     from workbench.generation.engine import shared_prefix_length
 
     assert shared_prefix_length([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]]) == 2
@@ -240,33 +271,8 @@ def test_shared_prefix_is_encoded_once_with_identical_outputs(tiny, monkeypatch)
         example + [{"role": "user", "content": q}]
         for q in ["What is a lake?", "Tell me about the Nile, please, in some detail", "hi", "Why?"]
     ]
-    encoded = []
-    real = engine._encode_prefix
-    monkeypatch.setattr(
-        engine, "_encode_prefix", lambda m, ids: encoded.append(len(ids)) or real(m, ids)
-    )
-    for k in (1, 3):
-        cfg = GenerationConfig(
-            max_new_tokens=10,
-            system_prompt=system,
-            num_samples=k,
-            do_sample=k > 1,
-            batch_size=3,
-            return_logprobs=True,
-        )
-        cached = generate(tiny, prompts, cfg, progress=False)
-        plain = generate(
-            tiny,
-            prompts,
-            GenerationConfig(**{**cfg.to_dict(), "prefix_cache": False}),
-            progress=False,
-        )
-        assert [g.token_ids for g in cached] == [g.token_ids for g in plain]
-        assert all(
-            a == pytest.approx(b, abs=1e-4)
-            for g, h in zip(cached, plain)
-            for a, b in zip(g.logprobs, h.logprobs)
-        )
+    encoded = count_prefix_passes(monkeypatch)
+    check_prefix_cache(tiny, prompts, (1, 3), max_new_tokens=10, system_prompt=system, batch_size=3)
     assert len(encoded) == 2 and encoded[0] > 100  # once per call, the system prompt and example
     # hooks may act on prompt positions: no prefix caching with them
     from workbench.generation import ForwardHook, layer_module_name
