@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.errors import WorkbenchError
+from workbench.errors import run_command
 
 #: The notebook the README's first command runs.
 DEMO_NOTEBOOK = "01_select_abstention"
@@ -239,12 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        args.fn(args)
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return run_command(args.fn, args)
 
 
 if __name__ == "__main__":

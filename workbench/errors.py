@@ -7,6 +7,10 @@ that line instead of a traceback.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from typing import Any
+
 
 class WorkbenchError(Exception):
     """Base class for errors caused by bad input or a missing resource."""
@@ -22,3 +26,13 @@ class ChatTemplateError(WorkbenchError):
 
 class ConfigError(WorkbenchError):
     """A configuration value is invalid; the message names the field."""
+
+
+def run_command(command: Callable[..., int | None], *args: Any) -> int:
+    """A command line's exit status: ``command(*args)``'s (0 when it returns None), or 2 after
+    printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr."""
+    try:
+        return command(*args) or 0
+    except WorkbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, run_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,12 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="also write every table here, long form (columns by, group, detector, ...)",
     )
-    args = ap.parse_args(argv)
-    try:
-        return _agreement(args)
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_command(_agreement, ap.parse_args(argv))
 
 
 def _agreement(args) -> int:

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from workbench.errors import WorkbenchError
+from workbench.errors import run_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,12 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         help="import a release that lacks files, concepts or questions of the "
         "published one (recorded as release_load in the manifest and in rows)",
     )
-    args = ap.parse_args(argv)
-    try:
-        return _run(args)
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_command(_run, ap.parse_args(argv))
 
 
 def _run(args) -> int:

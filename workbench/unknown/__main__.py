@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from workbench.errors import WorkbenchError
+from workbench.errors import run_command
 from workbench.paths import repo_root
 
 
@@ -17,20 +17,18 @@ def main(argv=None) -> int:
     b.add_argument("--out", default=str(repo_root() / "data" / "unknown"))
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--wordnet-dir", default=None)
-    args = ap.parse_args(argv)
-    try:
-        from workbench.unknown.datasets import (
-            build_unknown_dataset,
-            save_unknown_dataset,
-        )
+    return run_command(_build, ap.parse_args(argv))
 
-        ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
-        save_unknown_dataset(ds, args.out)
-        print(f"wrote {args.out}: " + json.dumps(ds.manifest["counts"]))
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+def _build(args) -> None:
+    from workbench.unknown.datasets import (
+        build_unknown_dataset,
+        save_unknown_dataset,
+    )
+
+    ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
+    save_unknown_dataset(ds, args.out)
+    print(f"wrote {args.out}: " + json.dumps(ds.manifest["counts"]))
 
 
 if __name__ == "__main__":
