@@ -16,6 +16,18 @@ def tiny():
     return tiny_lm(seed=0)
 
 
+@pytest.fixture()
+def wordnet():
+    """The WordNet directory; the test is skipped, with the reason, where there is none."""
+    from workbench.errors import WorkbenchError
+    from workbench.taxonomy.wordnet import find_wordnet_dir
+
+    try:
+        return find_wordnet_dir()
+    except WorkbenchError as e:
+        pytest.skip(str(e))
+
+
 @pytest.fixture(scope="session")
 def embedded():
     """The real embedded SmolLM2-135M-Instruct (dequantized once into the cache), in fp32:

@@ -78,14 +78,9 @@ def test_unknown_concept_in_the_benchmark(bench):
         bench.concept("river")
 
 
-def test_rebuild_is_deterministic_and_matches_the_shipped_data(tmp_path, bench):
+def test_rebuild_is_deterministic_and_matches_the_shipped_data(tmp_path, bench, wordnet):
     from workbench.taxonomy import build_default_benchmark, save_benchmark
-    from workbench.taxonomy.wordnet import find_wordnet_dir
 
-    try:
-        find_wordnet_dir()
-    except WorkbenchError as e:
-        pytest.skip(str(e))
     a = save_benchmark(build_default_benchmark(), tmp_path / "a")
     b = save_benchmark(build_default_benchmark(), tmp_path / "b")
     ma = json.loads((a / "manifest.json").read_text())

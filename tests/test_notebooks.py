@@ -76,17 +76,11 @@ def test_quickstart_runs_headless(tmp_path):
 
 
 @pytest.mark.notebook
-def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path):
+def test_build_taxonomy_notebook_reproduces_the_shipped_data(tmp_path, wordnet):
     import json
 
-    from workbench.errors import WorkbenchError
     from workbench.notebooks import run_notebook
-    from workbench.taxonomy.wordnet import find_wordnet_dir
 
-    try:
-        find_wordnet_dir()
-    except WorkbenchError as e:
-        pytest.skip(str(e))
     out = run_notebook(
         "00_build_taxonomy", {"out_dir": str(tmp_path / "data")}, run_dir=tmp_path, progress=False
     )

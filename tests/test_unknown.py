@@ -112,14 +112,10 @@ def test_shipped_datasets_have_both_partitions_and_no_real_words():
     assert "WordNet 3.0 Copyright" in ds.manifest["license"]
 
 
-def test_rebuild_is_deterministic_and_fake_names_absent_from_wordnet(tmp_path):
-    from workbench.taxonomy.wordnet import WordNet, find_wordnet_dir
+def test_rebuild_is_deterministic_and_fake_names_absent_from_wordnet(tmp_path, wordnet):
+    from workbench.taxonomy.wordnet import WordNet
     from workbench.unknown.datasets import build_unknown_dataset, save_unknown_dataset
 
-    try:
-        find_wordnet_dir()
-    except WorkbenchError as e:
-        pytest.skip(str(e))
     a = save_unknown_dataset(build_unknown_dataset(), tmp_path / "a")
     b = save_unknown_dataset(build_unknown_dataset(), tmp_path / "b")
     ma, mb = (json.loads((d / "manifest.json").read_text()) for d in (a, b))
