@@ -56,20 +56,18 @@ def score_queries(
         split_query(q, "<subj>", slots, answer=str(a))
         for q, a in zip(queries["query_rev"], queries["answer_fwd"])
     ]
-    fwd = choice_logprobs(
-        edited.lm,
-        [edited.prefix + b for b, _ in fwd_split],
-        list(queries["fwd_choices"]),
-        normalization,
-        suffixes=[a for _, a in fwd_split],
-    )
-    rev = choice_logprobs(
-        edited.lm,
-        [edited.prefix + b for b, _ in rev_split],
-        list(queries["rev_choices"]),
-        normalization,
-        suffixes=[a for _, a in rev_split],
-    )
+
+    def scored(split: list[tuple[str, str]], choices: pd.Series):
+        return choice_logprobs(
+            edited.lm,
+            [edited.prefix + b for b, _ in split],
+            list(choices),
+            normalization,
+            suffixes=[a for _, a in split],
+        )
+
+    fwd = scored(fwd_split, queries["fwd_choices"])
+    rev = scored(rev_split, queries["rev_choices"])
     for (_, q), f, r in zip(queries.iterrows(), fwd, rev):
         answer_rev = q["subj"] if q["answer_rev"] in (None, "<subj>") else q["answer_rev"]
         for direction, scores, choices, answer in (
