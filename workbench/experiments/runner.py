@@ -401,39 +401,21 @@ class Runner:
         # the config sets these on construction
         assert c.n_target is not None and c.n_descendant is not None
         assert c.n_specificity is not None and c.n_unrelated is not None
-        if c.eval_sampling == "select":
+        counts = (c.n_target, c.n_descendant, c.n_specificity)
+        qs: list[LabelledQuestion] = []
+        if c.eval_sampling == "select":  # SELECT's draw of these three groups; the rest as ours
             assert c.eval_seed is not None  # set on construction
-            qs = select_evaluation_questions(
-                self.bench,
-                cell.target,
-                c.n_target,
-                c.n_descendant,
-                c.n_specificity,
-                seed=c.eval_seed,
-            )
-            qs += evaluation_questions(
-                self.bench,
-                cell.target,
-                0,
-                0,
-                0,
-                seed=cell.seed,
-                n_constituent=c.n_constituent,
-                n_composition=c.n_composition,
-                n_unrelated=c.n_unrelated,
-            )
-        else:
-            qs = evaluation_questions(
-                self.bench,
-                cell.target,
-                c.n_target,
-                c.n_descendant,
-                c.n_specificity,
-                seed=cell.seed,
-                n_constituent=c.n_constituent,
-                n_composition=c.n_composition,
-                n_unrelated=c.n_unrelated,
-            )
+            qs = select_evaluation_questions(self.bench, cell.target, *counts, seed=c.eval_seed)
+            counts = (0, 0, 0)
+        qs += evaluation_questions(
+            self.bench,
+            cell.target,
+            *counts,
+            seed=cell.seed,
+            n_constituent=c.n_constituent,
+            n_composition=c.n_composition,
+            n_unrelated=c.n_unrelated,
+        )
         excluded = getattr(self.bench, "excluded_eval", None) or ()
         return [q for q in qs if q.question not in excluded]
 
