@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,37 +260,32 @@ def _edit_function(tree: ast.Module) -> ast.FunctionDef | None:
     )
 
 
-def _ike_prefix(fn: ast.FunctionDef) -> str | None:
-    """The first ``{"preprompt": f"..."}`` in ``fn`` whose f-string names the subject and the category."""
+def _dict_values(fn: ast.FunctionDef, key: str) -> Iterator[ast.expr]:
+    """The value of every ``{key: ...}`` entry of the dict literals in ``fn``, in walk order."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values):
-                if (
-                    isinstance(k, ast.Constant)
-                    and k.value == "preprompt"
-                    and isinstance(v, ast.JoinedStr)
-                ):
-                    t = _fstring_template(v, {"subj": "s", "entity": "c"})
-                    if t and "{s}" in t and "{c}" in t:
-                        return t
+                if isinstance(k, ast.Constant) and k.value == key:
+                    yield v
+
+
+def _ike_prefix(fn: ast.FunctionDef) -> str | None:
+    """The first ``{"preprompt": f"..."}`` in ``fn`` whose f-string names the subject and the category."""
+    for v in _dict_values(fn, "preprompt"):
+        if isinstance(v, ast.JoinedStr):
+            t = _fstring_template(v, {"subj": "s", "entity": "c"})
+            if t and "{s}" in t and "{c}" in t:
+                return t
     return None
 
 
 def _rewrite_prompt(fn: ast.FunctionDef) -> str | None:
     """The first ``'prompts': [f'...']`` in ``fn`` whose f-string names only the subject."""
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Dict):
-            for k, v in zip(node.keys, node.values):
-                if (
-                    isinstance(k, ast.Constant)
-                    and k.value == "prompts"
-                    and isinstance(v, ast.List)
-                    and v.elts
-                    and isinstance(v.elts[0], ast.JoinedStr)
-                ):
-                    t = _fstring_template(v.elts[0], {"subj": "s"})
-                    if t and "{s}" in t:
-                        return t
+    for v in _dict_values(fn, "prompts"):
+        if isinstance(v, ast.List) and v.elts and isinstance(v.elts[0], ast.JoinedStr):
+            t = _fstring_template(v.elts[0], {"subj": "s"})
+            if t and "{s}" in t:
+                return t
     return None
 
 
