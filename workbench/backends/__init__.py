@@ -11,7 +11,6 @@ an entry in :data:`BACKENDS`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from workbench.backends.base import (
@@ -27,22 +26,9 @@ from workbench.backends.vllm_engine import VLLM_CAPABILITIES, VLLMModel, VLLMOpt
 from workbench.errors import ConfigError
 from workbench.models.loading import default_model_name
 
-
-@dataclass(frozen=True)
-class BackendEntry:
-    """A back end in the registry: its class (whose ``load`` classmethod loads a model) and
-    what it declares it can do, known before any model loads."""
-
-    cls: type[Backend]
-    capabilities: Capabilities
-
-
-#: Back end name (the prefix before ``:`` in a model name; ``hf`` for none) -> entry.
-BACKENDS: dict[str, BackendEntry] = {
-    "hf": BackendEntry(HFModel, HF_CAPABILITIES),
-    "vllm": BackendEntry(VLLMModel, VLLM_CAPABILITIES),
-    "openai": BackendEntry(OpenAIModel, API_CAPABILITIES),
-}
+#: Back end name (the prefix before ``:`` in a model name; ``hf`` for none) -> its class, whose
+#: ``capabilities`` are declared before any model loads and whose ``load`` loads one.
+BACKENDS: dict[str, type[Backend]] = {"hf": HFModel, "vllm": VLLMModel, "openai": OpenAIModel}
 
 
 def load_model(
@@ -76,7 +62,7 @@ def load_model(
     """
     name = str(name) if name is not None else default_model_name()
     ref = parse_model(name)
-    return BACKENDS[ref.backend].cls.load(
+    return BACKENDS[ref.backend].load(
         ref,
         name,
         options=options,
@@ -85,11 +71,6 @@ def load_model(
         revision=revision,
         require_chat=require_chat,
     )
-
-
-def load_backend(ref: ModelRef, name: str, options=None, dtype=None) -> Backend:
-    """Load ``name`` on the back end ``ref`` names (``load_model`` after parsing)."""
-    return load_model(name, options=options, dtype=dtype if dtype is not None else "auto")
 
 
 def capabilities_of(name: str) -> Capabilities:
@@ -125,7 +106,6 @@ __all__ = [
     "VLLM_CAPABILITIES",
     "APIOptions",
     "Backend",
-    "BackendEntry",
     "BlackBoxBackend",
     "Capabilities",
     "HFModel",
@@ -135,7 +115,6 @@ __all__ = [
     "VLLMOptions",
     "capabilities_of",
     "check_technique",
-    "load_backend",
     "load_model",
     "parse_model",
 ]
