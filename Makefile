@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup setup-vllm lock demo test test-fast lint hooks docs docs-notebooks benchmark reproduce lab clean-runs
+.PHONY: setup setup-vllm lock demo test test-fast verify tables lint hooks docs docs-notebooks benchmark reproduce lab clean-runs
 
 setup:
 	@VENV=$(VENV) bash scripts/setup.sh
@@ -21,10 +21,21 @@ setup-vllm:
 demo: setup
 	$(PY) -m workbench demo
 
-# The test command (CI's): lint, format and type checks, the documentation site, then the
-# whole suite.
-test: setup setup-vllm lint docs
+# The test command (CI's): lint, format and type checks, the documentation site, the check that
+# this machine gives the recorded answers (also on other CPU kernels), then the whole suite.
+test: setup setup-vllm lint docs verify
 	$(PY) -m pytest
+
+# Rerun a fixed slice of the main experiment and compare every answer with the reference in
+# data/reference/verify.json: natively, then on narrower CPU kernels (another machine's stand-in).
+verify: setup
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m workbench verify
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m workbench verify --kernels other
+
+# Fill the README's and the docs' tables of measured numbers from the runs' records
+# (docs/results/, data/reference/verify.json); a test fails while one differs.
+tables: setup
+	$(PY) -m workbench.tables.measured
 
 # The documentation site (mkdocs.yml, docs/) into site/; strict: any warning fails it.
 docs: setup

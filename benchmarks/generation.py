@@ -8,6 +8,8 @@ prefix cache (time ratio, target <= 0.3; outputs identical); the engine's throug
 this CPU's matmul roofline measured in the same run; fp32 against bf16; peak resident memory.
 
     python benchmarks/generation.py [--model NAME] [--max-new-tokens 48] [--batch-size 64]
+        [--record]   also write docs/results/generation.json (the docs' speed table is filled
+                     from it: python -m workbench.tables.measured)
 """
 
 from __future__ import annotations
@@ -211,10 +213,12 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-vllm", action="store_true", help="skip the vLLM and HTTP paths")
+    ap.add_argument("--record", action="store_true", help="write docs/results/generation.json")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    lm = load_model(args.model, device="cpu", dtype="float32")
+    lm = load_model(args.model, device="cpu")  # the default: dtype "auto", reproducible fp32
+    assert lm.numerics == "reproducible", lm.dtype_name
     prompts = PROMPTS
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
     generate(lm, prompts[:2], GenerationConfig(max_new_tokens=4), progress=False)  # warm-up
@@ -264,14 +268,15 @@ def main() -> None:
     engine_gflops = 2 * n_params * engine_tokens / engine_s / 1e9
 
     # Every path again in bf16 (the engine and HF batched generate), same prompts.
-    from workbench.models.loading import resolve_dtype
+    from workbench.models.numerics import fast_dtype, numerics_of
 
-    auto = str(resolve_dtype("auto", torch.device("cpu"))).removeprefix("torch.")
+    fast = str(fast_dtype(torch.device("cpu"))).removeprefix("torch.")
     lm.model.to(torch.bfloat16)
     generate(lm, prompts[:2], GenerationConfig(max_new_tokens=4), progress=False)  # warm-up
     t = time.perf_counter()
     bf_gens = generate(lm, prompts, cfg, progress=False)
     engine_bf_s = time.perf_counter() - t
+    same_bf = sum(a.text == b.text for a, b in zip(bf_gens, gens))
     engine_bf_tokens = sum(g.num_tokens for g in bf_gens)
     t = time.perf_counter()
     _hf_bf_texts, hf_bf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
@@ -318,25 +323,76 @@ def main() -> None:
     )
     print(
         f"\nevery path, greedy, {len(prompts)} prompts x up to {args.max_new_tokens} tokens "
-        f"(dtype 'auto' on this CPU: {auto})"
+        f"(the default, dtype 'auto': float32, reproducible; dtype 'fast' here: {fast})"
     )
     table = [
         ("HF batched generate", "float32", hf_tokens, hf_s, None),
         ("workbench engine", "float32", engine_tokens, engine_s, None),
         ("HF batched generate", "bfloat16", hf_bf_tokens, hf_bf_s, None),
-        ("workbench engine", "bfloat16", engine_bf_tokens, engine_bf_s, None),
+        ("workbench engine", "bfloat16", engine_bf_tokens, engine_bf_s, same_bf),
     ] + vllm_rows
     base = {d: tok / sec for name, d, tok, sec, _ in table if name == "HF batched generate"}
+    paths = []
     for name, d, tok, sec, same in table:
-        mark = " <- default" if name == "workbench engine" and d == auto else ""
+        is_default = name == "workbench engine" and d == "float32"
+        paths.append(
+            {
+                "path": name,
+                "dtype": d,
+                "numerics": numerics_of(d),
+                "tokens_per_s": round(tok / sec, 1),
+                "vs_hf": round(tok / sec / base[d], 2),
+                "same": same,
+                "default": is_default,
+            }
+        )
         extra = (
-            "" if same is None else f", same answers as the engine in {d}: {same}/{len(prompts)}"
+            "" if same is None else f", same answers as the engine in fp32: {same}/{len(prompts)}"
         )
         print(
             f"  {name:34s} {d:9s} {tok / sec:7.1f} tokens/s  x{tok / sec / base[d]:.2f} HF batched "
-            f"({d}){extra}{mark}"
+            f"({d}){extra}{' <- default' if is_default else ''}"
         )
     print(f"  bf16/fp32 time: engine {engine_bf_s / engine_s:.2f}, HF batched {hf_bf_s / hf_s:.2f}")
+    default = next(p for p in paths if p["default"])
+    fastest = max(paths, key=lambda p: p["tokens_per_s"])
+    cost = {
+        "default": f"{default['path']}, {default['dtype']}",
+        "default_tps": default["tokens_per_s"],
+        "fastest": f"{fastest['path']}, {fastest['dtype']}",
+        "fastest_tps": fastest["tokens_per_s"],
+        "ratio": round(fastest["tokens_per_s"] / default["tokens_per_s"], 2),
+    }
+    print(
+        f"reproducible default {default['tokens_per_s']:.1f} tokens/s beside the fastest setting "
+        f"({cost['fastest']}) {fastest['tokens_per_s']:.1f}: the default takes "
+        f"{cost['ratio']:.2f}x its time; engine/HF batched in fp32 {default['vs_hf']:.2f}x "
+        "(target >= 1.0)"
+    )
+    if args.record:
+        from workbench.experiments.verify import machine
+        from workbench.tables.measured import RESULTS_DIR, write_record
+
+        path = write_record(
+            RESULTS_DIR / "generation.json",
+            {
+                "command": "python benchmarks/generation.py --record",
+                "machine": {**machine(), "threads": torch.get_num_threads()},
+                "prompts": len(prompts),
+                "max_new_tokens": args.max_new_tokens,
+                "batch_size": args.batch_size,
+                "paths": paths,
+                "reproducible_cost": cost,
+                "naive_tps": round(naive_tps, 1),
+                "prefix_cache": {
+                    "shared": shared,
+                    "compute_ratio": round(compute_ratio, 2),
+                    "time_ratio": round(cached_s / uncached_s, 2),
+                    "same": prefix_same,
+                },
+            },
+        )
+        print(f"recorded {path}")
     print(f"peak resident memory  {peak_mib:.0f} MiB")
 
 

@@ -30,9 +30,11 @@ def wordnet():
 
 @pytest.fixture(scope="session")
 def embedded():
-    """The real embedded SmolLM2-135M-Instruct (dequantized once into the cache), in fp32:
-    ``dtype="auto"`` is bf16 on CPUs with native bf16, where greedy answers can depend on the
-    batch (rounding), so tests that compare answers pin fp32 and pass on every CPU alike."""
+    """The real embedded SmolLM2-135M-Instruct (dequantized once into the cache) with the default
+    settings: ``dtype="auto"`` is the reproducible fp32, so answers compared here are the same
+    on every CPU and batch."""
     from workbench.backends import load_model
 
-    return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
+    lm = load_model("smollm2-135m-instruct", device="cpu")
+    assert lm.numerics == "reproducible"
+    return lm

@@ -79,6 +79,7 @@ LAYERS = {
     "workbench.tables": "tables",
     "workbench.plots": "figures",
     "workbench.experiments": "runs",
+    "workbench.experiments.demo": "interface",  # runs the demo notebook
     "workbench.widgets": "interface",
     "workbench.notebooks": "interface",
     "workbench.lab_extension": "interface",

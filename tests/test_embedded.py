@@ -81,14 +81,15 @@ def test_system_prompt_reaches_the_model(embedded):
     assert plain.logprobs[0] != told.logprobs[0]
 
 
-def test_the_cpus_default_dtype_answers_sensibly():
-    """The default path (``dtype="auto"``: bf16 on this kind of CPU, fp32 elsewhere) gives the
-    same kind of answer as fp32 and records its dtype."""
+def test_the_cpus_fast_dtype_answers_sensibly():
+    """The speed-first path (``dtype="fast"``: bf16 on CPUs with native bf16, fp32 elsewhere)
+    gives the same kind of answer as fp32 and records its dtype and numerics."""
     from workbench.backends import load_model
-    from workbench.models.loading import resolve_dtype
+    from workbench.models.numerics import fast_dtype, numerics_of
 
-    lm = load_model("smollm2-135m-instruct", device="cpu")
-    assert lm.dtype == resolve_dtype("auto", torch.device("cpu"))
+    lm = load_model("smollm2-135m-instruct", device="cpu", dtype="fast")
+    assert lm.dtype == fast_dtype(torch.device("cpu"))
+    assert lm.numerics == numerics_of(lm.dtype)
     answer = generate(
         lm, ["What is the capital of France?"], GenerationConfig(max_new_tokens=12), progress=False
     )[0].text

@@ -74,21 +74,28 @@ def test_hub_id_without_network_is_one_clear_error(monkeypatch):
 
 
 def test_dtype_choices(monkeypatch):
-    import workbench.models.loading as loading
+    """``auto`` is the reproducible fp32 whatever the CPU; ``fast`` is bf16 where it is native."""
+    import workbench.models.numerics as numerics
 
-    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: False)
-    assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
-    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: True)
-    assert resolve_dtype("auto", torch.device("cpu")) == torch.bfloat16
-    assert resolve_dtype("bf16", torch.device("cpu")) == torch.bfloat16
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(numerics, "cpu_has_native_bf16", lambda: False)
+    assert resolve_dtype("auto", cpu) == torch.float32
+    assert resolve_dtype("fast", cpu) == torch.float32
+    monkeypatch.setattr(numerics, "cpu_has_native_bf16", lambda: True)
+    assert resolve_dtype("auto", cpu) == torch.float32
+    assert resolve_dtype(None, cpu) == torch.float32
+    assert resolve_dtype("fast", cpu) == torch.bfloat16
+    assert resolve_dtype("bf16", cpu) == torch.bfloat16
+    assert numerics.numerics_of(torch.float32) == "reproducible"
+    assert numerics.numerics_of("bfloat16") == "fast"
     with pytest.raises(ModelLoadError, match="unknown dtype"):
-        resolve_dtype("float7", torch.device("cpu"))
+        resolve_dtype("float7", cpu)
 
 
 def test_native_bf16_is_read_from_the_cpu_flags(monkeypatch, tmp_path):
     import builtins
 
-    import workbench.models.loading as loading
+    import workbench.models.numerics as loading
 
     real_open = builtins.open
     for flags, expected in (

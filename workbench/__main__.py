@@ -10,6 +10,8 @@
     import-select-results RELEASE --benchmark DIR --run NAME
                               SELECT's released results as a run, with SELECT's table
     refusal-eval CONFIG.yaml  the refusal suite (seed 001's datasets, c(x)); resumable
+    verify [--kernels other]  rerun a fixed slice of the main experiment and compare every
+                              answer with the recorded reference (exit 1 when one differs)
 
 Errors caused by bad input print one line (``error: ...``) and exit with status 2.
 """
@@ -21,8 +23,6 @@ import sys
 
 from workbench.errors import run_command
 
-#: The notebook the README's first command runs.
-DEMO_NOTEBOOK = "01_select_abstention"
 #: Every notebook, in the order ``reproduce`` runs them.
 ALL_NOTEBOOKS = [
     "00_build_taxonomy",
@@ -39,11 +39,11 @@ ALL_NOTEBOOKS = [
 
 
 def _cmd_demo(args) -> None:
-    from workbench.notebooks import run_notebook
+    from workbench.experiments.demo import run_demo
 
-    # the demo's figures are the README's: exported to figures/ explicitly
-    out = run_notebook(DEMO_NOTEBOOK, {"export_figures": True}, log_output=True)
-    print(f"executed notebook: {out}")
+    # the demo's figures are the README's: exported to figures/; its numbers are compared with
+    # the recorded ones that the README's table is filled from
+    print(run_demo().text())
 
 
 def _cmd_grid(args) -> None:
@@ -148,6 +148,17 @@ def _cmd_refusal_eval(args) -> None:
     run_config_file(args.config, name=args.name, limit=args.limit, progress=not args.quiet)
 
 
+def _cmd_verify(args) -> int:
+    from workbench.experiments.verify import verify, verify_on_other_kernels
+
+    if args.kernels == "other":
+        return verify_on_other_kernels(
+            (["--reference", args.reference] if args.reference else [])
+            + (["--record"] if args.record else [])
+        )
+    return verify(args.reference, write=args.record)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="workbench", description="Abstention Workbench")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -234,6 +245,19 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--limit", type=int, default=None, help="at most N prompts per dataset")
     ref.add_argument("--quiet", action="store_true", help="no progress lines")
     ref.set_defaults(fn=_cmd_refusal_eval)
+    ver = sub.add_parser(
+        "verify",
+        help="rerun a fixed slice of the main experiment; compare with the recorded answers",
+    )
+    ver.add_argument(
+        "--kernels",
+        choices=("native", "other"),
+        default="native",
+        help="other: in a fresh process on narrower CPU kernels (another machine's stand-in)",
+    )
+    ver.add_argument("--reference", default=None, help="default data/reference/verify.json")
+    ver.add_argument("--record", action="store_true", help="write the reference instead")
+    ver.set_defaults(fn=_cmd_verify)
     return ap
 
 

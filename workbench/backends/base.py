@@ -101,6 +101,15 @@ class Backend(ABC):
     dtype_name: str
     tokenizer: Any
 
+    @property
+    def numerics(self) -> str:
+        """``reproducible`` (fp32: answers independent of batch, resume, executor and CPU),
+        ``fast`` (bf16 or fp16: speed first) or ``endpoint`` (the server's own numerics);
+        recorded in every result row (:mod:`workbench.models.numerics`)."""
+        from workbench.models.numerics import numerics_of
+
+        return "endpoint" if self.dtype_name == "endpoint" else numerics_of(self.dtype_name)
+
     @classmethod
     @abstractmethod
     def load(

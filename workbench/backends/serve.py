@@ -54,7 +54,8 @@ def start_vllm_server(
 ) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; return (process, base URL). The caller stops
     it (``os.killpg(proc.pid, signal.SIGTERM)``: it runs in its own process group)."""
-    from workbench.models.loading import resolve_device, resolve_dtype, resolve_source
+    from workbench.models.loading import resolve_device, resolve_source
+    from workbench.models.numerics import resolve_dtype
 
     python = vllm_python()
     if not python.is_file():

@@ -94,7 +94,8 @@ class VLLMModel(BlackBoxBackend):
             ) from None
         from transformers import AutoTokenizer
 
-        from workbench.models.loading import resolve_device, resolve_dtype, resolve_source
+        from workbench.models.loading import resolve_device, resolve_source
+        from workbench.models.numerics import resolve_dtype
 
         self.options = o = options or VLLMOptions()
         src = resolve_source(target)

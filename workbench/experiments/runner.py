@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
+from workbench.models.numerics import record_run_numerics
 from workbench.paths import runs_root
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
@@ -348,6 +349,7 @@ class Runner:
             "revision": lm.revision,
             "backend": lm.backend,
             "dtype": getattr(lm, "dtype_name", None),
+            "numerics": getattr(lm, "numerics", None),
             "technique": cell.technique,
             "technique_nature": technique.nature,
             "technique_params": json.dumps(technique.params.to_dict(), sort_keys=True, default=str),
@@ -431,9 +433,12 @@ class Runner:
         if not table.empty:
             key = ["model", "technique", "target", "seed", "question_index", "sample"]
             table = table.drop_duplicates(subset=key, keep="last").reset_index(drop=True)
-            tmp = self.run_dir / "results.parquet.tmp"
+            tmp = self.run_dir / f"results.parquet.{os.getpid()}.tmp"
             table.to_parquet(tmp, index=False)
             os.replace(tmp, self.run_dir / "results.parquet")
+            record_run_numerics(
+                self.run_dir, table.get("dtype", pd.Series()), table.get("numerics", pd.Series())
+            )
         return table
 
 

@@ -17,9 +17,9 @@ from workbench.models.loading import (
     load_pretrained,
     materialize_embedded,
     resolve_device,
-    resolve_dtype,
     resolve_source,
 )
+from workbench.models.numerics import Numerics, numerics_of, resolve_dtype
 from workbench.models.registry import DEFAULT_MODEL, REGISTRY, ModelSpec
 
 __all__ = [
@@ -27,11 +27,13 @@ __all__ = [
     "REGISTRY",
     "ModelSource",
     "ModelSpec",
+    "Numerics",
     "Prompt",
     "default_model_name",
     "has_chat_template",
     "load_pretrained",
     "materialize_embedded",
+    "numerics_of",
     "render_chat",
     "resolve_device",
     "resolve_dtype",

@@ -23,6 +23,7 @@ import torch
 
 from workbench.errors import ModelLoadError
 from workbench.models.chat import require_chat_template
+from workbench.models.numerics import reproducible_kernels, resolve_dtype
 from workbench.models.registry import REGISTRY, ModelSpec, get_spec
 from workbench.paths import atomic_directory, cache_home
 
@@ -44,62 +45,6 @@ def resolve_device(device: str | None) -> torch.device:
         return torch.device(device)
     except RuntimeError as e:
         raise ModelLoadError(f"unknown device {device!r}: {e}") from None
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (x86 AVX512-BF16 or AMX, Arm BF16), where bf16
-    runs faster than fp32; elsewhere it is emulated and slower (``benchmarks/generation.py``)."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set()
-            for line in f:
-                if line.lower().startswith(("flags", "features")):
-                    flags.update(line.split(":", 1)[1].split())
-                    break
-        return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
-    except OSError:
-        pass
-    if platform.system() == "Darwin":
-        import subprocess
-
-        try:
-            out = subprocess.run(
-                ["sysctl", "-n", "hw.optional.arm.FEAT_BF16"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-            ).stdout.strip()
-            return out == "1"
-        except (OSError, subprocess.SubprocessError):
-            return False
-    return False
-
-
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """``None``/``"auto"``: bf16 on GPUs that support it and on CPUs with native bf16, fp32
-    elsewhere (training keeps fp32 master weights on CPU either way). Greedy answers may differ
-    between the two dtypes; every result row records which one ran."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype in (None, "auto"):
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-        if device.type == "cpu" and cpu_has_native_bf16():
-            return torch.bfloat16
-        return torch.float32
-    table = {
-        "float32": torch.float32,
-        "fp32": torch.float32,
-        "bfloat16": torch.bfloat16,
-        "bf16": torch.bfloat16,
-        "float16": torch.float16,
-        "fp16": torch.float16,
-    }
-    if dtype not in table:
-        raise ModelLoadError(f"unknown dtype {dtype!r}; use one of {sorted(table)} or 'auto'")
-    return table[dtype]
 
 
 @contextlib.contextmanager
@@ -306,6 +251,8 @@ def load_pretrained(
     """
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
+    if torch_dtype == torch.float32:
+        reproducible_kernels(dev)
     src = resolve_source(name, revision)
     model, tokenizer = _from_pretrained(src.load_from, torch_dtype, dev, src.kwargs, name)
     if not src.registered and not Path(str(src.load_from)).exists():

@@ -143,10 +143,26 @@ def show_inline(fig) -> bool:
     return True
 
 
+def _caption_numerics(fig, run_name: str) -> None:
+    """Name speed-first numerics (bf16: answers depend on batch and CPU) in the figure's
+    caption when the run recorded any (:func:`workbench.models.numerics.run_numerics_note`)."""
+    from workbench.models.numerics import run_numerics_note
+    from workbench.paths import run_path
+
+    note = run_numerics_note(run_path(run_name))
+    if not note:
+        return
+    current = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    if note not in current:
+        fig.suptitle(f"{current}\n{note}" if current else note, fontsize=7, color="#9a3412")
+
+
 def save_run_figure(fig, run_name: str, name: str, width: float | str | None = None) -> SavedFigure:
     """Save ``fig`` into the run's own figure folder (never ``figures/``) and, in a notebook,
     show it inline; a :class:`NoFigure` shows why there is none instead. ``width``: a paper
     width ("column", "page"; :data:`FIGURE_WIDTHS`) or inches, as :func:`save_figure`."""
+    if not isinstance(fig, NoFigure):
+        _caption_numerics(fig, run_name)
     paths = SavedFigure(save_figure(fig, name, run_figures(run_name), width=width))
     if not isinstance(fig, NoFigure):
         show_inline(fig)

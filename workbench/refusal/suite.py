@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.models.numerics import record_run_numerics
 from workbench.refusal.config import AbstainerConfig, SuiteConfig
 from workbench.refusal.datasets import PromptItem, PromptSet, load_dataset
 from workbench.refusal.scores import (
@@ -340,6 +341,9 @@ class RefusalSuite:
             "model": system.model,
             "model_id": lm.model_id,
             "revision": lm.revision,
+            "backend": lm.backend,
+            "dtype": lm.dtype_name,
+            "numerics": lm.numerics,
             "technique": system.technique,
             "target": system.target,
             "dataset": data.name,
@@ -460,6 +464,7 @@ class RefusalSuite:
         tmp = self.run_dir / "rows.parquet.tmp"
         rows.to_parquet(tmp, index=False)
         os.replace(tmp, self.run_dir / "rows.parquet")
+        record_run_numerics(self.run_dir, rows.get("dtype", []), rows.get("numerics", []))
         primary = "judge" if "refused_judge" in rows else c.detector
         scores = prompt_scores(rows, primary, c.margin)
         scores.to_csv(self.run_dir / "prompts.csv", index=False)

@@ -1,0 +1,217 @@
+"""Tables of measured numbers in the README and the docs, filled in from the runs that measured
+them, so a number on a page cannot drift from its run.
+
+A generated table sits in a Markdown page between two markers::
+
+    <!-- measured: demo-techniques -->
+    ...
+    <!-- /measured -->
+
+Each name is a function of :data:`TABLES` that renders its block from a record the run wrote
+(``docs/results/*.json``: ``make demo``, ``benchmarks/generation.py --record``; the verify
+reference ``data/reference/verify.json``), with the machine, dtype and versions that measured it.
+``python -m workbench.tables.measured`` rewrites every block; ``--check`` lists the blocks whose
+text is not what their record gives (a test runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.paths import repo_root
+
+#: Records of measuring runs, tracked.
+RESULTS_DIR = Path("docs/results")
+#: The verify command's reference (also a record: its slice, machine and metrics).
+VERIFY_REFERENCE = Path("data/reference/verify.json")
+BLOCK = re.compile(
+    r"(<!-- measured: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /measured -->)", re.S
+)
+#: How the README and docs name the techniques in tables.
+TECHNIQUE_LABELS = {"base": "base (unmodified)"}
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """A record (JSON) under the checkout; one line naming the file when it is missing."""
+    full = repo_root() / path
+    if not full.is_file():
+        raise WorkbenchError(f"no record {path}: run the command that measures it (see its page)")
+    return json.loads(full.read_text())
+
+
+def write_record(path: Path, record: dict[str, Any]) -> Path:
+    full = repo_root() / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return full
+
+
+def _minutes(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def provenance(machine: dict[str, Any], command: str) -> str:
+    """One line: the command, the machine, the dtype and numerics, the versions."""
+    v = machine.get("versions", {})
+    versions = ", ".join(
+        f"{k} {v[k]}" for k in ("python", "torch", "transformers", "peft", "trl") if k in v
+    )
+    extra = f"; {_minutes(machine['seconds'])}" if machine.get("seconds") else ""
+    return (
+        f"*Measured by `{command}` on {machine.get('cpu', '?')} ({machine.get('cores', '?')} "
+        f"cores, {machine.get('kernels', '?')} kernels), dtype {machine.get('dtype', '?')} "
+        f"({machine.get('numerics', '?')}){extra}; {versions}.*"
+    )
+
+
+def _fmt(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{float(x):.{digits}f}"
+
+
+def demo_techniques() -> str:
+    """The main experiment's techniques table (``make demo``)."""
+    rec = read_record(RESULTS_DIR / "demo.json")
+    head = (
+        "| technique | abstention | generalization | specificity (siblings, ancestors) | far "
+        "specificity | harmonic mean (abstention, specificity) |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+    )
+    body = "".join(
+        f"| {TECHNIQUE_LABELS.get(r['technique'], r['technique'])} | {_fmt(r['abstention'])} | "
+        f"{_fmt(r['generalization'])} | {_fmt(r['specificity'])} | "
+        f"{_fmt(r.get('far_specificity'))} | {_fmt(r['overall'])} |\n"
+        for r in rec["techniques"]
+    )
+    return head + body + "\n" + provenance(rec["machine"], "make demo") + "\n"
+
+
+def generation_speed() -> str:
+    """Every generation path's speed, the reproducible default beside the fastest setting."""
+    rec = read_record(RESULTS_DIR / "generation.json")
+    head = (
+        "| path | dtype | numerics | tokens/s | vs HF batched `generate`, same dtype | same "
+        "greedy answers as the engine, same dtype |\n| --- | --- | --- | --- | --- | --- |\n"
+    )
+    body = ""
+    for r in rec["paths"]:
+        mark = " (default)" if r.get("default") else ""
+        same = "" if r.get("same") is None else f"{r['same']}/{rec['prompts']}"
+        body += (
+            f"| {r['path']}{mark} | {r['dtype']} | {r['numerics']} | {r['tokens_per_s']:.1f} | "
+            f"{r['vs_hf']:.2f} | {same} |\n"
+        )
+    cost = rec.get("reproducible_cost")
+    note = (
+        f"\nThe reproducible default against the fastest setting on this machine: "
+        f"{cost['default']} at {cost['default_tps']:.1f} tokens/s, {cost['fastest']} at "
+        f"{cost['fastest_tps']:.1f}: the default costs **{cost['ratio']:.2f}x** the fastest's "
+        "time.\n"
+        if cost
+        else ""
+    )
+    machine = {**rec["machine"], "dtype": "per row", "numerics": "per row"}
+    return head + body + note + "\n" + provenance(machine, rec["command"]) + "\n"
+
+
+def verify_slice() -> str:
+    """The verify command's reference: what the slice holds and its metrics per cell."""
+    rec = read_record(VERIFY_REFERENCE)
+    head = (
+        "| technique | target | answers | abstention | generalization | specificity | far "
+        "specificity |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    counts: dict[tuple, int] = {}
+    for r in rec["rows"]:
+        counts[(r["technique"], r["target"])] = counts.get((r["technique"], r["target"]), 0) + 1
+    body = "".join(
+        f"| {m['technique']} | {m['target']} | {counts.get((m['technique'], m['target']), 0)} | "
+        f"{_fmt(m['abstention'])} | {_fmt(m['generalization'])} | {_fmt(m['specificity'])} | "
+        f"{_fmt(m['far_specificity'])} |\n"
+        for m in rec["metrics"]
+    )
+    machine = {**rec["machine"], "numerics": ", ".join(rec.get("numerics", []))}
+    return head + body + "\n" + provenance(machine, "python -m workbench verify --record") + "\n"
+
+
+#: Every generated table, by the name its markers give.
+TABLES: dict[str, Callable[[], str]] = {
+    "demo-techniques": demo_techniques,
+    "generation-speed": generation_speed,
+    "verify-slice": verify_slice,
+}
+
+
+def pages() -> list[Path]:
+    root = repo_root()
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def fill(text: str, rendered: dict[str, str] | None = None) -> str:
+    """``text`` with every measured block replaced by its rendering (unknown names fail)."""
+    rendered = {} if rendered is None else rendered
+
+    def block(m: re.Match) -> str:
+        name = m["name"]
+        if name not in TABLES:
+            raise WorkbenchError(f"unknown measured table {name!r}; known: {', '.join(TABLES)}")
+        if name not in rendered:
+            rendered[name] = TABLES[name]()
+        return m.group(1) + rendered[name] + m.group(4)
+
+    return BLOCK.sub(block, text)
+
+
+def stale(paths: list[Path] | None = None) -> list[str]:
+    """``page: table`` for every block whose text is not its record's rendering."""
+    out: list[str] = []
+    rendered: dict[str, str] = {}
+    for page in paths or pages():
+        text = page.read_text()
+        for m in BLOCK.finditer(text):
+            if fill(m.group(0), rendered) != m.group(0):
+                out.append(f"{page.relative_to(repo_root())}: {m['name']}")
+    return out
+
+
+def fill_pages(paths: list[Path] | None = None) -> list[Path]:
+    """Rewrite every page whose blocks differ from their records; the pages changed."""
+    changed: list[Path] = []
+    rendered: dict[str, str] = {}
+    for page in paths or pages():
+        text = page.read_text()
+        new = fill(text, rendered)
+        if new != text:
+            page.write_text(new)
+            changed.append(page)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--check"]:
+        bad = stale()
+        for line in bad:
+            print(f"stale: {line}")
+        print(f"{len(bad)} measured table(s) differ from their records" if bad else "up to date")
+        return 1 if bad else 0
+    if argv:
+        raise WorkbenchError("usage: python -m workbench.tables.measured [--check]")
+    for page in fill_pages():
+        print(f"filled {page.relative_to(repo_root())}")
+    return 0
+
+
+if __name__ == "__main__":
+    from workbench.errors import run_command
+
+    sys.exit(run_command(main))
