@@ -141,7 +141,7 @@ def _cell_metrics(table: pd.DataFrame) -> dict[tuple, dict[str, float]]:
 def record(table: pd.DataFrame, seconds: float) -> dict[str, Any]:
     """The reference for ``table`` (a run of the slice): provenance, answers, cell metrics."""
     dtypes = sorted(set(table["dtype"]))
-    rows = table[KEY + ["question", "response"]].sort_values(KEY)
+    rows = table[KEY + ["relation", "question", "response", "refused_phrase"]].sort_values(KEY)
     return {
         "slice": SLICE,
         "machine": {**machine(), "dtype": ",".join(dtypes), "seconds": round(seconds, 1)},
