@@ -20,7 +20,7 @@ from workbench.backends.base import (
     ModelRef,
     parse_model,
 )
-from workbench.backends.hf import HF_CAPABILITIES, HFModel
+from workbench.backends.hf import HF_CAPABILITIES, HFModel, HFOptions
 from workbench.backends.openai_api import API_CAPABILITIES, APIOptions, OpenAIModel
 from workbench.backends.vllm_engine import VLLM_CAPABILITIES, VLLMModel, VLLMOptions
 from workbench.errors import ConfigError
@@ -78,6 +78,13 @@ def capabilities_of(name: str) -> Capabilities:
     return BACKENDS[parse_model(name).backend].capabilities
 
 
+def check_options(model: str, options: Any) -> None:
+    """Raise a one-line error when ``options`` (a grid's ``model_options`` entry) names an
+    option ``model``'s back end lacks or gives one a value of the wrong type: before any model
+    loads, not when the first cell starts."""
+    BACKENDS[parse_model(model).backend].options_from(options, model)
+
+
 def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
     """Raise ConfigError when ``technique`` needs (``Technique.requires``) what ``model``'s back
     end lacks."""
@@ -109,11 +116,13 @@ __all__ = [
     "BlackBoxBackend",
     "Capabilities",
     "HFModel",
+    "HFOptions",
     "ModelRef",
     "OpenAIModel",
     "VLLMModel",
     "VLLMOptions",
     "capabilities_of",
+    "check_options",
     "check_technique",
     "load_model",
     "parse_model",

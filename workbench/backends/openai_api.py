@@ -32,9 +32,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
+from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import sample_seed
 from workbench.models.chat import render_chat, to_messages
@@ -85,6 +86,7 @@ class APIOptions:
     cache_path: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self, label="option")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_retries < 0:
@@ -99,6 +101,8 @@ class OpenAIModel(BlackBoxBackend):
     """A model behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     backend = "openai"
+    options_type = APIOptions
+    engine = "an OpenAI-compatible endpoint"
     capabilities = API_CAPABILITIES
 
     @classmethod
@@ -115,7 +119,7 @@ class OpenAIModel(BlackBoxBackend):
     ) -> OpenAIModel:
         """``options``: :class:`APIOptions` or a dict of its fields; an endpoint given after
         ``@`` in the name fills an unset ``base_url``."""
-        opts = parse_options(APIOptions, options, name)
+        opts = cls.options_from(options, name)
         if ref.base_url and not opts.base_url:
             opts = replace(opts, base_url=ref.base_url)
         return cls(ref.target, opts, name=name)

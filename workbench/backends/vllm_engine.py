@@ -23,8 +23,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
 from workbench.errors import ModelLoadError
+from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
@@ -58,11 +59,16 @@ class VLLMOptions:
     tensor_parallel_size: int = 1
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_fields(self, label="option")
+
 
 class VLLMModel(BlackBoxBackend):
     """A model loaded by vLLM's offline engine (see the module docstring)."""
 
     backend = "vllm"
+    options_type = VLLMOptions
+    engine = "vLLM"
     capabilities = VLLM_CAPABILITIES
 
     @classmethod
@@ -79,7 +85,7 @@ class VLLMModel(BlackBoxBackend):
     ) -> VLLMModel:
         """``options``: :class:`VLLMOptions` or a dict of its fields; a ``dtype`` other than
         auto fills the options' auto dtype."""
-        opts = parse_options(VLLMOptions, options, name)
+        opts = cls.options_from(options, name)
         if dtype not in (None, "auto") and opts.dtype == "auto":
             opts = replace(opts, dtype=str(dtype).removeprefix("torch."))
         return cls(ref.target, opts, name=name)

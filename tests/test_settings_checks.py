@@ -1,0 +1,178 @@
+"""Settings are checked before any work starts, everywhere: each bad input or fault a new user
+meets is one ``error: ...`` line naming the problem, exit status 2, and nothing half written.
+
+Commands run in process (``main(argv)``, the command line less the interpreter) where the check
+comes before anything loads; a few run as subprocesses where the process itself is under test
+(a signal, two imports at once).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.fieldtypes import check_value, mismatch
+
+
+def one_error_line(capsys, status: int) -> str:
+    """The command's one stderr line (asserting exit status 2 and that it is the only one)."""
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def files_under(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
+# -- one typed-field checker ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, annotation, problem",
+    [
+        ("no", bool, "'f' must be true or false, got 'no' (str)"),
+        (1, bool, "'f' must be true or false, got 1 (int)"),
+        (True, int, "'f' must be an integer, got True (bool)"),
+        (2.5, int, "'f' must be an integer, got 2.5 (float)"),
+        ("4", int | None, "'f' must be an integer, got '4' (str)"),
+        ("0.7", float, "'f' must be a number, got '0.7' (str)"),
+        (["a", 3], tuple[str, ...], "'f[1]' must be a string, got 3 (int)"),
+        ("a", tuple[str, ...], "'f' must be a list of strings, got 'a' (str)"),
+        ({"s": [0, "1"]}, dict[str, tuple[int, ...]] | None, "'f.s[1]' must be an integer"),
+        ({"m": 3}, dict[str, dict[str, Any]], "'f.m' must be a mapping, got 3 (int)"),
+        ("c", Literal["a", "b"], "'f' must be one of 'a', 'b', got 'c' (str)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_with_what_it_got(value, annotation, problem):
+    assert mismatch(value, annotation, "f").startswith(problem)
+    with pytest.raises(ConfigError, match="^config field 'f"):
+        check_value(value, annotation, "f")
+
+
+@pytest.mark.parametrize(
+    "value, annotation",
+    [
+        (True, bool | None),
+        (None, bool | None),
+        (3, float),  # a float takes an int (YAML's 1 for 1.0)
+        ([0, 1], tuple[int, ...]),  # YAML has lists only
+        ((0, 1), list[int]),
+        ({"a": {"b": 1}}, dict[str, dict[str, Any]]),
+        ("b", Literal["a", "b"]),
+        (object(), Any),
+    ],
+)
+def test_values_of_the_right_type_pass(value, annotation):
+    assert mismatch(value, annotation, "f") is None
+
+
+def test_grid_do_sample_as_text_is_an_error_not_sampling(tmp_path, capsys):
+    from workbench.__main__ import main
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text('name: typed\ntechniques: [base]\ndo_sample: "no"\n')
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert line == "error: config field 'do_sample' must be true or false, got 'no' (str)"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ("seeds: [0, '1']", "'seeds[1]' must be an integer, got '1' (str)"),
+        ("temperature: warm", "'temperature' must be a number, got 'warm' (str)"),
+        ("n_target: 2.5", "'n_target' must be an integer, got 2.5 (float)"),
+        ("early_stop: 1", "'early_stop' must be true or false, got 1 (int)"),
+        ("models: [3]", "'models[0]' must be a string, got 3 (int)"),
+        ("technique_params: {steering: 0.8}", "'technique_params.steering' must be a mapping"),
+    ],
+)
+def test_every_typed_grid_field_is_checked(tmp_path, fields, problem):
+    from workbench.experiments import ExperimentConfig
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(f"name: typed\n{fields}\n")
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.from_yaml(cfg)
+    assert str(e.value).startswith("config field " + problem)
+
+
+def test_grid_backend_options_are_checked_by_type_before_any_model_loads(tmp_path, monkeypatch):
+    import workbench.backends
+    from workbench.experiments import ExperimentConfig, Runner
+    from workbench.testing import tiny_benchmark
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    model = "openai:served@http://127.0.0.1:9/v1"
+    bench = tiny_benchmark()
+    for options, problem in [
+        ({"concurrency": "4"}, "option 'concurrency' must be an integer, got '4' (str)"),
+        ({"cache": "no"}, "option 'cache' must be true or false, got 'no' (str)"),
+        ({"colour": 1}, "cache and cache_path; got colour"),
+    ]:
+        config = ExperimentConfig(
+            name="opts",
+            models=(model,),
+            techniques=("base",),
+            targets=("river",),
+            model_options={model: options},
+        )
+        with pytest.raises(ConfigError) as e:
+            Runner(config, root=tmp_path, bench=bench, progress=False).run()
+        assert str(e.value).startswith(f"config field 'model_options': model '{model}'")
+        assert problem in str(e.value)
+    assert files_under(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "cls, options, problem",
+    [
+        ("VLLMOptions", {"max_model_len": "4096"}, "'max_model_len' must be an integer"),
+        ("VLLMOptions", {"gpu_memory_utilization": "0.5"}, "'gpu_memory_utilization' must be a"),
+        ("APIOptions", {"timeout": True}, "'timeout' must be a number, got True"),
+        ("HFOptions", {"dtype": 16}, "'dtype' must be a string, got 16 (int)"),
+    ],
+)
+def test_backend_options_are_checked_by_type(cls, options, problem):
+    import workbench.backends as backends
+
+    with pytest.raises(ConfigError) as e:
+        getattr(backends, cls)(**options)
+    assert str(e.value).startswith("option " + problem)
+
+
+def test_refusal_eval_fields_are_checked_by_the_same_checker(tmp_path):
+    from workbench.refusal import SuiteConfig
+
+    for text, problem in [
+        ("include_base: 'yes'", "'include_base' must be true or false, got 'yes' (str)"),
+        ("judge: {categories: 'no'}", "'judge.categories' must be true or false"),
+        ("sampling: {do_sample: 'no'}", "'sampling.do_sample' must be true or false"),
+        ("limit: '10'", "'limit' must be an integer, got '10' (str)"),
+        ("datasets: [{name: sanity, limit: 2.0}]", "'datasets[0].limit' must be an integer"),
+        ("abstainers: [{technique: steering, target: x, seed: '1'}]", "'abstainers[0].seed'"),
+    ]:
+        cfg = tmp_path / "suite.yaml"
+        cfg.write_text(text + "\n")
+        with pytest.raises(ConfigError) as e:
+            SuiteConfig.from_yaml(cfg)
+        assert str(e.value).startswith(f"{cfg}: config field {problem}")
+
+
+def test_the_shipped_configs_and_presets_still_pass():
+    from workbench.experiments import ExperimentConfig
+    from workbench.paths import repo_root
+    from workbench.refusal import SuiteConfig
+    from workbench.techniques.presets import PRESETS
+
+    SuiteConfig.from_yaml(repo_root() / "configs" / "refusal_eval.yaml")
+    for preset in PRESETS:
+        assert ExperimentConfig(preset=preset).seeds
