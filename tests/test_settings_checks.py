@@ -176,3 +176,17 @@ def test_the_shipped_configs_and_presets_still_pass():
     SuiteConfig.from_yaml(repo_root() / "configs" / "refusal_eval.yaml")
     for preset in PRESETS:
         assert ExperimentConfig(preset=preset).seeds
+
+
+# -- an empty config file -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "{}\n"])
+def test_an_empty_grid_file_is_an_error_not_the_default_grid(tmp_path, capsys, text):
+    from workbench.__main__ import main
+
+    cfg = tmp_path / "empty.yaml"
+    cfg.write_text(text)
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert line.startswith(f"error: {cfg}: no config fields in the file")
+    assert not (tmp_path / "runs").exists()
