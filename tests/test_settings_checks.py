@@ -190,3 +190,102 @@ def test_an_empty_grid_file_is_an_error_not_the_default_grid(tmp_path, capsys, t
     line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
     assert line.startswith(f"error: {cfg}: no config fields in the file")
     assert not (tmp_path / "runs").exists()
+
+
+# -- models: a hub id fails fast offline, in one line ---------------------------------------------
+
+
+def _closed_port() -> int:
+    from workbench.backends.serve import free_port
+
+    return free_port()  # bound, then closed: nothing listens there
+
+
+@pytest.fixture()
+def online(monkeypatch, tmp_path):
+    """Hub access allowed (the tests' default is offline), an empty HF cache."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+
+
+def test_a_hub_id_offline_and_not_cached_fails_at_once(monkeypatch, tmp_path):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.errors import ModelLoadError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError) as e:
+        load_model("some-org/some-model")
+    assert time.monotonic() - start < 5
+    assert str(e.value) == (
+        "could not load model 'some-org/some-model': it is not in the local Hugging Face cache, "
+        "and HF_HUB_OFFLINE is set (unset it to download, or use a registered name or a local "
+        "directory)"
+    )
+
+
+def test_an_unreachable_hub_is_asked_once_without_retries(monkeypatch, online):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.errors import ModelLoadError
+
+    port = _closed_port()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError) as e:
+        load_model("some-org/some-model")
+    assert time.monotonic() - start < 5  # it retried for ~50 s
+    assert str(e.value).startswith(
+        "could not load model 'some-org/some-model': it is not in the local Hugging Face cache "
+        f"and the hub (http://127.0.0.1:{port}) cannot be reached: "
+    )
+
+
+def test_an_id_the_hub_does_not_have_is_named(monkeypatch, online):
+    import http.server
+    import threading
+
+    from workbench.errors import ModelLoadError
+    from workbench.models.loading import check_model_name
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(401 if "gated" in self.path else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(ModelLoadError, match=r"the hub has no model of that id \(HTTP 404\)"):
+            check_model_name("some-org/typo-model")
+        with pytest.raises(ModelLoadError, match=r"\(HTTP 401\).*log in"):
+            check_model_name("some-org/gated-model")
+    finally:
+        server.shutdown()
+
+
+def test_a_cached_hub_model_loads_from_the_cache_when_the_hub_cannot_be_asked(
+    monkeypatch, online, tmp_path
+):
+    from workbench.backends import load_model
+    from workbench.testing import save_tiny, tiny_lm
+
+    repo = tmp_path / "hf-cache" / "models--acme--tiny-chat"
+    save_tiny(tiny_lm(seed=1), repo / "snapshots" / "0123abcd")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    for offline in ("0", "1"):
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+        lm = load_model("acme/tiny-chat", device="cpu")
+        assert (lm.model_id, lm.revision) == ("acme/tiny-chat", "0123abcd")
+        assert lm.source_dir == repo / "snapshots" / "0123abcd"

@@ -91,20 +91,21 @@ class VLLMModel(BlackBoxBackend):
         return cls(ref.target, opts, name=name)
 
     def __init__(self, target: str, options: VLLMOptions | None = None, *, name: str | None = None):
-        try:
-            import vllm
-        except ImportError:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
             raise ModelLoadError(
                 "the vLLM back end needs vLLM in this environment: pip install -e '.[vllm]' on a GPU "
                 "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm"
-            ) from None
-        from transformers import AutoTokenizer
-
+            )
         from workbench.models.loading import resolve_device, resolve_source
         from workbench.models.numerics import resolve_dtype
 
         self.options = o = options or VLLMOptions()
-        src = resolve_source(target)
+        src = resolve_source(target)  # a model that cannot load: one line before vLLM's import
+        import vllm
+        from transformers import AutoTokenizer
+
         self.name = name or f"vllm:{target}"
         self.model_id, self.revision, self.source_dir = src.model_id, src.revision, src.source_dir
         self.target = target
