@@ -192,7 +192,56 @@ def test_an_empty_grid_file_is_an_error_not_the_default_grid(tmp_path, capsys, t
     assert not (tmp_path / "runs").exists()
 
 
-# -- models: a hub id fails fast offline, in one line ---------------------------------------------
+# -- models: a wrong name is one line before the kernel starts; a hub id fails fast offline ---
+
+
+@pytest.fixture()
+def no_kernel(monkeypatch, tmp_path):
+    """papermill must not start: the checks come first. Runs go to a temporary folder."""
+    import papermill
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(
+        papermill, "execute_notebook", lambda *a, **k: pytest.fail("the kernel started")
+    )
+    return tmp_path / "runs"
+
+
+@pytest.mark.parametrize(
+    "notebook, parameter, message",
+    [
+        ("00_quickstart", "model=bogus", "parameter 'model': unknown model 'bogus': not a regis"),
+        ("03_refusal_judge", "judge_model=./nowhere", "parameter 'judge_model': no model direc"),
+        ("06_refusal_suite", "models=['smollm2-135m-instruct', 'bogus']", "unknown model 'bogus'"),
+        ("01_select_abstention", "targets=['wn:bogus']", "parameter 'targets': unknown concept"),
+        ("10_steering_inspector", "concept=river", "parameter 'concept': unknown concept id 'riv"),
+        ("06_refusal_suite", "score_detector=phrasal", "parameter 'score_detector' got 'phrasal'"),
+        ("01_select_abstention", "do_sample=no", "parameter 'do_sample' must be true or false"),
+        ("05_categorical_editing", "layer=2.5", "parameter 'layer' must be an integer, got 2.5"),
+        ("01_select_abstention", "data_dir=nowhere", "parameter 'data_dir': no benchmark in"),
+    ],
+)
+def test_notebook_parameters_naming_models_concepts_and_detectors_are_checked_first(
+    capsys, no_kernel, notebook, parameter, message
+):
+    from workbench.__main__ import main
+
+    line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
+    assert line.startswith(f"error: notebook {notebook}: ") and message in line
+    assert files_under(no_kernel) == []
+
+
+def test_a_select_benchmark_rejects_the_notebooks_wordnet_default_targets(tmp_path, no_kernel):
+    from workbench.notebooks import validate_parameters
+    from workbench.taxonomy import save_benchmark
+    from workbench.testing import tiny_benchmark
+
+    save_benchmark(tiny_benchmark(), tmp_path / "bench")
+    with pytest.raises(ConfigError, match="parameter 'targets': unknown concept id 'wn:"):
+        validate_parameters("01_select_abstention", {"data_dir": str(tmp_path / "bench")})
+    validate_parameters(
+        "01_select_abstention", {"data_dir": str(tmp_path / "bench"), "targets": ["river"]}
+    )
 
 
 def _closed_port() -> int:
