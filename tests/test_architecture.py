@@ -39,6 +39,7 @@ LAYERS = {
     "workbench.code_reading": "core",
     "workbench.yamlfile": "core",
     "workbench.fieldtypes": "core",
+    "workbench.runlock": "core",
     "workbench.releases": "core",
     "workbench.releases.known": "interface",
     "workbench.releases.__main__": "interface",

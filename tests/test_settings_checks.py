@@ -26,6 +26,16 @@ def one_error_line(capsys, status: int) -> str:
     return lines[0]
 
 
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment of a command under test: this checkout's package first on the path."""
+    import os
+
+    from workbench.paths import repo_root
+
+    path = os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **extra}
+
+
 def files_under(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
 
@@ -338,3 +348,195 @@ def test_a_cached_hub_model_loads_from_the_cache_when_the_hub_cannot_be_asked(
         lm = load_model("acme/tiny-chat", device="cpu")
         assert (lm.model_id, lm.revision) == ("acme/tiny-chat", "0123abcd")
         assert lm.source_dir == repo / "snapshots" / "0123abcd"
+
+
+# -- SELECT's released results: one import of a run at a time ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from select_results_fixture import write_results_release
+    from workbench.taxonomy import import_select, save_benchmark
+
+    root = tmp_path_factory.mktemp("select")
+    fx = write_results_release(root / "clone")
+    save_benchmark(import_select(fx["root"]), root / "bench")
+    return fx["root"], root / "bench"
+
+
+def import_results(release, runs: Path, *extra: str, run: str = "sel") -> int:
+    from workbench.__main__ import main
+
+    clone, bench = release
+    args = ["import-select-results", str(clone), "--benchmark", str(bench), "--run", run]
+    return main([*args, "--root", str(runs), "--workers", "1", "--allow-partial", *extra])
+
+
+def test_two_imports_of_one_run_the_second_says_who_holds_it(release, tmp_path, capsys):
+    """A slowed import holds the run; a second one at the same time fails in one line naming
+    it, writes nothing, and the first finishes whole."""
+    import subprocess
+    import sys
+    import time
+
+    import pandas as pd
+
+    script = (
+        "import sys, time\n"
+        "import workbench.select.results as sr\n"
+        "real = sr.import_file\n"
+        "def slow(task):\n"
+        "    time.sleep(0.5)\n"
+        "    return real(task)\n"
+        "sr.import_file = slow\n"
+        "from workbench.__main__ import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    clone, bench = release
+    runs = tmp_path / "runs"
+    first = subprocess.Popen(
+        [sys.executable, "-c", script, "import-select-results", str(clone), "--benchmark"]
+        + [str(bench), "--run", "sel", "--root", str(runs), "--workers", "1", "--allow-partial"]
+        + ["--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    note = runs / "sel" / ".lock.json"
+    deadline = time.time() + 120
+    while not note.is_file():
+        assert first.poll() is None and time.time() < deadline, first.stderr.read()
+        time.sleep(0.05)
+    line = one_error_line(capsys, import_results(release, runs))
+    assert line.startswith(f"error: run {runs / 'sel'} is in use by import-select-results ")
+    assert f"(process {first.pid} on " in line and ", started 20" in line
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    rows = pd.read_parquet(runs / "sel" / "results.parquet")  # the holder's file is whole
+    assert len(rows) > 0 and not note.exists()
+    assert [p.name for p in (runs / "sel").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_concurrent_writers_never_share_a_temporary_name(tmp_path):
+    from workbench.paths import atomic_file
+
+    final = tmp_path / "results.parquet"
+    with atomic_file(final) as a, atomic_file(final) as b:
+        assert a != b and a.parent == b.parent == tmp_path
+        a.write_text("first")
+        b.write_text("second")
+    assert final.read_text() == "first"  # the last to finish wins, whole
+    with pytest.raises(KeyboardInterrupt), atomic_file(final) as c:
+        c.write_text("half")
+        raise KeyboardInterrupt
+    assert final.read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "results.parquet"
+    ]
+
+
+# -- output folders that cannot be written: one line, before any work -----------------------------
+
+
+@pytest.fixture()
+def under_a_file(tmp_path) -> Path:
+    """A folder path under a regular file: no process can write there, root included (tests
+    run as root in CI, where a chmod-ed folder stays writable)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    return blocker / "out"
+
+
+NOT_A_FOLDER = "a-file is a file, not a folder"
+
+
+def test_grid_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
+    import workbench.backends
+    from workbench.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: ro\ntechniques: [base]\ntargets: ['wn:09411430-n']\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(under_a_file)]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'ro'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_refusal_eval_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
+    import workbench.backends
+    from workbench.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(under_a_file))
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text("name: ro\ndatasets: [sanity]\n")
+    line = one_error_line(capsys, main(["refusal-eval", str(cfg)]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'ro'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_agreement_csv_into_an_unwritable_folder(capsys, under_a_file):
+    from workbench.scoring.__main__ import main
+
+    line = one_error_line(capsys, main(["agreement", "--csv", str(under_a_file / "a.csv")]))
+    assert line.startswith(f"error: cannot write to the folder of the --csv file {under_a_file}")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_taxonomy_import_select_into_an_unwritable_folder(capsys, release, under_a_file):
+    from workbench.taxonomy.__main__ import main
+
+    clone, _ = release
+    status = main(["import-select", str(clone), "--out", str(under_a_file / "bench")])
+    line = one_error_line(capsys, status)
+    assert line.startswith("error: cannot write to the benchmark folder --out ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_import_select_results_into_an_unwritable_folder(capsys, release, under_a_file):
+    line = one_error_line(capsys, import_results(release, under_a_file))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'sel'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def _read_only_mount_works(path: Path) -> bool:
+    import subprocess
+
+    script = f"mount --bind {path} {path} && mount -o remount,ro,bind {path} && ! touch {path}/x"
+    try:
+        r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True)
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
+def test_a_read_only_folder_is_found_by_writing_to_it(tmp_path):
+    """A folder that exists on a read-only file system (a bind mount in a private mount
+    namespace, where unshare is allowed): the probe file finds it, as it would a folder of
+    another user's."""
+    import subprocess
+    import sys
+
+    ro = tmp_path / "ro"
+    (ro / "runs").mkdir(parents=True)
+    if not _read_only_mount_works(ro):
+        pytest.skip("no unshare/mount here to make a read-only folder")
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: ro\ntechniques: [base]\ntargets: ['wn:09411430-n']\n")
+    command = f"{sys.executable} -m workbench grid {cfg} --root {ro / 'runs'}"
+    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
+    r = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"error: cannot write to the run folder {ro / 'runs' / 'ro'}: Read-only file system "
+        f"({ro / 'runs'})"
+    ]

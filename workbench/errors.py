@@ -28,6 +28,10 @@ class ConfigError(WorkbenchError):
     """A configuration value is invalid; the message names the field."""
 
 
+class OutputError(WorkbenchError):
+    """An output location cannot be written (read-only, not a folder, another run holds it)."""
+
+
 def run_command(command: Callable[..., int | None], *args: Any) -> int:
     """A command line's exit status: ``command(*args)``'s (0 when it returns None), or 2 after
     printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr."""
