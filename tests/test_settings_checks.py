@@ -350,7 +350,7 @@ def test_a_cached_hub_model_loads_from_the_cache_when_the_hub_cannot_be_asked(
         assert lm.source_dir == repo / "snapshots" / "0123abcd"
 
 
-# -- SELECT's released results: one import of a run at a time ------------------------------------
+# -- SELECT's released results: the detector, the models, the benchmark ---------------------------
 
 
 @pytest.fixture(scope="module")
@@ -370,6 +370,44 @@ def import_results(release, runs: Path, *extra: str, run: str = "sel") -> int:
     clone, bench = release
     args = ["import-select-results", str(clone), "--benchmark", str(bench), "--run", run]
     return main([*args, "--root", str(runs), "--workers", "1", "--allow-partial", *extra])
+
+
+def test_an_unknown_detector_is_named_before_anything_is_imported(release, tmp_path, capsys):
+    line = one_error_line(
+        capsys, import_results(release, tmp_path / "runs", "--detector", "refused_nope")
+    )
+    assert line.startswith(
+        "error: no refusal column 'refused_nope' in an imported run; known: refused_phrase, "
+    )
+    assert "select_flag_heuristic" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_model_lists_every_alias_of_the_release(release, tmp_path, capsys):
+    line = one_error_line(
+        capsys, import_results(release, tmp_path / "runs", "--models", "Llama-Nope")
+    )
+    assert line == (
+        "error: unknown model(s) 'Llama-Nope'; the release has: Tiny-IT-1B (acme/tiny-it-1b), "
+        "Chat-API (openai/azure/chat-api)"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_benchmark_without_the_releases_targets_is_an_error_not_a_table(
+    release, tmp_path, capsys
+):
+    from workbench.taxonomy import save_benchmark
+    from workbench.testing import tiny_benchmark
+
+    save_benchmark(tiny_benchmark(), tmp_path / "other")
+    wrong = (release[0], tmp_path / "other")
+    line = one_error_line(capsys, import_results(wrong, tmp_path / "runs"))
+    assert (
+        line.startswith("error: the benchmark ") and "holds none of the release's targets" in line
+    )
+    assert "python -m workbench.taxonomy import-select" in line
+    assert not (tmp_path / "runs").exists()
 
 
 def test_two_imports_of_one_run_the_second_says_who_holds_it(release, tmp_path, capsys):

@@ -79,7 +79,11 @@ from workbench.select.results.schema import (
     TRAILING,
     schema,
 )
-from workbench.select.results.tables import select_results_table
+from workbench.select.results.tables import (
+    check_detector,
+    detector_columns,
+    select_results_table,
+)
 
 __all__ = [
     "API_PROVIDERS",
@@ -99,7 +103,10 @@ __all__ = [
     "ImportReport",
     "ResultFile",
     "SelectResultsError",
+    "check_detector",
+    "check_targets",
     "chunk_meta",
+    "detector_columns",
     "detector_functions",
     "expected_files",
     "import_file",
@@ -158,8 +165,9 @@ def import_select_results(
 
     A rerun skips files whose chunk exists (same content, same settings) and rebuilds
     ``results.parquet`` from the chunks; absent and unreadable files are in the report and in
-    ``missing_files.json``. Before anything is written: a run folder that cannot be written,
-    or another import of the same run (its lock) is one line.
+    ``missing_files.json``. Before anything is written: a benchmark that holds none of the
+    release's targets, a run folder that cannot be written, or another import of the same run
+    (its lock) is one line.
     """
     from workbench.paths import check_writable, runs_root
     from workbench.runlock import run_lock
@@ -173,6 +181,7 @@ def import_select_results(
         raise SelectResultsError(f"run_name must be a plain folder name, got {run_name!r}")
     rel_root = release_root(release_dir)
     files, notes = expected_files(rel_root, models)
+    check_targets(rel_root, files, bench)
     run_dir = check_writable(
         (Path(root) if root is not None else runs_root()) / run_name, "the run folder"
     )
@@ -189,6 +198,39 @@ def import_select_results(
             workers,
             allow_partial,
             start,
+        )
+
+
+def check_targets(rel_root: Path, files: list[ResultFile], bench) -> None:
+    """Raise SelectResultsError when the benchmark holds none of the targets of the release's
+    smallest readable file of each partition: the benchmark of another release (or none
+    imported from it), found before anything is imported, not as a table of unknown rows."""
+    from workbench.select.results.join import _Joiner
+    from workbench.select.results.reading import _iter_records
+
+    joiner = _Joiner(bench)
+    seen: list[str] = []
+    for partition in PARTITIONS:
+        paths = [rel_root / f.relpath for f in files if f.partition == partition]
+        for path in sorted((p for p in paths if p.is_file()), key=lambda p: p.stat().st_size):
+            try:
+                data = read_results(path)
+                keys = [(rel, key) for _, rel, key, _ in _iter_records(partition, data)]
+            except SelectResultsError:
+                continue  # unreadable files are the import's to report
+            for relation, key in keys:
+                target, known = joiner.target(partition, relation, key)
+                if known:
+                    return
+                seen.append(target)
+            if keys:
+                break
+    if seen:
+        name = (getattr(bench, "manifest", None) or {}).get("name", "given")
+        raise SelectResultsError(
+            f"the benchmark {name!r} holds none of the release's targets ({len(set(seen))} "
+            f"read, e.g. {seen[0]!r}): give the one imported from this release (python -m "
+            f"workbench.taxonomy import-select {rel_root} --out DIR)"
         )
 
 
