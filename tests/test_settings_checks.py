@@ -578,3 +578,84 @@ def test_a_read_only_folder_is_found_by_writing_to_it(tmp_path):
         f"error: cannot write to the run folder {ro / 'runs' / 'ro'}: Read-only file system "
         f"({ro / 'runs'})"
     ]
+
+
+# -- Ctrl-C on refusal-eval: one line, the finished chunks kept, the next call resumes -----------
+
+SLOW_SUITE = """
+import sys, time
+import workbench.refusal.suite as suite
+
+write = suite._write_atomic
+
+def slow(frame, path):  # each chunk takes a while, so the interrupt lands mid-run
+    write(frame, path)
+    time.sleep(0.4)
+
+suite._write_atomic = slow
+from workbench.__main__ import main
+sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
+"""
+
+
+def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import workbench.generation
+    from workbench.refusal import RefusalSuite, SuiteConfig
+    from workbench.testing import save_tiny, tiny_lm
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("WORKBENCH_RUNS", str(runs))
+    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
+            for i in range(12)
+        )
+    )
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text(
+        f"name: stopped\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
+        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SUITE, str(cfg)],
+        env=subprocess_env(WORKBENCH_RUNS=str(runs)),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    chunks = runs / "stopped" / "chunks"
+    deadline = time.time() + 120
+    while len(list(chunks.glob("gen-*.parquet"))) < 2:
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert err.strip().splitlines() == [
+        f"error: interrupted; the finished chunks are kept in {chunks} and the same command "
+        "resumes from them"
+    ]
+    kept = sorted(p.name for p in chunks.iterdir())
+    assert 2 <= len(kept) < 6 and all(n.startswith("gen-") and n.endswith(".parquet") for n in kept)
+    assert not (runs / "stopped" / "rows.parquet").exists()
+
+    calls = []
+    real = workbench.generation.generate
+
+    def counting(lm, prompts, *a, **k):
+        calls.extend(prompts)
+        return real(lm, prompts, *a, **k)
+
+    monkeypatch.setattr(workbench.generation, "generate", counting)
+    rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    assert len(calls) == 12 - 2 * len(kept)  # only what the interrupt left undone
+    assert sorted(rows["prompt_id"]) == sorted(f"p{i}" for i in range(12))

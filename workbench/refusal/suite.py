@@ -525,12 +525,21 @@ def run_config_file(
 ) -> SuiteResult:
     """The ``refusal-eval`` command: read a YAML config (checked before any model loads), run or
     resume it, print the splits that misbehave and where everything went."""
+    from workbench.errors import Interrupted
+
     config = SuiteConfig.from_yaml(path)
     changes = {k: v for k, v in (("name", name), ("limit", limit)) if v is not None}
     if changes:
         config = SuiteConfig.from_dict({**config.to_dict(), **changes})
     start = time.time()
-    result = run_suite(config, progress=progress)
+    suite = RefusalSuite(config, progress=progress)
+    try:
+        result = suite.run()
+    except KeyboardInterrupt:  # finished chunks are whole on disk; the one in flight is not
+        raise Interrupted(
+            f"interrupted; the finished chunks are kept in {suite.run_dir / 'chunks'} and the "
+            "same command resumes from them"
+        ) from None
     cols = [*SPLIT_SHARES, "failure", "misbehaves"]
     with pd.option_context(
         "display.width",
