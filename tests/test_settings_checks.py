@@ -26,6 +26,17 @@ def one_error_line(capsys, status: int) -> str:
     return lines[0]
 
 
+def the_error_after_progress(capsys, status: int) -> str:
+    """The one ``error:`` line of a command whose progress bars also write to stderr (a grid
+    that ran a cell): no traceback, and nothing after the error."""
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err, err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], err
+    return errors[0]
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment of a command under test: this checkout's package first on the path."""
     import os
@@ -659,3 +670,124 @@ def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkey
     rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
     assert len(calls) == 12 - 2 * len(kept)  # only what the interrupt left undone
     assert sorted(rows["prompt_id"]) == sorted(f"p{i}" for i in range(12))
+
+
+# -- an endpoint that is down: no retries, and a grid stops at it --------------------------------
+
+
+def _dead_endpoint() -> str:
+    return f"http://127.0.0.1:{_closed_port()}/v1"
+
+
+def test_a_dead_endpoint_fails_at_once_not_after_retries(tmp_path):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+    from workbench.generation import GenerationConfig, generate
+
+    url = _dead_endpoint()
+    lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
+    start = time.monotonic()
+    with pytest.raises(EndpointDown) as e:
+        generate(lm, ["Hello?", "Hi?"], GenerationConfig(max_new_tokens=4), progress=False)
+    assert time.monotonic() - start < 5  # the client's retries took ~22 s
+    assert str(e.value) == (
+        f"endpoint {url} cannot be reached (Connection refused; is its server running, and the "
+        "URL right?)"
+    )
+    lm.close()
+
+
+def test_answers_in_the_cache_need_no_endpoint(tmp_path):
+    from workbench.backends import load_model
+    from workbench.backends.cache import request_key
+    from workbench.backends.openai_api import EndpointDown
+
+    url = _dead_endpoint()
+    lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
+    body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
+    lm.cache.put(request_key(url + "/chat/completions", body), {"choices": []})
+    assert lm._call("/chat/completions", body) == ({"choices": []}, True)
+    with pytest.raises(EndpointDown):
+        lm._call("/chat/completions", {**body, "max_tokens": 3})
+    lm.close()
+
+
+def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_path):
+    import http.server
+    import json
+    import threading
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+
+    answer = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Fine."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+    class Once(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Once)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    options = {"cache": False, "max_retries": 0}
+    lm = load_model(f"openai:served@{url}", options=options)
+    body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
+    assert lm._call("/chat/completions", body)[0]["choices"][0]["message"]["content"] == "Fine."
+    server.shutdown()
+    server.server_close()
+    with pytest.raises(EndpointDown, match=f"^endpoint {url} stopped answering"):
+        lm._call("/chat/completions", body)
+    with pytest.raises(EndpointDown, match="stopped answering"):  # no more tries
+        lm._call("/chat/completions", {**body, "n": 1})
+    lm.close()
+
+
+def test_a_grid_stops_at_the_first_endpoint_that_is_down(tmp_path, capsys, monkeypatch):
+    import json
+    import time
+
+    from workbench.__main__ import main
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    url = _dead_endpoint()
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(
+        f"name: dead\nmodels: ['openai:served@{url}']\ntechniques: [base, zero_shot]\n"
+        "targets: ['wn:09411430-n', 'wn:10560637-n']\nn_target: 2\nn_descendant: 0\n"
+        "n_specificity: 0\n"
+    )
+    start = time.monotonic()
+    status = main(["grid", str(cfg), "--root", str(tmp_path / "runs")])
+    assert time.monotonic() - start < 20  # it took ~22 s per cell, every cell tried
+    line = the_error_after_progress(capsys, status)
+    assert line == (
+        f"error: endpoint {url} cannot be reached (Connection refused; is its server running, "
+        "and the URL right?); the grid stopped at its first cell on it (0 of 4 cells done and "
+        "kept; run it again once it answers)"
+    )
+    errors = (tmp_path / "runs" / "dead" / "errors.jsonl").read_text().splitlines()
+    assert [json.loads(e)["error"] for e in errors] == ["EndpointDown"]  # one cell, not four
+    assert not (tmp_path / "runs" / "dead" / "cells").exists()

@@ -227,7 +227,9 @@ class Runner:
 
         A cell that fails does not stop the others: its error is written to
         ``runs/<name>/errors.jsonl`` and, once every other cell is done and the results are
-        written, :class:`CellFailures` is raised naming each failed cell. The run folder is
+        written, :class:`CellFailures` is raised naming each failed cell. An endpoint that
+        cannot be reached (:class:`~workbench.backends.openai_api.EndpointDown`) stops the grid
+        at once instead: every cell after it would wait for it in vain. The run folder is
         this process's while it runs (a second grid on it is one line naming this one).
         """
         from workbench.runlock import run_lock
@@ -259,8 +261,12 @@ class Runner:
             desc="cells",
             disable=not self.progress or self.quiet,
         )
+        from workbench.backends.openai_api import EndpointDown
+
+        stopped: EndpointDown | None = None
+        results = self.executor.execute(self, todo)
         try:
-            for result in self.executor.execute(self, todo):
+            for result in results:
                 cell = result.cell
                 if result.error is not None:
                     failures.append(self._failure(cell, result.error, result.traceback))
@@ -271,9 +277,19 @@ class Runner:
                     )
                 self._finished(cell, result.error is None)
                 bar.update(1)
+                if isinstance(result.error, EndpointDown):
+                    stopped = result.error
+                    break
         finally:
+            getattr(results, "close", lambda: None)()  # an executor's workers stop too
             bar.close()
         table = self.results()
+        if stopped is not None:
+            done = self._clock["done"] - len(failures)
+            raise EndpointDown(
+                f"{stopped}; the grid stopped at its first cell on it ({done} of "
+                f"{len(self.cells())} cells done and kept; run it again once it answers)"
+            )
         if failures:
             raise CellFailures(failures, errors_path, len(self.cells()))
         return table
