@@ -551,6 +551,29 @@ def test_import_select_results_into_an_unwritable_folder(capsys, release, under_
     assert line.endswith(NOT_A_FOLDER)
 
 
+def test_a_notebook_into_an_unwritable_runs_folder(capsys, no_kernel, under_a_file, monkeypatch):
+    from workbench.__main__ import main
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(under_a_file))
+    line = one_error_line(capsys, main(["run", "00_quickstart"]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'quickstart'}")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_unknownbench_build_into_an_unwritable_folder(capsys, under_a_file, monkeypatch):
+    import workbench.unknown.datasets
+    from workbench.unknown.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.unknown.datasets,
+        "build_unknown_dataset",
+        lambda **k: pytest.fail("the build started"),
+    )
+    line = one_error_line(capsys, main(["build", "--out", str(under_a_file / "unknown")]))
+    assert line.startswith("error: cannot write to the dataset folder --out ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
 def _read_only_mount_works(path: Path) -> bool:
     import subprocess
 

@@ -305,16 +305,15 @@ def run_notebook(
     nb = find_notebook(name)
     parameters = dict(parameters or {})
     known = validate_parameters(nb, parameters)
+    from workbench.paths import check_writable, run_folder, runs_root
+
     if run_dir:
         out_dir = Path(run_dir)
     elif "run_name" in known:
-        from workbench.paths import run_path
-
-        out_dir = run_path(parameters.get("run_name", known["run_name"].default))
+        out_dir = run_folder(parameters.get("run_name", known["run_name"].default))
     else:
-        from workbench.paths import runs_root
-
         out_dir = runs_root() / "notebooks"
+    check_writable(out_dir, "the run folder")  # before the kernel starts
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / nb.name
     source = out_dir / f"{nb.stem}.input.ipynb"

@@ -41,13 +41,19 @@ def runs_root() -> Path:
     return Path(override).expanduser() if override else repo_root() / "runs"
 
 
-def run_path(run_name: str) -> Path:
-    """``runs/<run_name>/``, created: every output of one run goes here."""
+def run_folder(run_name: str) -> Path:
+    """``runs/<run_name>/`` (not created); a run name that is not a plain directory name is a
+    ConfigError."""
     if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
         from workbench.errors import ConfigError
 
         raise ConfigError(f"run_name must be a plain directory name, got {run_name!r}")
-    path = runs_root() / run_name
+    return runs_root() / run_name
+
+
+def run_path(run_name: str) -> Path:
+    """``runs/<run_name>/``, created: every output of one run goes here."""
+    path = run_folder(run_name)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
