@@ -67,6 +67,7 @@ def files_under(path: Path) -> list[Path]:
         ("a", tuple[str, ...], "'f' must be a list of strings, got 'a' (str)"),
         ({"s": [0, "1"]}, dict[str, tuple[int, ...]] | None, "'f.s[1]' must be an integer"),
         ({"m": 3}, dict[str, dict[str, Any]], "'f.m' must be a mapping, got 3 (int)"),
+        ([1], dict[str, tuple[int, ...]], "'f' must be a mapping to lists of integers, got [1]"),
         ("c", Literal["a", "b"], "'f' must be one of 'a', 'b', got 'c' (str)"),
     ],
 )

@@ -44,7 +44,7 @@ def describe(annotation: Any) -> str:
     if origin in (tuple, list):
         if origin is tuple and args and args[-1] is not Ellipsis:
             return f"a list of {len(args)} items"
-        return f"a list of {_plural(args[0]) if args else 'items'}"
+        return f"a list of {_plural(args[0])}" if args and args[0] is not Any else "a list"
     if origin is dict:
         if args and args[1] is not Any:
             return f"a mapping to {_plural(args[1])}"
@@ -65,10 +65,14 @@ _PLURAL = {bool: "true/false values", int: "integers", float: "numbers", str: "s
 
 
 def _plural(annotation: Any) -> str:
+    """``describe`` of many: "integers", "lists of strings", "mappings to numbers"."""
     if annotation in _PLURAL:
         return _PLURAL[annotation]
     text = describe(annotation)
-    return text.removeprefix("a ").removeprefix("an ") + "s" if " or " not in text else text
+    if " or " in text or typing.get_origin(annotation) is Literal or annotation is Any:
+        return f"items each {text}"
+    noun, _, rest = text.removeprefix("a ").removeprefix("an ").partition(" ")
+    return f"{noun}s {rest}".strip()
 
 
 def _show(value: Any) -> str:
