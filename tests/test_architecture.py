@@ -38,6 +38,8 @@ LAYERS = {
     "workbench.paths": "core",
     "workbench.code_reading": "core",
     "workbench.yamlfile": "core",
+    "workbench.fieldtypes": "core",
+    "workbench.runlock": "core",
     "workbench.releases": "core",
     "workbench.releases.known": "interface",
     "workbench.releases.__main__": "interface",

@@ -333,7 +333,7 @@ def test_seeds_you_set_apply_to_every_technique_and_bad_settings_are_one_line_er
     assert both.seeds_for("steering") == (5,) and both.seeds_for("zero_shot") == (0,)
     with pytest.raises(ConfigError, match="'temperature' must be > 0 when sampling"):
         ExperimentConfig(preset="select", temperature=0)
-    with pytest.raises(ConfigError, match="'technique_seeds' must map technique names"):
+    with pytest.raises(ConfigError, match="'technique_seeds' must be a mapping to lists of int"):
         ExperimentConfig(technique_seeds=[1])
     bad = ExperimentConfig(technique_seeds={"sft-dpo": [1]})
     with pytest.raises(

@@ -117,11 +117,20 @@ def _cmd_import_select_results(args) -> None:
     import pandas as pd
 
     from workbench.scoring.metrics import select_wide
-    from workbench.select.results import TECHNIQUES, import_select_results, select_results_table
+    from workbench.select.results import (
+        TECHNIQUES,
+        check_detector,
+        detector_functions,
+        import_select_results,
+        select_results_table,
+    )
+    from workbench.taxonomy import load_benchmark
 
+    bench = load_benchmark(args.benchmark)
+    check_detector(args.detector, list(detector_functions(bench)))  # before the import
     report = import_select_results(
         args.release,
-        args.benchmark,
+        bench,
         run_name=args.run,
         root=args.root,
         models=args.models or None,

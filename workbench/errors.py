@@ -28,11 +28,24 @@ class ConfigError(WorkbenchError):
     """A configuration value is invalid; the message names the field."""
 
 
+class Interrupted(WorkbenchError):
+    """The user stopped a command (Ctrl-C); what was finished is kept."""
+
+
+class OutputError(WorkbenchError):
+    """An output location cannot be written (read-only, not a folder, another run holds it)."""
+
+
 def run_command(command: Callable[..., int | None], *args: Any) -> int:
     """A command line's exit status: ``command(*args)``'s (0 when it returns None), or 2 after
-    printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr."""
+    printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr. Ctrl-C is such an
+    error too (``error: interrupted``, status 2, no traceback); a command that can resume says
+    how in its own :class:`Interrupted`."""
     try:
         return command(*args) or 0
     except WorkbenchError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
         return 2

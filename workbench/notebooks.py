@@ -4,10 +4,12 @@ Each notebook ``notebooks/X.ipynb`` is paired by jupytext with ``notebooks/src/X
 (``jupytext.toml``): JupyterLab with the jupytext extension saves both, so there is one source.
 The runner executes the pair only when both hold the same cells; a notebook edited without
 jupytext (the pair out of step) is an error naming the command that syncs it, never a silent
-choice of one file. It rejects parameter names a notebook does not define, values whose type
-differs from the default and values outside a parameter's choices (papermill itself only logs a
-warning), runs in the project's Jupyter kernel with the repository root as working directory,
-and keeps the executed copy under ``runs/``.
+choice of one file. Before the kernel starts, it rejects parameter names a notebook does not
+define, values whose type differs from the default's (for a ``None`` default, from the grid's
+field of the same name), values outside a parameter's choices (papermill itself only logs a
+warning), models that cannot load and concepts the benchmark lacks, each in one line. It runs
+in the project's Jupyter kernel with the repository root as working directory, and keeps the
+executed copy under ``runs/``.
 """
 
 from __future__ import annotations
@@ -121,16 +123,33 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]
     return out
 
 
-def _compatible(default: Any, value: Any) -> bool:
-    if default is None or value is None:
-        return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, (int, float)) and isinstance(value, (int, float)):
-        return not (isinstance(default, int) and isinstance(value, float))
-    if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
-        return True
-    return isinstance(value, type(default))
+#: Parameters that name models (any name ``load_model`` accepts; "" or "self" where the
+#: notebook reads them as "none" or "the model itself").
+MODEL_PARAMETERS = ("model", "models", "judge_model")
+#: Parameters that name concepts of the benchmark.
+CONCEPT_PARAMETERS = ("targets", "concept", "technique_target", "abstainer_target")
+#: Notebooks whose concepts come from the benchmark a parameter names ("": the shipped one);
+#: the others' come from the shipped benchmark.
+BENCHMARK_PARAMETER = {"01_select_abstention": "data_dir", "02_select_compositions": "data_dir"}
+
+
+def parameter_type(param: NotebookParameter) -> Any:
+    """The type a parameter's values must have: its default's (a list takes a list or a tuple;
+    a float an int), or for a ``None`` default the type of the grid's field of the same name
+    (notebooks 01 and 02 pass them on to ExperimentConfig); anything when neither says."""
+    import typing
+
+    from workbench.experiments.config import ExperimentConfig
+
+    default = param.default
+    if default is None:
+        declared = {**typing.get_type_hints(ExperimentConfig), "layer": int | None}
+        return declared.get(param.name, Any)
+    if isinstance(default, (list, tuple)):
+        return list[Any]
+    if isinstance(default, dict):
+        return dict[Any, Any]
+    return type(default)
 
 
 def _choices() -> dict[str, tuple]:
@@ -138,7 +157,7 @@ def _choices() -> dict[str, tuple]:
     that registries are complete)."""
     from workbench.editing.editors import EDITORS
     from workbench.editing.scoring import NORMALIZATIONS
-    from workbench.scoring.detectors import DETECTOR_COLUMNS
+    from workbench.scoring.detectors import DETECTOR_COLUMNS, detectors_for
     from workbench.techniques import TECHNIQUES
     from workbench.techniques.presets import PRESETS
     from workbench.unknown.measures import PROMPTS
@@ -152,6 +171,7 @@ def _choices() -> dict[str, tuple]:
         "techniques": tuple(TECHNIQUES),
         "technique": tuple(TECHNIQUES),
         "editors": tuple(EDITORS),
+        "score_detector": tuple(detectors_for()),
         "normalization": NORMALIZATIONS,
         "executor": ("local", "ray"),
     }
@@ -165,9 +185,11 @@ def parameter_choices(name: str) -> tuple | None:
 def validate_parameters(
     path: str | os.PathLike, parameters: dict[str, Any]
 ) -> dict[str, NotebookParameter]:
-    """Fail fast, naming the parameter, on unknown names, wrongly typed values and values
-    outside a parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...).
-    Returns the notebook's parameters."""
+    """Fail fast, naming the parameter, on unknown names, wrongly typed values, values outside a
+    parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...), models that
+    cannot load and concepts the notebook's benchmark lacks. Returns the notebook's parameters."""
+    from workbench.fieldtypes import check_value
+
     known = notebook_parameters(path)
     name = Path(path).stem
     for key, value in parameters.items():
@@ -176,12 +198,7 @@ def validate_parameters(
                 f"notebook {name} has no parameter {key!r}; its parameters are: "
                 + ", ".join(sorted(known))
             )
-        default = known[key].default
-        if not _compatible(default, value):
-            raise ConfigError(
-                f"notebook {name}: parameter {key!r} expects {type(default).__name__} "
-                f"(default {default!r}), got {type(value).__name__} {value!r}"
-            )
+        check_value(value, parameter_type(known[key]), key, label=f"notebook {name}: parameter")
         choices = parameter_choices(key)
         if choices is not None:
             values = value if isinstance(value, (list, tuple)) else [value]
@@ -191,7 +208,58 @@ def validate_parameters(
                     f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
                     f"choose from: {', '.join(map(str, choices))}"
                 )
+    _check_models(name, parameters)
+    _check_concepts(name, known, parameters)
     return known
+
+
+def _values(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _check_models(name: str, parameters: dict[str, Any]) -> None:
+    """Models given as parameters can load (registered, a model directory, a hub id the cache
+    or the hub has): one line now, not a traceback from the kernel."""
+    from workbench.backends import check_model
+    from workbench.errors import WorkbenchError
+
+    for key in MODEL_PARAMETERS:
+        for model in _values(parameters.get(key, [])):
+            if isinstance(model, str) and model not in ("", "self"):
+                try:
+                    check_model(model)
+                except WorkbenchError as e:
+                    raise ConfigError(f"notebook {name}: parameter {key!r}: {e}") from None
+
+
+def _check_concepts(
+    name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]
+) -> None:
+    """Concepts the notebook will look up are in its benchmark: those given, and with them
+    the defaults when the benchmark itself is given (a WordNet default is not in a SELECT
+    benchmark)."""
+    bench_key = BENCHMARK_PARAMETER.get(name)
+    keys = [k for k in CONCEPT_PARAMETERS if k in known]
+    if not keys or not (set(keys) | {bench_key}) & set(parameters):
+        return
+    from workbench.errors import WorkbenchError
+    from workbench.paths import project_path
+    from workbench.taxonomy import load_benchmark
+
+    directory = parameters.get(bench_key, known[bench_key].default) if bench_key else ""
+    try:
+        bench = load_benchmark(project_path(directory) if directory else None)
+    except WorkbenchError as e:
+        raise ConfigError(f"notebook {name}: parameter {bench_key!r}: {e}") from None
+    for key in keys:
+        for concept in _values(parameters.get(key, known[key].default)):
+            try:
+                bench.concept(concept)
+            except WorkbenchError as e:
+                raise ConfigError(
+                    f"notebook {name}: parameter {key!r}: {e} (find ids: python -m "
+                    "workbench.taxonomy find TEXT)"
+                ) from None
 
 
 def parse_parameter(text: str) -> tuple[str, Any]:
@@ -237,16 +305,15 @@ def run_notebook(
     nb = find_notebook(name)
     parameters = dict(parameters or {})
     known = validate_parameters(nb, parameters)
+    from workbench.paths import check_writable, run_folder, runs_root
+
     if run_dir:
         out_dir = Path(run_dir)
     elif "run_name" in known:
-        from workbench.paths import run_path
-
-        out_dir = run_path(parameters.get("run_name", known["run_name"].default))
+        out_dir = run_folder(parameters.get("run_name", known["run_name"].default))
     else:
-        from workbench.paths import runs_root
-
         out_dir = runs_root() / "notebooks"
+    check_writable(out_dir, "the run folder")  # before the kernel starts
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / nb.name
     source = out_dir / f"{nb.stem}.input.ipynb"

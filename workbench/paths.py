@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,13 +41,19 @@ def runs_root() -> Path:
     return Path(override).expanduser() if override else repo_root() / "runs"
 
 
-def run_path(run_name: str) -> Path:
-    """``runs/<run_name>/``, created: every output of one run goes here."""
+def run_folder(run_name: str) -> Path:
+    """``runs/<run_name>/`` (not created); a run name that is not a plain directory name is a
+    ConfigError."""
     if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
         from workbench.errors import ConfigError
 
         raise ConfigError(f"run_name must be a plain directory name, got {run_name!r}")
-    path = runs_root() / run_name
+    return runs_root() / run_name
+
+
+def run_path(run_name: str) -> Path:
+    """``runs/<run_name>/``, created: every output of one run goes here."""
+    path = run_folder(run_name)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -56,6 +63,67 @@ def project_path(path: str | os.PathLike) -> Path:
     same file from a notebook in ``notebooks/`` as from the command line)."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else repo_root() / p
+
+
+def check_writable(path: str | os.PathLike, what: str = "the output folder") -> Path:
+    """``path`` (a folder, existing or to be made), once proven writable: a probe file is made
+    and removed in it, or in the nearest folder above it that exists; nothing else is created.
+    Called before any work starts, so that a read-only folder, a path under a file or a full
+    disk is one :class:`~workbench.errors.OutputError` line naming ``what`` and the folder, not
+    an OSError traceback once the work is done."""
+    from workbench.errors import OutputError
+
+    p = Path(path).expanduser()
+    existing = p.absolute()
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputError(f"cannot write to {what} {p}: {existing} is a file, not a folder")
+    try:
+        probe = existing / f".write-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as e:
+        where = "" if existing == p.absolute() else f" ({existing})"
+        raise OutputError(
+            f"cannot write to {what} {p}: {e.strerror or type(e).__name__}{where}"
+        ) from None
+    return p
+
+
+def check_writable_file(path: str | os.PathLike, what: str = "the output file") -> Path:
+    """``path`` as a file that can be written (not a folder, its folder writable:
+    :func:`check_writable`), checked before the work that fills it."""
+    from workbench.errors import OutputError
+
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise OutputError(f"cannot write {what} {p}: it is a folder")
+    check_writable(p.parent, f"the folder of {what}")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_file(final: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary sibling of ``final`` to write; on success it replaces ``final`` at
+    once, on failure (an interrupt too) it is removed. Readers see the old file or the new one,
+    whole, and the temporary name is this writer's own (process id and a random part): two
+    writers never collide on it."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (:func:`atomic_file`)."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text)
 
 
 @contextlib.contextmanager

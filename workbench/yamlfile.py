@@ -10,18 +10,24 @@ from workbench.errors import ConfigError
 
 
 def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
-    """The mapping in the YAML file at ``path`` (an empty file is an empty mapping); a missing
-    file, invalid YAML or a non-mapping is a :class:`ConfigError` of one line."""
+    """The mapping in the YAML file at ``path``; a missing file, invalid YAML, a file with no
+    settings (empty, or comments only: almost certainly a mistake, never "run the defaults") or
+    a non-mapping is a :class:`ConfigError` of one line."""
     import yaml
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no config file at {p}")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         first = str(e).strip().splitlines()
         raise ConfigError(f"{p}: invalid YAML: {' '.join(first[:3])}") from None
+    if data is None or data == {}:
+        raise ConfigError(
+            f"{p}: no config fields in the file (an empty config is not taken to mean "
+            "the defaults); write the fields to run with"
+        )
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of config fields")
     return data

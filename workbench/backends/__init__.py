@@ -20,11 +20,11 @@ from workbench.backends.base import (
     ModelRef,
     parse_model,
 )
-from workbench.backends.hf import HF_CAPABILITIES, HFModel
+from workbench.backends.hf import HF_CAPABILITIES, HFModel, HFOptions
 from workbench.backends.openai_api import API_CAPABILITIES, APIOptions, OpenAIModel
 from workbench.backends.vllm_engine import VLLM_CAPABILITIES, VLLMModel, VLLMOptions
 from workbench.errors import ConfigError
-from workbench.models.loading import default_model_name
+from workbench.models.loading import check_model_name, default_model_name
 
 #: Back end name (the prefix before ``:`` in a model name; ``hf`` for none) -> its class, whose
 #: ``capabilities`` are declared before any model loads and whose ``load`` loads one.
@@ -78,6 +78,22 @@ def capabilities_of(name: str) -> Capabilities:
     return BACKENDS[parse_model(name).backend].capabilities
 
 
+def check_model(name: str) -> None:
+    """Raise a one-line error unless ``name`` can load: a registered, local or hub model
+    (checked without loading it; a hub id fast, offline too) on the Hugging Face engine or
+    vLLM, or any ``openai:`` model (its endpoint is asked when it is first used)."""
+    ref = parse_model(name)
+    if ref.backend != "openai":
+        check_model_name(ref.target)
+
+
+def check_options(model: str, options: Any) -> None:
+    """Raise a one-line error when ``options`` (a grid's ``model_options`` entry) names an
+    option ``model``'s back end lacks or gives one a value of the wrong type: before any model
+    loads, not when the first cell starts."""
+    BACKENDS[parse_model(model).backend].options_from(options, model)
+
+
 def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
     """Raise ConfigError when ``technique`` needs (``Technique.requires``) what ``model``'s back
     end lacks."""
@@ -109,11 +125,14 @@ __all__ = [
     "BlackBoxBackend",
     "Capabilities",
     "HFModel",
+    "HFOptions",
     "ModelRef",
     "OpenAIModel",
     "VLLMModel",
     "VLLMOptions",
     "capabilities_of",
+    "check_model",
+    "check_options",
     "check_technique",
     "load_model",
     "parse_model",

@@ -94,6 +94,10 @@ class Backend(ABC):
     """
 
     backend: ClassVar[str]
+    #: the dataclass of its options (``load(options=...)``, a grid's ``model_options``)
+    options_type: ClassVar[type]
+    #: what it is, in an error's words ("the Hugging Face engine")
+    engine: ClassVar[str]
     capabilities: Capabilities
     name: str
     model_id: str
@@ -109,6 +113,12 @@ class Backend(ABC):
         from workbench.models.numerics import numerics_of
 
         return "endpoint" if self.dtype_name == "endpoint" else numerics_of(self.dtype_name)
+
+    @classmethod
+    def options_from(cls, options: Any, name: str) -> Any:
+        """``options`` (None, an ``options_type`` or a mapping of its fields) as an
+        ``options_type``, checked: one line names model ``name`` and the option at fault."""
+        return parse_options(cls.options_type, options, name, cls.engine)
 
     @classmethod
     @abstractmethod
@@ -181,21 +191,25 @@ class BlackBoxBackend(Backend):
         raise self.unavailable("activations", "this step (it reads the model's layers)")
 
 
-def parse_options(cls: type, options: Any, name: str) -> Any:
+def parse_options(cls: type, options: Any, name: str, engine: str) -> Any:
     """A back end's options: an instance of the dataclass ``cls`` from None, an instance, or a
-    dict of its fields (unknown fields name themselves in one line)."""
+    dict of its fields. Unknown fields and values of the wrong type (checked by the class) are
+    one line naming the model and the option; ``engine`` says whose options they are."""
     if options is None or isinstance(options, cls):
         return options or cls()
     if not isinstance(options, dict):
         raise ModelLoadError(f"model {name!r}: options must be a {cls.__name__} or a mapping")
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(options) - known)
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(options) - set(known))
     if unknown:
         raise ModelLoadError(
-            f"model {name!r}: unknown option(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(known))}"
+            f"model {name!r} loads on {engine}, whose options are {', '.join(known[:-1])} "
+            f"and {known[-1]}; got {', '.join(map(str, unknown))}"
         )
-    return cls(**options)
+    try:
+        return cls(**options)
+    except ConfigError as e:
+        raise ConfigError(f"model {name!r}: {e}") from None
 
 
 #: A token: an id, or (from an endpoint that returns no ids) its text.

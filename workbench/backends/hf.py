@@ -16,6 +16,7 @@ import torch
 
 from workbench.backends.base import Backend, Capabilities, ModelRef
 from workbench.errors import ModelLoadError
+from workbench.fieldtypes import check_fields
 from workbench.generation.config import Generation, GenerationConfig
 from workbench.generation.engine import run_engine
 from workbench.generation.hooks import ForwardHook
@@ -25,6 +26,19 @@ from workbench.models.loading import load_pretrained
 HF_CAPABILITIES = Capabilities(
     activations=True, weights=True, adapters=True, logprobs=True, scoring=True, distribution=True
 )
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """The Hugging Face engine's options (a grid's ``model_options``); None leaves the load
+    call's ``device``, ``dtype`` and ``revision``."""
+
+    device: str | None = None
+    dtype: str | None = None
+    revision: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self, label="option")
 
 
 @dataclass
@@ -50,6 +64,8 @@ class HFModel(Backend):
     extra: dict = field(default_factory=dict)
 
     backend: ClassVar[str] = "hf"
+    options_type: ClassVar[type] = HFOptions
+    engine: ClassVar[str] = "the Hugging Face engine"
     # unannotated, so the dataclass leaves it a class attribute (as ClassVar would) while the
     # type stays the base's instance attribute, which endpoint back ends set per instance
     capabilities = HF_CAPABILITIES
@@ -68,20 +84,10 @@ class HFModel(Backend):
     ) -> HFModel:
         """Load ``ref.target``; ``options`` (a grid's ``model_options``) may set ``device``,
         ``dtype`` and ``revision``."""
-        if options:
-            unknown = (
-                sorted(set(options) - {"device", "dtype", "revision"})
-                if isinstance(options, dict)
-                else []
-            )
-            if unknown or not isinstance(options, dict):
-                raise ModelLoadError(
-                    f"model {name!r} loads on the Hugging Face engine, whose options "
-                    f"are device, dtype and revision; got {', '.join(unknown) or repr(options)}"
-                )
-            device = options.get("device", device)
-            dtype = options.get("dtype", dtype)
-            revision = options.get("revision", revision)
+        opts = cls.options_from(options, name)
+        device = opts.device or device
+        dtype = opts.dtype or dtype
+        revision = opts.revision or revision
         model, tokenizer, src = load_pretrained(
             name, device=device, dtype=dtype, revision=revision, require_chat=require_chat
         )

@@ -16,7 +16,10 @@ modes:
 Every request goes through the official ``openai`` client (retries with exponential backoff on
 rate limits, timeouts and server errors; ``max_retries``), at most ``concurrency`` at a time,
 and through a :class:`~workbench.backends.cache.ResponseCache`, so a resumed run never pays for
-an answer twice. The API key is read from the environment variable ``api_key_env`` when the
+an answer twice. An endpoint that is down costs no retries: before its first request (a run
+answered from the cache makes none) a TCP connection to it is opened once, and one that cannot
+be opened is :class:`EndpointDown` at once, as is a connection that keeps failing after the
+retries; the grid stops at the first (``workbench.experiments.runner``). The API key is read from the environment variable ``api_key_env`` when the
 client is made and is never written to a file, a row or a cache key.
 """
 
@@ -32,9 +35,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
+from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import sample_seed
 from workbench.models.chat import render_chat, to_messages
@@ -85,6 +89,7 @@ class APIOptions:
     cache_path: str | None = None
 
     def __post_init__(self) -> None:
+        check_fields(self, label="option")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_retries < 0:
@@ -95,10 +100,39 @@ class EndpointError(WorkbenchError):
     """An endpoint kept failing (rate limits, server errors, timeouts) after every retry."""
 
 
+class EndpointDown(EndpointError):
+    """An endpoint cannot be reached at all: nothing sent to it can be answered."""
+
+
+#: Seconds to wait for a TCP connection to an endpoint before its first request.
+CONNECT_TIMEOUT = 10.0
+
+
+def connection_problem(url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """None when a TCP connection to ``url``'s host and port opens (or a proxy stands between:
+    then the client's retries decide); else why it does not ("Connection refused")."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as e:
+        return e.strerror or str(e) or type(e).__name__
+
+
 class OpenAIModel(BlackBoxBackend):
     """A model behind an OpenAI-compatible endpoint (see the module docstring)."""
 
     backend = "openai"
+    options_type = APIOptions
+    engine = "an OpenAI-compatible endpoint"
     capabilities = API_CAPABILITIES
 
     @classmethod
@@ -115,7 +149,7 @@ class OpenAIModel(BlackBoxBackend):
     ) -> OpenAIModel:
         """``options``: :class:`APIOptions` or a dict of its fields; an endpoint given after
         ``@`` in the name fills an unset ``base_url``."""
-        opts = parse_options(APIOptions, options, name)
+        opts = cls.options_from(options, name)
         if ref.base_url and not opts.base_url:
             opts = replace(opts, base_url=ref.base_url)
         return cls(ref.target, opts, name=name)
@@ -136,6 +170,12 @@ class OpenAIModel(BlackBoxBackend):
                 f"set the environment variable {o.api_key_env}"
             )
         self._errors = (openai.APIError,)
+        # no connection after the retries (a timeout is a slow endpoint, not a dead one)
+        self._connection_errors = (openai.APIConnectionError,)
+        self._timeouts = (openai.APITimeoutError,)
+        self._reached = False  # a TCP connection to the endpoint opened (asked once)
+        self._down: EndpointDown | None = None
+        self._reach_lock = threading.Lock()
         self.client = openai.OpenAI(
             base_url=self.base_url,
             api_key=key or "no-key",
@@ -171,6 +211,24 @@ class OpenAIModel(BlackBoxBackend):
         self.requests_sent = 0  # requests that reached the endpoint (not answered from cache)
 
     # -- requests ---------------------------------------------------------------------------
+    def _check_reachable(self) -> None:
+        """Before the first request: raise EndpointDown at once when no connection to the
+        endpoint opens (instead of the client's retries, ~22 s per request)."""
+        if self._reached:
+            return
+        with self._reach_lock:
+            if self._down is not None:
+                raise self._down
+            if not self._reached:
+                why = connection_problem(self.base_url, min(CONNECT_TIMEOUT, self.options.timeout))
+                if why is not None:
+                    self._down = EndpointDown(
+                        f"endpoint {self.base_url} cannot be reached ({why}; is its server "
+                        "running, and the URL right?)"
+                    )
+                    raise self._down
+                self._reached = True
+
     def _call(self, path: str, body: dict) -> tuple[dict, bool]:
         """(response as JSON, whether it came from the cache)."""
         key = request_key(self.base_url + path, body)
@@ -178,6 +236,9 @@ class OpenAIModel(BlackBoxBackend):
             hit = self.cache.get(key)
             if hit is not None:
                 return hit, True
+        if self._down is not None:  # another request found it down: send nothing more
+            raise self._down
+        self._check_reachable()
         known = {
             "model",
             "messages",
@@ -201,6 +262,19 @@ class OpenAIModel(BlackBoxBackend):
             # the body is forwarded as keyword arguments, which the SDK's per-endpoint
             # overloads (each with its own required fields) cannot match
             resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))  # type: ignore[call-overload]
+        except self._connection_errors as e:
+            if isinstance(e, self._timeouts):
+                raise EndpointError(
+                    f"{self.base_url}{path} timed out after {self.options.max_retries} "
+                    f"retries ({self.options.timeout:g} s each)"
+                ) from None
+            # it connected before, and no longer does
+            self._down = EndpointDown(
+                f"endpoint {self.base_url} stopped answering: {path} failed after "
+                f"{self.options.max_retries} retries ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200]})"
+            )
+            raise self._down from None
         except self._errors as e:  # retries exhausted: answers so far stay in the cache
             raise EndpointError(
                 f"{self.base_url}{path} failed after {self.options.max_retries} "

@@ -23,8 +23,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, parse_options
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
 from workbench.errors import ModelLoadError
+from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
@@ -58,11 +59,16 @@ class VLLMOptions:
     tensor_parallel_size: int = 1
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_fields(self, label="option")
+
 
 class VLLMModel(BlackBoxBackend):
     """A model loaded by vLLM's offline engine (see the module docstring)."""
 
     backend = "vllm"
+    options_type = VLLMOptions
+    engine = "vLLM"
     capabilities = VLLM_CAPABILITIES
 
     @classmethod
@@ -79,26 +85,27 @@ class VLLMModel(BlackBoxBackend):
     ) -> VLLMModel:
         """``options``: :class:`VLLMOptions` or a dict of its fields; a ``dtype`` other than
         auto fills the options' auto dtype."""
-        opts = parse_options(VLLMOptions, options, name)
+        opts = cls.options_from(options, name)
         if dtype not in (None, "auto") and opts.dtype == "auto":
             opts = replace(opts, dtype=str(dtype).removeprefix("torch."))
         return cls(ref.target, opts, name=name)
 
     def __init__(self, target: str, options: VLLMOptions | None = None, *, name: str | None = None):
-        try:
-            import vllm
-        except ImportError:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
             raise ModelLoadError(
                 "the vLLM back end needs vLLM in this environment: pip install -e '.[vllm]' on a GPU "
                 "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm"
-            ) from None
-        from transformers import AutoTokenizer
-
+            )
         from workbench.models.loading import resolve_device, resolve_source
         from workbench.models.numerics import resolve_dtype
 
         self.options = o = options or VLLMOptions()
-        src = resolve_source(target)
+        src = resolve_source(target)  # a model that cannot load: one line before vLLM's import
+        import vllm
+        from transformers import AutoTokenizer
+
         self.name = name or f"vllm:{target}"
         self.model_id, self.revision, self.source_dir = src.model_id, src.revision, src.source_dir
         self.target = target

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.fieldtypes import check_fields
 from workbench.yamlfile import read_mapping
 
 DETECTORS = ("phrase", "keyword")
@@ -116,6 +117,20 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         from workbench.techniques.presets import PRESETS, preset_settings
 
+        # a single name or seed stands for a list of one; then every field has its type
+        for name in ("models", "techniques", "targets", "seeds"):
+            if isinstance(getattr(self, name), (str, int)):
+                object.__setattr__(self, name, (getattr(self, name),))
+        if isinstance(self.technique_seeds, dict):
+            object.__setattr__(
+                self,
+                "technique_seeds",
+                {
+                    k: v if isinstance(v, (list, tuple)) else (v,)
+                    for k, v in self.technique_seeds.items()
+                },
+            )
+        check_fields(self)
         if self.preset not in PRESETS:
             raise ConfigError(
                 f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}"
@@ -129,26 +144,15 @@ class ExperimentConfig:
                 object.__setattr__(self, name, settings[name])
         # every preset gives each of them a value (never None)
         assert self.seeds is not None and self.top_p is not None and self.temperature is not None
-        if not isinstance(self.technique_seeds, dict):
-            raise ConfigError(
-                "config field 'technique_seeds' must map technique names to seeds, "
-                f"got {self.technique_seeds!r}"
-            )
+        assert self.technique_seeds is not None
         object.__setattr__(
             self,
             "technique_seeds",
-            {
-                k: tuple(dict.fromkeys(v)) if isinstance(v, (list, tuple)) else (v,)
-                for k, v in self.technique_seeds.items()
-            },
+            {k: tuple(dict.fromkeys(v)) for k, v in self.technique_seeds.items()},
         )
-        if isinstance(self.seeds, (list, tuple)):
-            object.__setattr__(self, "seeds", tuple(dict.fromkeys(self.seeds)))
+        object.__setattr__(self, "seeds", tuple(dict.fromkeys(self.seeds)))
         for name in ("models", "techniques", "targets", "seeds"):
-            value = getattr(self, name)
-            if isinstance(value, (str, int)):
-                value = (value,)
-            object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, tuple(getattr(self, name)))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
         for name in (
@@ -159,12 +163,12 @@ class ExperimentConfig:
             "n_constituent",
             "n_composition",
         ):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+            if getattr(self, name) < 0:
                 raise ConfigError(
                     f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}"
                 )
         for name in ("max_new_tokens", "num_samples", "batch_size"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            if getattr(self, name) < 1:
                 raise ConfigError(
                     f"config field '{name}' must be a positive integer, got {getattr(self, name)!r}"
                 )
@@ -172,19 +176,11 @@ class ExperimentConfig:
             raise ConfigError(
                 f"config field 'name' must be a plain directory name, got {self.name!r}"
             )
-        if not all(isinstance(s, int) for s in self.seeds):
-            raise ConfigError(f"config field 'seeds' must hold integers, got {self.seeds!r}")
-        if not isinstance(self.model_options, dict) or any(
-            m not in self.models or not isinstance(v, dict) for m, v in self.model_options.items()
-        ):
-            raise ConfigError(
-                "config field 'model_options' must map names listed in 'models' to "
-                "mappings of back-end options"
-            )
-        if not isinstance(self.technique_params, dict):
-            raise ConfigError(
-                "config field 'technique_params' must map technique names to parameters"
-            )
+        for m in self.model_options:
+            if m not in self.models:
+                raise ConfigError(
+                    f"config field 'model_options' names {m!r}, which is not in 'models'"
+                )
         if self.eval_sampling not in ("workbench", "select"):
             raise ConfigError(
                 f"config field 'eval_sampling' must be workbench or select, got {self.eval_sampling!r}"
@@ -196,10 +192,8 @@ class ExperimentConfig:
                 f"config field 'temperature' must be > 0 when sampling, got {self.temperature!r}"
             )
         for name, seeds in self.technique_seeds.items():
-            if not seeds or not all(isinstance(s, int) for s in seeds):
-                raise ConfigError(
-                    f"config field 'technique_seeds' must map {name!r} to integers, got {seeds!r}"
-                )
+            if not seeds:
+                raise ConfigError(f"config field 'technique_seeds' gives {name!r} no seeds")
 
     def seeds_for(self, technique: str) -> tuple[int, ...]:
         """The seeds ``technique`` runs with (``technique_seeds``, else ``seeds``)."""
@@ -265,8 +259,14 @@ class ExperimentConfig:
                 techniques[name] = get_technique(name, **self.params_for(name))
             except ConfigError as e:
                 raise ConfigError(f"config field 'techniques': {e}") from None
-        from workbench.backends import check_technique
+        from workbench.backends import check_options, check_technique
+        from workbench.errors import WorkbenchError
 
+        for model, options in self.model_options.items():
+            try:
+                check_options(model, options)
+            except WorkbenchError as e:
+                raise ConfigError(f"config field 'model_options': {e}") from None
         for model in self.models:
             for name, technique in techniques.items():
                 try:

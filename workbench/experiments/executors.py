@@ -114,11 +114,13 @@ class _Worker:
     def pid(self) -> int:
         return os.getpid()
 
-    def run(self, cell) -> tuple[list[dict] | None, str | None, str]:
-        """(rows, None, "") or (None, error message, traceback) for a cell that raised."""
+    def run(self, cell) -> tuple[list[dict] | None, str | BaseException | None, str]:
+        """(rows, None, "") or (None, error message, traceback) for a cell that raised; an
+        endpoint that is down comes back as itself (the driver stops the grid on its type)."""
         import traceback
 
         from workbench.backends import load_model
+        from workbench.backends.openai_api import EndpointDown
 
         if cell.model not in self.models:
             self.models.clear()  # one model in memory at a time
@@ -127,6 +129,8 @@ class _Worker:
             )
         try:
             return self.runner.run_cell(self.models[cell.model], cell), None, ""
+        except EndpointDown as e:
+            return None, EndpointDown(str(e)), traceback.format_exc()
         except Exception as e:
             return None, f"{type(e).__name__}: {e}", traceback.format_exc()
 
@@ -239,7 +243,9 @@ class RayExecutor:
                     idle.append(replacement)
                     continue
                 idle.append(actor)
-                if error is not None:
+                if isinstance(error, BaseException):
+                    yield CellResult(cell, error=error, traceback=tb)
+                elif error is not None:
                     yield CellResult(cell, error=RuntimeError(error), traceback=tb)
                 else:
                     yield CellResult(cell, rows=rows)

@@ -27,7 +27,7 @@ from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.models.numerics import record_run_numerics
-from workbench.paths import runs_root
+from workbench.paths import atomic_file, check_writable, runs_root, write_text_atomic
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
@@ -213,25 +213,36 @@ class Runner:
 
     # -- running --------------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Load the benchmark and validate the config (before any model loads)."""
+        """Load the benchmark, validate the config and check that the run folder can be
+        written (before any model loads)."""
         if self.bench is None:
             from workbench.taxonomy import load_benchmark
 
             self.bench = load_benchmark(self.config.data_dir)
         self.config.validate(self.bench)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2))
+        check_writable(self.run_dir, "the run folder")
 
     def run(self) -> pd.DataFrame:
         """Run the pending cells (on the runner's executor) and return the grid's rows.
 
         A cell that fails does not stop the others: its error is written to
         ``runs/<name>/errors.jsonl`` and, once every other cell is done and the results are
-        written, :class:`CellFailures` is raised naming each failed cell.
+        written, :class:`CellFailures` is raised naming each failed cell. An endpoint that
+        cannot be reached (:class:`~workbench.backends.openai_api.EndpointDown`) stops the grid
+        at once instead: every cell after it would wait for it in vain. The run folder is
+        this process's while it runs (a second grid on it is one line naming this one).
         """
-        from workbench.experiments.executors import cell_cost
+        from workbench.runlock import run_lock
 
         self.prepare()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_lock(self.run_dir, f"grid {self.config.name}"):
+            return self._run()
+
+    def _run(self) -> pd.DataFrame:
+        from workbench.experiments.executors import cell_cost
+
+        write_text_atomic(self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2))
         todo = self.pending()
         errors_path = self.run_dir / "errors.jsonl"
         errors_path.unlink(missing_ok=True)
@@ -250,21 +261,35 @@ class Runner:
             desc="cells",
             disable=not self.progress or self.quiet,
         )
+        from workbench.backends.openai_api import EndpointDown
+
+        stopped: EndpointDown | None = None
+        results = self.executor.execute(self, todo)
         try:
-            for result in self.executor.execute(self, todo):
+            for result in results:
                 cell = result.cell
                 if result.error is not None:
                     failures.append(self._failure(cell, result.error, result.traceback))
-                    _atomic_write(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
+                    write_text_atomic(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
                 else:
-                    _atomic_write(
+                    write_text_atomic(
                         self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in result.rows)
                     )
                 self._finished(cell, result.error is None)
                 bar.update(1)
+                if isinstance(result.error, EndpointDown):
+                    stopped = result.error
+                    break
         finally:
+            getattr(results, "close", lambda: None)()  # an executor's workers stop too
             bar.close()
         table = self.results()
+        if stopped is not None:
+            done = self._clock["done"] - len(failures)
+            raise EndpointDown(
+                f"{stopped}; the grid stopped at its first cell on it ({done} of "
+                f"{len(self.cells())} cells done and kept; run it again once it answers)"
+            )
         if failures:
             raise CellFailures(failures, errors_path, len(self.cells()))
         return table
@@ -433,9 +458,8 @@ class Runner:
         if not table.empty:
             key = ["model", "technique", "target", "seed", "question_index", "sample"]
             table = table.drop_duplicates(subset=key, keep="last").reset_index(drop=True)
-            tmp = self.run_dir / f"results.parquet.{os.getpid()}.tmp"
-            table.to_parquet(tmp, index=False)
-            os.replace(tmp, self.run_dir / "results.parquet")
+            with atomic_file(self.run_dir / "results.parquet") as tmp:
+                table.to_parquet(tmp, index=False)
             record_run_numerics(
                 self.run_dir, table.get("dtype", pd.Series()), table.get("numerics", pd.Series())
             )
@@ -447,13 +471,6 @@ def _minutes(seconds: float) -> str:
         return "?"
     m, s = divmod(int(seconds), 60)
     return f"{m}m{s:02d}s"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def run_experiment(

@@ -207,6 +207,21 @@ def resolve_source(name: str, revision: str | None = None) -> ModelSource:
         meta = json.loads((source / "workbench.json").read_text())
         rev = f"{meta['distribution']}=={meta['version']}:sha256-{meta['gguf_sha256'][:12]}"
         return ModelSource(source, source, spec.name, rev, {}, {"gguf_file": spec.gguf_file}, True)
+    return _unregistered_source(name, revision)
+
+
+def check_model_name(name: str, revision: str | None = None) -> None:
+    """Raise ModelLoadError in one line unless ``name`` is a registered model (its package
+    installed), a local model directory, or a hub id in the local cache or on a hub that
+    answers: :func:`resolve_source`'s checks, with nothing materialized or loaded."""
+    spec = get_spec(name)
+    if spec is not None:
+        package_dir(spec)
+    else:
+        _unregistered_source(name, revision)
+
+
+def _unregistered_source(name: str, revision: str | None) -> ModelSource:
     path = Path(name).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -221,6 +236,11 @@ def resolve_source(name: str, revision: str | None = None) -> ModelSource:
             "a local directory, a Hugging Face id of the form 'org/name', or a back end's model "
             "('vllm:<model>', 'openai:<model>[@<url>]')"
         )
+    from workbench.models.hub import hub_snapshot
+
+    snapshot = hub_snapshot(name, revision)  # fast: a hub that cannot be asked is one line
+    if snapshot is not None:  # the hub cannot be asked, the cache has it: no network at all
+        return ModelSource(snapshot, snapshot, name, snapshot.name, {}, {}, False)
     return ModelSource(
         name,
         Path(name),

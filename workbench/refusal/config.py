@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.fieldtypes import check_fields
 from workbench.refusal.datasets import EXPECTED
 from workbench.yamlfile import read_mapping
 
@@ -93,18 +94,16 @@ def _check_keys(cls, d: Any, where: str) -> dict:
     return d
 
 
-def _int(value: Any, where: str, minimum: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+def _at_least(value: Any, where: str, minimum: int = 0) -> None:
+    """A number already of its type (:func:`check_fields`) is at least ``minimum``."""
+    if value is not None and value < minimum:
         raise ConfigError(f"config field '{where}' must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
-def _text(value: Any, where: str, allow_none: bool = True) -> str | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str) or not value:
+def _not_empty(value: Any, where: str) -> None:
+    """A text setting (None where its type allows it) is not ``""``."""
+    if value == "":
         raise ConfigError(f"config field '{where}' must be a non-empty string, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -133,15 +132,15 @@ class DatasetRef:
         if "name" not in d:
             raise ConfigError(f"config field '{where}' needs a 'name'")
         ref = cls(**d)
-        _text(ref.name, f"{where}.name", allow_none=False)
-        _text(ref.path, f"{where}.path")
+        check_fields(ref, prefix=f"{where}.")
+        _not_empty(ref.name, f"{where}.name")
+        _not_empty(ref.path, f"{where}.path")
         if ref.expected is not None and ref.expected not in EXPECTED:
             raise ConfigError(
                 f"config field '{where}.expected' is {ref.expected!r}; "
                 f"one of: {', '.join(EXPECTED)}"
             )
-        if ref.limit is not None:
-            _int(ref.limit, f"{where}.limit")
+        _at_least(ref.limit, f"{where}.limit")
         return ref
 
 
@@ -171,12 +170,10 @@ class AbstainerConfig:
             if key not in d:
                 raise ConfigError(f"config field '{where}' needs a '{key}'")
         ab = cls(**d)
-        _text(ab.technique, f"{where}.technique", allow_none=False)
-        _text(ab.target, f"{where}.target", allow_none=False)
-        _text(ab.benchmark, f"{where}.benchmark")
-        if not isinstance(ab.params, dict):
-            raise ConfigError(f"config field '{where}.params' must be a mapping, got {ab.params!r}")
-        _int(ab.seed, f"{where}.seed")
+        check_fields(ab, prefix=f"{where}.")
+        for key in ("technique", "target", "benchmark"):
+            _not_empty(getattr(ab, key), f"{where}.{key}")
+        _at_least(ab.seed, f"{where}.seed")
         from workbench.techniques import get_technique
 
         get_technique(ab.technique, **ab.params)  # unknown names and parameters, now
@@ -213,6 +210,7 @@ class SamplingConfig:
     batch_size: int = 32
 
     def __post_init__(self) -> None:
+        check_fields(self, prefix="sampling.")
         if self.preset not in SAMPLING_PRESETS:
             raise ConfigError(
                 f"config field 'sampling.preset' is {self.preset!r}; "
@@ -223,18 +221,9 @@ class SamplingConfig:
                 object.__setattr__(self, key, value)
         # every preset gives each of them a value (never None)
         assert self.temperature is not None and self.top_p is not None
-        _int(self.num_samples, "sampling.num_samples", 1)
-        _int(self.max_new_tokens, "sampling.max_new_tokens", 1)
-        _int(self.batch_size, "sampling.batch_size", 1)
-        _int(self.seed, "sampling.seed")
-        if not isinstance(self.do_sample, bool):
-            raise ConfigError(
-                f"config field 'sampling.do_sample' must be true or false, got {self.do_sample!r}"
-            )
-        for key in ("temperature", "top_p"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ConfigError(f"config field 'sampling.{key}' must be a number, got {v!r}")
+        for key in ("num_samples", "max_new_tokens", "batch_size"):
+            _at_least(getattr(self, key), f"sampling.{key}", 1)
+        _at_least(self.seed, "sampling.seed")
         if self.do_sample and not self.temperature > 0:
             raise ConfigError(
                 f"config field 'sampling.temperature' must be > 0, got {self.temperature!r}"
@@ -290,13 +279,10 @@ class JudgeConfig:
     categories: bool = True
 
     def __post_init__(self) -> None:
-        _text(self.model, "judge.model")
-        _int(self.batch_size, "judge.batch_size", 1)
-        _int(self.answer_chars, "judge.answer_chars", 1)
-        if not isinstance(self.categories, bool):
-            raise ConfigError(
-                f"config field 'judge.categories' must be true or false, got {self.categories!r}"
-            )
+        check_fields(self, prefix="judge.")
+        _not_empty(self.model, "judge.model")
+        _at_least(self.batch_size, "judge.batch_size", 1)
+        _at_least(self.answer_chars, "judge.answer_chars", 1)
 
 
 @dataclass(frozen=True)
@@ -345,21 +331,19 @@ class SuiteConfig:
     dtype: str = "auto"
 
     def __post_init__(self) -> None:
-        if (
-            not isinstance(self.name, str)
-            or not self.name
-            or any(c in self.name for c in "/\\")
-            or self.name.startswith(".")
-        ):
+        if isinstance(self.models, str):  # one model stands for a list of one
+            object.__setattr__(self, "models", (self.models,))
+        # the nested settings are parsed (and checked) from their mappings below
+        check_fields(self, skip=("datasets", "abstainers", "sampling", "judge"))
+        if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
             raise ConfigError(
                 f"config field 'name' must be a plain directory name, got {self.name!r}"
             )
-        models = (self.models,) if isinstance(self.models, str) else self.models
-        if not isinstance(models, (list, tuple)) or not models:
+        if not self.models:
             raise ConfigError("config field 'models' must list at least one model")
-        for i, m in enumerate(models):
-            _text(m, f"models[{i}]", allow_none=False)
-        object.__setattr__(self, "models", tuple(models))
+        for i, m in enumerate(self.models):
+            _not_empty(m, f"models[{i}]")
+        object.__setattr__(self, "models", tuple(self.models))
         datasets = (
             (self.datasets,)
             if isinstance(self.datasets, (str, dict, DatasetRef))
@@ -388,10 +372,6 @@ class SuiteConfig:
                 for i, a in enumerate(abstainers)
             ),
         )
-        if not isinstance(self.include_base, bool):
-            raise ConfigError(
-                f"config field 'include_base' must be true or false, got {self.include_base!r}"
-            )
         if not self.include_base and not self.abstainers:
             raise ConfigError(
                 "config field 'include_base' is false and there are no 'abstainers': nothing to run"
@@ -410,19 +390,16 @@ class SuiteConfig:
             raise ConfigError(
                 f"config field 'detector' is {self.detector!r}; known: {', '.join(known)}"
             )
-        _text(self.thinking_marker, "thinking_marker")
-        _text(self.system_prompt, "system_prompt")
-        _text(self.data_dir, "data_dir", allow_none=False)
-        _int(self.limit, "limit")
-        _int(self.chunk_size, "chunk_size", 1)
+        for key in ("thinking_marker", "system_prompt", "data_dir", "device", "dtype"):
+            _not_empty(getattr(self, key), key)
+        _at_least(self.limit, "limit")
+        _at_least(self.chunk_size, "chunk_size", 1)
         for key in ("margin", "refusal_threshold", "over_refusal_threshold"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            if v < 0:
                 raise ConfigError(f"config field '{key}' must be a non-negative number, got {v!r}")
         if self.margin >= 1:
             raise ConfigError(f"config field 'margin' must be below 1, got {self.margin!r}")
-        _text(self.device, "device", allow_none=False)
-        _text(self.dtype, "dtype", allow_none=False)
 
     # -- (de)serialisation -----------------------------------------------------------------------
     @classmethod

@@ -90,10 +90,12 @@ class SuiteResult:
 
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """Write a chunk so that it exists whole or not at all (a kill mid-write leaves a .tmp)."""
-    tmp = path.with_name(path.name + ".tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    """Write a chunk so that it exists whole or not at all (a kill mid-write leaves a .tmp;
+    an interrupt leaves nothing)."""
+    from workbench.paths import atomic_file
+
+    with atomic_file(path) as tmp:
+        frame.to_parquet(tmp, index=False)
 
 
 def _minutes(seconds: float) -> str:
@@ -123,8 +125,11 @@ class RefusalSuite:
 
     # -- checks before any model loads -----------------------------------------------------------
     def prepare(self) -> None:
-        """Read every dataset and check every abstainer's benchmark and target: a missing file,
-        a malformed one or an unknown concept is one line before any model loads."""
+        """Read every dataset and check every abstainer's benchmark and target, and that the
+        run folder can be written: a missing file, a malformed one, an unknown concept or a
+        read-only folder is one line before any model loads."""
+        from workbench.paths import check_writable
+
         c = self.config
         self.datasets = []
         for ref in c.datasets:
@@ -143,6 +148,7 @@ class RefusalSuite:
             from workbench.techniques import get_technique
 
             get_technique(ab.technique, **ab.params).check_data(bench, ab.target)
+        check_writable(self.run_dir, "the run folder")
 
     def _bench(self, directory: str | None):
         if directory not in self.benches:
@@ -246,12 +252,21 @@ class RefusalSuite:
         return self._judge_lms[name]
 
     def run(self) -> SuiteResult:
-        """Compute what is missing, then gather every chunk into the run's tables and figures."""
+        """Compute what is missing, then gather every chunk into the run's tables and figures
+        (the run folder is this process's meanwhile: a second run on it is one line)."""
+        from workbench.runlock import run_lock
+
         self.prepare()
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_lock(self.run_dir, f"refusal-eval {self.config.name}"):
+            return self._run()
+
+    def _run(self) -> SuiteResult:
+        from workbench.paths import write_text_atomic
+
         (self.run_dir / "chunks").mkdir(exist_ok=True)
-        (self.run_dir / "config.json").write_text(
-            json.dumps(self.config.to_dict(), indent=2, default=str)
+        write_text_atomic(
+            self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2, default=str)
         )
         plan = self.chunks()
         todo = [
@@ -461,19 +476,23 @@ class RefusalSuite:
         rows = self.rows(plan)
         if rows.empty:
             raise RuntimeError(f"run {c.name!r} has no finished chunks")
-        tmp = self.run_dir / "rows.parquet.tmp"
-        rows.to_parquet(tmp, index=False)
-        os.replace(tmp, self.run_dir / "rows.parquet")
+        from workbench.paths import atomic_file, write_text_atomic
+
+        with atomic_file(self.run_dir / "rows.parquet") as tmp:
+            rows.to_parquet(tmp, index=False)
         record_run_numerics(self.run_dir, rows.get("dtype", []), rows.get("numerics", []))
         primary = "judge" if "refused_judge" in rows else c.detector
         scores = prompt_scores(rows, primary, c.margin)
-        scores.to_csv(self.run_dir / "prompts.csv", index=False)
+        with atomic_file(self.run_dir / "prompts.csv") as tmp:
+            scores.to_csv(tmp, index=False)
         table = split_table(rows, scores)
-        table.to_csv(self.run_dir / "splits.csv", index=False, float_format="%.2f")
+        with atomic_file(self.run_dir / "splits.csv") as tmp:
+            table.to_csv(tmp, index=False, float_format="%.2f")
         metrics = metrics_json(table, primary, c.margin)
-        (self.run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        write_text_atomic(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         bad = misbehaviour(table, primary, c.refusal_threshold, c.over_refusal_threshold)
-        bad.to_csv(self.run_dir / "misbehaviour.csv", index=False, float_format="%.2f")
+        with atomic_file(self.run_dir / "misbehaviour.csv") as tmp:
+            bad.to_csv(tmp, index=False, float_format="%.2f")
         figures: list[Path] = []
         for system in dict.fromkeys(scores["system"]):
             figures += save_run_figure(
@@ -506,12 +525,21 @@ def run_config_file(
 ) -> SuiteResult:
     """The ``refusal-eval`` command: read a YAML config (checked before any model loads), run or
     resume it, print the splits that misbehave and where everything went."""
+    from workbench.errors import Interrupted
+
     config = SuiteConfig.from_yaml(path)
     changes = {k: v for k, v in (("name", name), ("limit", limit)) if v is not None}
     if changes:
         config = SuiteConfig.from_dict({**config.to_dict(), **changes})
     start = time.time()
-    result = run_suite(config, progress=progress)
+    suite = RefusalSuite(config, progress=progress)
+    try:
+        result = suite.run()
+    except KeyboardInterrupt:  # finished chunks are whole on disk; the one in flight is not
+        raise Interrupted(
+            f"interrupted; the finished chunks are kept in {suite.run_dir / 'chunks'} and the "
+            "same command resumes from them"
+        ) from None
     cols = [*SPLIT_SHARES, "failure", "misbehaves"]
     with pd.option_context(
         "display.width",

@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 def _agreement(args) -> int:
     import pandas as pd
 
+    from workbench.paths import atomic_file, check_writable_file
     from workbench.scoring.agreement import (
         agreement_groups,
         agreement_table,
@@ -62,6 +63,8 @@ def _agreement(args) -> int:
     )
     from workbench.scoring.labels import default_labels_dir, load_agreement_set
 
+    if args.csv:  # before the labels are read and a judge loads
+        check_writable_file(args.csv, "the --csv file")
     inputs = [Path(p) for p in args.labels] if args.labels else [default_labels_dir()]
     split = args.split or ("all" if all(p.is_file() for p in inputs) else "test")
     labels = load_agreement_set(inputs)
@@ -101,7 +104,8 @@ def _agreement(args) -> int:
     if judge is not None:
         print(f"judge probability mass on the two labels: mean {pred['judge_mass'].mean():.2f}")
     if args.csv:
-        agreement_groups(pred).to_csv(args.csv, index=False, float_format="%.3f")
+        with atomic_file(args.csv) as tmp:
+            agreement_groups(pred).to_csv(tmp, index=False, float_format="%.3f")
     return 0
 
 

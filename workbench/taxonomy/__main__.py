@@ -70,7 +70,10 @@ def _run(args) -> int:
     if args.cmd == "import-select":
         import warnings
 
+        from workbench.paths import check_writable
         from workbench.taxonomy.select_format import import_select
+
+        check_writable(args.out, "the benchmark folder --out")  # before the import's work
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -88,6 +91,9 @@ def _run(args) -> int:
         print(f"release: {bench.manifest.get('release_load')}")
         return 0
     if args.cmd == "build":
+        from workbench.paths import check_writable
+
+        out = check_writable(args.out or default_data_dir(), "the benchmark folder --out")
         bench = build_default_benchmark(
             BuildParams(seed=args.seed),
             CompositionParams(seed=args.seed),
@@ -95,7 +101,7 @@ def _run(args) -> int:
             wordnet_dir=args.wordnet_dir,
             progress=sys.stderr.isatty(),
         )
-        out = save_benchmark(bench, args.out or default_data_dir())
+        out = save_benchmark(bench, out)
         print(f"wrote {out}: " + json.dumps(bench.manifest["counts"]))
         return 0
     bench = load_benchmark(args.data)

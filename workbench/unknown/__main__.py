@@ -21,11 +21,13 @@ def main(argv=None) -> int:
 
 
 def _build(args) -> None:
+    from workbench.paths import check_writable
     from workbench.unknown.datasets import (
         build_unknown_dataset,
         save_unknown_dataset,
     )
 
+    check_writable(args.out, "the dataset folder --out")  # before the build's work
     ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
     save_unknown_dataset(ds, args.out)
     print(f"wrote {args.out}: " + json.dumps(ds.manifest["counts"]))

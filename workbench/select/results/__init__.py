@@ -79,7 +79,11 @@ from workbench.select.results.schema import (
     TRAILING,
     schema,
 )
-from workbench.select.results.tables import select_results_table
+from workbench.select.results.tables import (
+    check_detector,
+    detector_columns,
+    select_results_table,
+)
 
 __all__ = [
     "API_PROVIDERS",
@@ -99,7 +103,10 @@ __all__ = [
     "ImportReport",
     "ResultFile",
     "SelectResultsError",
+    "check_detector",
+    "check_targets",
     "chunk_meta",
+    "detector_columns",
     "detector_functions",
     "expected_files",
     "import_file",
@@ -158,11 +165,12 @@ def import_select_results(
 
     A rerun skips files whose chunk exists (same content, same settings) and rebuilds
     ``results.parquet`` from the chunks; absent and unreadable files are in the report and in
-    ``missing_files.json``.
+    ``missing_files.json``. Before anything is written: a benchmark that holds none of the
+    release's targets, a run folder that cannot be written, or another import of the same run
+    (its lock) is one line.
     """
-    import pyarrow.parquet as pq
-
-    from workbench.paths import runs_root
+    from workbench.paths import check_writable, runs_root
+    from workbench.runlock import run_lock
 
     start = time.time()
     if not hasattr(bench, "near_concepts"):  # a benchmark directory
@@ -173,11 +181,79 @@ def import_select_results(
         raise SelectResultsError(f"run_name must be a plain folder name, got {run_name!r}")
     rel_root = release_root(release_dir)
     files, notes = expected_files(rel_root, models)
-    run_dir = Path(root) if root is not None else runs_root()
-    run_dir = run_dir / run_name
+    check_targets(rel_root, files, bench)
+    run_dir = check_writable(
+        (Path(root) if root is not None else runs_root()) / run_name, "the run folder"
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(run_dir, "import-select-results"):
+        return _import(
+            rel_root,
+            files,
+            notes,
+            bench,
+            run_dir,
+            run_name,
+            progress,
+            workers,
+            allow_partial,
+            start,
+        )
+
+
+def check_targets(rel_root: Path, files: list[ResultFile], bench) -> None:
+    """Raise SelectResultsError when the benchmark holds none of the targets of the release's
+    smallest readable file of each partition: the benchmark of another release (or none
+    imported from it), found before anything is imported, not as a table of unknown rows."""
+    from workbench.select.results.join import _Joiner
+    from workbench.select.results.reading import _iter_records
+
+    joiner = _Joiner(bench)
+    seen: list[str] = []
+    for partition in PARTITIONS:
+        paths = [rel_root / f.relpath for f in files if f.partition == partition]
+        for path in sorted((p for p in paths if p.is_file()), key=lambda p: p.stat().st_size):
+            try:
+                data = read_results(path)
+                keys = [(rel, key) for _, rel, key, _ in _iter_records(partition, data)]
+            except SelectResultsError:
+                continue  # unreadable files are the import's to report
+            for relation, key in keys:
+                target, known = joiner.target(partition, relation, key)
+                if known:
+                    return
+                seen.append(target)
+            if keys:
+                break
+    if seen:
+        name = (getattr(bench, "manifest", None) or {}).get("name", "given")
+        raise SelectResultsError(
+            f"the benchmark {name!r} holds none of the release's targets ({len(set(seen))} "
+            f"read, e.g. {seen[0]!r}): give the one imported from this release (python -m "
+            f"workbench.taxonomy import-select {rel_root} --out DIR)"
+        )
+
+
+def _import(
+    rel_root: Path,
+    files: list[ResultFile],
+    notes: list[str],
+    bench,
+    run_dir: Path,
+    run_name: str,
+    progress: bool,
+    workers: int | None,
+    allow_partial: bool,
+    start: float,
+) -> ImportReport:
+    """The import proper, in a run folder this process holds (:func:`import_select_results`)."""
+    import pyarrow.parquet as pq
+
+    from workbench.paths import atomic_file
+
     chunks = run_dir / "chunks"
     chunks.mkdir(parents=True, exist_ok=True)
-    for stale in chunks.rglob("*.tmp.*"):
+    for stale in [*chunks.rglob("*.tmp.*"), *chunks.rglob(".*.tmp")]:  # a killed import's
         stale.unlink(missing_ok=True)
     names = list(detector_functions(bench))
     settings = {"importer": IMPORTER_VERSION, "detectors": names, "bench": bench.content_hash()}
@@ -283,8 +359,10 @@ def import_select_results(
     from workbench.releases import RELEASE_COLUMN
 
     sch = schema(names)
-    tmp = run_dir / "results.parquet.tmp"
-    with pq.ParquetWriter(tmp, sch.append(pa.field(RELEASE_COLUMN, pa.string()))) as writer:
+    with (
+        atomic_file(run_dir / "results.parquet") as tmp,
+        pq.ParquetWriter(tmp, sch.append(pa.field(RELEASE_COLUMN, pa.string()))) as writer,
+    ):
         for _f, chunk in good:
             table = pq.read_table(chunk)
             if table.schema.remove_metadata() != sch:
@@ -294,7 +372,6 @@ def import_select_results(
                 RELEASE_COLUMN, pa.array([report.release_load] * table.num_rows, pa.string())
             )
             writer.write_table(table.replace_schema_metadata(None))
-    os.replace(tmp, run_dir / "results.parquet")
 
     for f, _ in good:
         m = metas[f.relpath]
@@ -328,6 +405,6 @@ def import_select_results(
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    from workbench.paths import write_text_atomic
+
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")

@@ -147,16 +147,17 @@ def expected_files(
                 by_dir[d.name] = (d.name, d.name.replace("--", "/"))
                 notes.append(f"model folder {folder}/{d.name} is not in config/models.yaml")
     if models:
-        wanted = {m.lower() for m in models}
-        by_dir = {
-            k: v for k, v in by_dir.items() if {k.lower(), v[0].lower(), v[1].lower()} & wanted
-        }
-        unknown = wanted - {x.lower() for k, v in by_dir.items() for x in (k, *v)}
-        if unknown:
+        wanted = {m.lower(): m for m in models}
+        names = {x.lower() for k, v in by_dir.items() for x in (k, *v)}
+        unknown = [m for w, m in wanted.items() if w not in names]
+        if unknown:  # named against every model of the release, not those that matched
             raise SelectResultsError(
-                f"unknown model(s) {sorted(unknown)}; the release has "
-                f"{sorted(a for a, _ in by_dir.values()) or 'none'}"
+                f"unknown model(s) {', '.join(map(repr, unknown))}; the release has: "
+                + (", ".join(f"{a} ({mid})" for a, mid in by_dir.values()) or "none")
             )
+        by_dir = {
+            k: v for k, v in by_dir.items() if {k.lower(), v[0].lower(), v[1].lower()} & set(wanted)
+        }
     files = [
         ResultFile(part, alias, mid, mdir, et, t)
         for part in PARTITIONS

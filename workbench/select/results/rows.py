@@ -109,11 +109,10 @@ def import_file(task: dict) -> dict:
         "seconds": round(time.time() - start, 2),
     }
     table = table.replace_schema_metadata({b"workbench_import": json.dumps(meta).encode()})
-    out = Path(task["chunk"])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.tmp.{os.getpid()}")
-    pq.write_table(table, tmp)
-    os.replace(tmp, out)
+    from workbench.paths import atomic_file
+
+    with atomic_file(task["chunk"]) as tmp:
+        pq.write_table(table, tmp)
     return meta
 
 

@@ -6,6 +6,23 @@ import os
 from pathlib import Path
 
 from workbench.select.results.release import SelectResultsError
+from workbench.select.results.schema import SELECT_FLAGS
+
+
+def detector_columns(detectors: list[str]) -> list[str]:
+    """The refusal columns an import writes (what SELECT's table can aggregate): each
+    registered detector's ``refused_<name>`` (``detectors``), then SELECT's stored flags."""
+    return [f"refused_{d}" for d in detectors] + list(SELECT_FLAGS.values())
+
+
+def check_detector(detector: str, detectors: list[str]) -> None:
+    """Raise SelectResultsError, listing the known columns, unless ``detector`` is one an
+    import with these ``detectors`` writes: asked before the import, not after it."""
+    known = detector_columns(detectors)
+    if detector not in known:
+        raise SelectResultsError(
+            f"no refusal column {detector!r} in an imported run; known: {', '.join(known)}"
+        )
 
 
 def select_results_table(results: str | os.PathLike, detector: str = "select_flag_heuristic"):
@@ -20,6 +37,9 @@ def select_results_table(results: str | os.PathLike, detector: str = "select_fla
     cols = ["target_kind", "model", "technique", "eval_type", "target", "seed", detector]
     try:
         rows = pd.read_parquet(path, columns=cols)
-    except (OSError, KeyError, ValueError) as e:
-        raise SelectResultsError(f"{path}: cannot read {detector!r} and its keys ({e})") from None
+    except (OSError, KeyError, ValueError) as e:  # pyarrow's message holds the whole schema
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SelectResultsError(
+            f"{path}: cannot read {detector!r} and its keys ({first})"
+        ) from None
     return select_table(rows, detector)

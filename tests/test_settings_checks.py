@@ -1,0 +1,817 @@
+"""Settings are checked before any work starts, everywhere: each bad input or fault a new user
+meets is one ``error: ...`` line naming the problem, exit status 2, and nothing half written.
+
+Commands run in process (``main(argv)``, the command line less the interpreter) where the check
+comes before anything loads; a few run as subprocesses where the process itself is under test
+(a signal, two imports at once).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.fieldtypes import check_value, mismatch
+
+
+def one_error_line(capsys, status: int) -> str:
+    """The command's one stderr line (asserting exit status 2 and that it is the only one)."""
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def the_error_after_progress(capsys, status: int) -> str:
+    """The one ``error:`` line of a command whose progress bars also write to stderr (a grid
+    that ran a cell): no traceback, and nothing after the error."""
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err, err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], err
+    return errors[0]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment of a command under test: this checkout's package first on the path."""
+    import os
+
+    from workbench.paths import repo_root
+
+    path = os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **extra}
+
+
+def files_under(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
+# -- one typed-field checker ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, annotation, problem",
+    [
+        ("no", bool, "'f' must be true or false, got 'no' (str)"),
+        (1, bool, "'f' must be true or false, got 1 (int)"),
+        (True, int, "'f' must be an integer, got True (bool)"),
+        (2.5, int, "'f' must be an integer, got 2.5 (float)"),
+        ("4", int | None, "'f' must be an integer, got '4' (str)"),
+        ("0.7", float, "'f' must be a number, got '0.7' (str)"),
+        (["a", 3], tuple[str, ...], "'f[1]' must be a string, got 3 (int)"),
+        ("a", tuple[str, ...], "'f' must be a list of strings, got 'a' (str)"),
+        ({"s": [0, "1"]}, dict[str, tuple[int, ...]] | None, "'f.s[1]' must be an integer"),
+        ({"m": 3}, dict[str, dict[str, Any]], "'f.m' must be a mapping, got 3 (int)"),
+        ([1], dict[str, tuple[int, ...]], "'f' must be a mapping to lists of integers, got [1]"),
+        ("c", Literal["a", "b"], "'f' must be one of 'a', 'b', got 'c' (str)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_with_what_it_got(value, annotation, problem):
+    assert mismatch(value, annotation, "f").startswith(problem)
+    with pytest.raises(ConfigError, match="^config field 'f"):
+        check_value(value, annotation, "f")
+
+
+@pytest.mark.parametrize(
+    "value, annotation",
+    [
+        (True, bool | None),
+        (None, bool | None),
+        (3, float),  # a float takes an int (YAML's 1 for 1.0)
+        ([0, 1], tuple[int, ...]),  # YAML has lists only
+        ((0, 1), list[int]),
+        ({"a": {"b": 1}}, dict[str, dict[str, Any]]),
+        ("b", Literal["a", "b"]),
+        (object(), Any),
+    ],
+)
+def test_values_of_the_right_type_pass(value, annotation):
+    assert mismatch(value, annotation, "f") is None
+
+
+def test_grid_do_sample_as_text_is_an_error_not_sampling(tmp_path, capsys):
+    from workbench.__main__ import main
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text('name: typed\ntechniques: [base]\ndo_sample: "no"\n')
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert line == "error: config field 'do_sample' must be true or false, got 'no' (str)"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ("seeds: [0, '1']", "'seeds[1]' must be an integer, got '1' (str)"),
+        ("temperature: warm", "'temperature' must be a number, got 'warm' (str)"),
+        ("n_target: 2.5", "'n_target' must be an integer, got 2.5 (float)"),
+        ("early_stop: 1", "'early_stop' must be true or false, got 1 (int)"),
+        ("models: [3]", "'models[0]' must be a string, got 3 (int)"),
+        ("technique_params: {steering: 0.8}", "'technique_params.steering' must be a mapping"),
+    ],
+)
+def test_every_typed_grid_field_is_checked(tmp_path, fields, problem):
+    from workbench.experiments import ExperimentConfig
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(f"name: typed\n{fields}\n")
+    with pytest.raises(ConfigError) as e:
+        ExperimentConfig.from_yaml(cfg)
+    assert str(e.value).startswith("config field " + problem)
+
+
+def test_grid_backend_options_are_checked_by_type_before_any_model_loads(tmp_path, monkeypatch):
+    import workbench.backends
+    from workbench.experiments import ExperimentConfig, Runner
+    from workbench.testing import tiny_benchmark
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    model = "openai:served@http://127.0.0.1:9/v1"
+    bench = tiny_benchmark()
+    for options, problem in [
+        ({"concurrency": "4"}, "option 'concurrency' must be an integer, got '4' (str)"),
+        ({"cache": "no"}, "option 'cache' must be true or false, got 'no' (str)"),
+        ({"colour": 1}, "cache and cache_path; got colour"),
+    ]:
+        config = ExperimentConfig(
+            name="opts",
+            models=(model,),
+            techniques=("base",),
+            targets=("river",),
+            model_options={model: options},
+        )
+        with pytest.raises(ConfigError) as e:
+            Runner(config, root=tmp_path, bench=bench, progress=False).run()
+        assert str(e.value).startswith(f"config field 'model_options': model '{model}'")
+        assert problem in str(e.value)
+    assert files_under(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "cls, options, problem",
+    [
+        ("VLLMOptions", {"max_model_len": "4096"}, "'max_model_len' must be an integer"),
+        ("VLLMOptions", {"gpu_memory_utilization": "0.5"}, "'gpu_memory_utilization' must be a"),
+        ("APIOptions", {"timeout": True}, "'timeout' must be a number, got True"),
+        ("HFOptions", {"dtype": 16}, "'dtype' must be a string, got 16 (int)"),
+    ],
+)
+def test_backend_options_are_checked_by_type(cls, options, problem):
+    import workbench.backends as backends
+
+    with pytest.raises(ConfigError) as e:
+        getattr(backends, cls)(**options)
+    assert str(e.value).startswith("option " + problem)
+
+
+def test_refusal_eval_fields_are_checked_by_the_same_checker(tmp_path):
+    from workbench.refusal import SuiteConfig
+
+    for text, problem in [
+        ("include_base: 'yes'", "'include_base' must be true or false, got 'yes' (str)"),
+        ("judge: {categories: 'no'}", "'judge.categories' must be true or false"),
+        ("sampling: {do_sample: 'no'}", "'sampling.do_sample' must be true or false"),
+        ("limit: '10'", "'limit' must be an integer, got '10' (str)"),
+        ("datasets: [{name: sanity, limit: 2.0}]", "'datasets[0].limit' must be an integer"),
+        ("abstainers: [{technique: steering, target: x, seed: '1'}]", "'abstainers[0].seed'"),
+    ]:
+        cfg = tmp_path / "suite.yaml"
+        cfg.write_text(text + "\n")
+        with pytest.raises(ConfigError) as e:
+            SuiteConfig.from_yaml(cfg)
+        assert str(e.value).startswith(f"{cfg}: config field {problem}")
+
+
+def test_the_shipped_configs_and_presets_still_pass():
+    from workbench.experiments import ExperimentConfig
+    from workbench.paths import repo_root
+    from workbench.refusal import SuiteConfig
+    from workbench.techniques.presets import PRESETS
+
+    SuiteConfig.from_yaml(repo_root() / "configs" / "refusal_eval.yaml")
+    for preset in PRESETS:
+        assert ExperimentConfig(preset=preset).seeds
+
+
+# -- an empty config file -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "{}\n"])
+def test_an_empty_grid_file_is_an_error_not_the_default_grid(tmp_path, capsys, text):
+    from workbench.__main__ import main
+
+    cfg = tmp_path / "empty.yaml"
+    cfg.write_text(text)
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert line.startswith(f"error: {cfg}: no config fields in the file")
+    assert not (tmp_path / "runs").exists()
+
+
+# -- models: a wrong name is one line before the kernel starts; a hub id fails fast offline ---
+
+
+@pytest.fixture()
+def no_kernel(monkeypatch, tmp_path):
+    """papermill must not start: the checks come first. Runs go to a temporary folder."""
+    import papermill
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(
+        papermill, "execute_notebook", lambda *a, **k: pytest.fail("the kernel started")
+    )
+    return tmp_path / "runs"
+
+
+@pytest.mark.parametrize(
+    "notebook, parameter, message",
+    [
+        ("00_quickstart", "model=bogus", "parameter 'model': unknown model 'bogus': not a regis"),
+        ("03_refusal_judge", "judge_model=./nowhere", "parameter 'judge_model': no model direc"),
+        ("06_refusal_suite", "models=['smollm2-135m-instruct', 'bogus']", "unknown model 'bogus'"),
+        ("01_select_abstention", "targets=['wn:bogus']", "parameter 'targets': unknown concept"),
+        ("10_steering_inspector", "concept=river", "parameter 'concept': unknown concept id 'riv"),
+        ("06_refusal_suite", "score_detector=phrasal", "parameter 'score_detector' got 'phrasal'"),
+        ("01_select_abstention", "do_sample=no", "parameter 'do_sample' must be true or false"),
+        ("05_categorical_editing", "layer=2.5", "parameter 'layer' must be an integer, got 2.5"),
+        ("01_select_abstention", "data_dir=nowhere", "parameter 'data_dir': no benchmark in"),
+    ],
+)
+def test_notebook_parameters_naming_models_concepts_and_detectors_are_checked_first(
+    capsys, no_kernel, notebook, parameter, message
+):
+    from workbench.__main__ import main
+
+    line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
+    assert line.startswith(f"error: notebook {notebook}: ") and message in line
+    assert files_under(no_kernel) == []
+
+
+def test_a_select_benchmark_rejects_the_notebooks_wordnet_default_targets(tmp_path, no_kernel):
+    from workbench.notebooks import validate_parameters
+    from workbench.taxonomy import save_benchmark
+    from workbench.testing import tiny_benchmark
+
+    save_benchmark(tiny_benchmark(), tmp_path / "bench")
+    with pytest.raises(ConfigError, match="parameter 'targets': unknown concept id 'wn:"):
+        validate_parameters("01_select_abstention", {"data_dir": str(tmp_path / "bench")})
+    validate_parameters(
+        "01_select_abstention", {"data_dir": str(tmp_path / "bench"), "targets": ["river"]}
+    )
+
+
+def _closed_port() -> int:
+    from workbench.backends.serve import free_port
+
+    return free_port()  # bound, then closed: nothing listens there
+
+
+@pytest.fixture()
+def online(monkeypatch, tmp_path):
+    """Hub access allowed (the tests' default is offline), an empty HF cache."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+
+
+def test_a_hub_id_offline_and_not_cached_fails_at_once(monkeypatch, tmp_path):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.errors import ModelLoadError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError) as e:
+        load_model("some-org/some-model")
+    assert time.monotonic() - start < 5
+    assert str(e.value) == (
+        "could not load model 'some-org/some-model': it is not in the local Hugging Face cache, "
+        "and HF_HUB_OFFLINE is set (unset it to download, or use a registered name or a local "
+        "directory)"
+    )
+
+
+def test_an_unreachable_hub_is_asked_once_without_retries(monkeypatch, online):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.errors import ModelLoadError
+
+    port = _closed_port()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError) as e:
+        load_model("some-org/some-model")
+    assert time.monotonic() - start < 5  # it retried for ~50 s
+    assert str(e.value).startswith(
+        "could not load model 'some-org/some-model': it is not in the local Hugging Face cache "
+        f"and the hub (http://127.0.0.1:{port}) cannot be reached: "
+    )
+
+
+def test_an_id_the_hub_does_not_have_is_named(monkeypatch, online):
+    import http.server
+    import threading
+
+    from workbench.errors import ModelLoadError
+    from workbench.models.loading import check_model_name
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(401 if "gated" in self.path else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(ModelLoadError, match=r"the hub has no model of that id \(HTTP 404\)"):
+            check_model_name("some-org/typo-model")
+        with pytest.raises(ModelLoadError, match=r"\(HTTP 401\).*log in"):
+            check_model_name("some-org/gated-model")
+    finally:
+        server.shutdown()
+
+
+def test_a_cached_hub_model_loads_from_the_cache_when_the_hub_cannot_be_asked(
+    monkeypatch, online, tmp_path
+):
+    from workbench.backends import load_model
+    from workbench.testing import save_tiny, tiny_lm
+
+    repo = tmp_path / "hf-cache" / "models--acme--tiny-chat"
+    save_tiny(tiny_lm(seed=1), repo / "snapshots" / "0123abcd")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    for offline in ("0", "1"):
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+        lm = load_model("acme/tiny-chat", device="cpu")
+        assert (lm.model_id, lm.revision) == ("acme/tiny-chat", "0123abcd")
+        assert lm.source_dir == repo / "snapshots" / "0123abcd"
+
+
+# -- SELECT's released results: the detector, the models, the benchmark ---------------------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    from select_results_fixture import write_results_release
+    from workbench.taxonomy import import_select, save_benchmark
+
+    root = tmp_path_factory.mktemp("select")
+    fx = write_results_release(root / "clone")
+    save_benchmark(import_select(fx["root"]), root / "bench")
+    return fx["root"], root / "bench"
+
+
+def import_results(release, runs: Path, *extra: str, run: str = "sel") -> int:
+    from workbench.__main__ import main
+
+    clone, bench = release
+    args = ["import-select-results", str(clone), "--benchmark", str(bench), "--run", run]
+    return main([*args, "--root", str(runs), "--workers", "1", "--allow-partial", *extra])
+
+
+def test_an_unknown_detector_is_named_before_anything_is_imported(release, tmp_path, capsys):
+    line = one_error_line(
+        capsys, import_results(release, tmp_path / "runs", "--detector", "refused_nope")
+    )
+    assert line.startswith(
+        "error: no refusal column 'refused_nope' in an imported run; known: refused_phrase, "
+    )
+    assert "select_flag_heuristic" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_model_lists_every_alias_of_the_release(release, tmp_path, capsys):
+    line = one_error_line(
+        capsys, import_results(release, tmp_path / "runs", "--models", "Llama-Nope")
+    )
+    assert line == (
+        "error: unknown model(s) 'Llama-Nope'; the release has: Tiny-IT-1B (acme/tiny-it-1b), "
+        "Chat-API (openai/azure/chat-api)"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_benchmark_without_the_releases_targets_is_an_error_not_a_table(
+    release, tmp_path, capsys
+):
+    from workbench.taxonomy import save_benchmark
+    from workbench.testing import tiny_benchmark
+
+    save_benchmark(tiny_benchmark(), tmp_path / "other")
+    wrong = (release[0], tmp_path / "other")
+    line = one_error_line(capsys, import_results(wrong, tmp_path / "runs"))
+    assert (
+        line.startswith("error: the benchmark ") and "holds none of the release's targets" in line
+    )
+    assert "python -m workbench.taxonomy import-select" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_two_imports_of_one_run_the_second_says_who_holds_it(release, tmp_path, capsys):
+    """A slowed import holds the run; a second one at the same time fails in one line naming
+    it, writes nothing, and the first finishes whole."""
+    import subprocess
+    import sys
+    import time
+
+    import pandas as pd
+
+    script = (
+        "import sys, time\n"
+        "import workbench.select.results as sr\n"
+        "real = sr.import_file\n"
+        "def slow(task):\n"
+        "    time.sleep(0.5)\n"
+        "    return real(task)\n"
+        "sr.import_file = slow\n"
+        "from workbench.__main__ import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    clone, bench = release
+    runs = tmp_path / "runs"
+    first = subprocess.Popen(
+        [sys.executable, "-c", script, "import-select-results", str(clone), "--benchmark"]
+        + [str(bench), "--run", "sel", "--root", str(runs), "--workers", "1", "--allow-partial"]
+        + ["--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    note = runs / "sel" / ".lock.json"
+    deadline = time.time() + 120
+    while not note.is_file():
+        assert first.poll() is None and time.time() < deadline, first.stderr.read()
+        time.sleep(0.05)
+    line = one_error_line(capsys, import_results(release, runs))
+    assert line.startswith(f"error: run {runs / 'sel'} is in use by import-select-results ")
+    assert f"(process {first.pid} on " in line and ", started 20" in line
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    rows = pd.read_parquet(runs / "sel" / "results.parquet")  # the holder's file is whole
+    assert len(rows) > 0 and not note.exists()
+    assert [p.name for p in (runs / "sel").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_concurrent_writers_never_share_a_temporary_name(tmp_path):
+    from workbench.paths import atomic_file
+
+    final = tmp_path / "results.parquet"
+    with atomic_file(final) as a, atomic_file(final) as b:
+        assert a != b and a.parent == b.parent == tmp_path
+        a.write_text("first")
+        b.write_text("second")
+    assert final.read_text() == "first"  # the last to finish wins, whole
+    with pytest.raises(KeyboardInterrupt), atomic_file(final) as c:
+        c.write_text("half")
+        raise KeyboardInterrupt
+    assert final.read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "results.parquet"
+    ]
+
+
+# -- output folders that cannot be written: one line, before any work -----------------------------
+
+
+@pytest.fixture()
+def under_a_file(tmp_path) -> Path:
+    """A folder path under a regular file: no process can write there, root included (tests
+    run as root in CI, where a chmod-ed folder stays writable)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    return blocker / "out"
+
+
+NOT_A_FOLDER = "a-file is a file, not a folder"
+
+
+def test_grid_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
+    import workbench.backends
+    from workbench.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: ro\ntechniques: [base]\ntargets: ['wn:09411430-n']\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(under_a_file)]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'ro'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_refusal_eval_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
+    import workbench.backends
+    from workbench.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(under_a_file))
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text("name: ro\ndatasets: [sanity]\n")
+    line = one_error_line(capsys, main(["refusal-eval", str(cfg)]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'ro'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_agreement_csv_into_an_unwritable_folder(capsys, under_a_file):
+    from workbench.scoring.__main__ import main
+
+    line = one_error_line(capsys, main(["agreement", "--csv", str(under_a_file / "a.csv")]))
+    assert line.startswith(f"error: cannot write to the folder of the --csv file {under_a_file}")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_taxonomy_import_select_into_an_unwritable_folder(capsys, release, under_a_file):
+    from workbench.taxonomy.__main__ import main
+
+    clone, _ = release
+    status = main(["import-select", str(clone), "--out", str(under_a_file / "bench")])
+    line = one_error_line(capsys, status)
+    assert line.startswith("error: cannot write to the benchmark folder --out ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_import_select_results_into_an_unwritable_folder(capsys, release, under_a_file):
+    line = one_error_line(capsys, import_results(release, under_a_file))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'sel'}: ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_a_notebook_into_an_unwritable_runs_folder(capsys, no_kernel, under_a_file, monkeypatch):
+    from workbench.__main__ import main
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(under_a_file))
+    line = one_error_line(capsys, main(["run", "00_quickstart"]))
+    assert line.startswith(f"error: cannot write to the run folder {under_a_file / 'quickstart'}")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def test_unknownbench_build_into_an_unwritable_folder(capsys, under_a_file, monkeypatch):
+    import workbench.unknown.datasets
+    from workbench.unknown.__main__ import main
+
+    monkeypatch.setattr(
+        workbench.unknown.datasets,
+        "build_unknown_dataset",
+        lambda **k: pytest.fail("the build started"),
+    )
+    line = one_error_line(capsys, main(["build", "--out", str(under_a_file / "unknown")]))
+    assert line.startswith("error: cannot write to the dataset folder --out ")
+    assert line.endswith(NOT_A_FOLDER)
+
+
+def _read_only_mount_works(path: Path) -> bool:
+    import subprocess
+
+    script = f"mount --bind {path} {path} && mount -o remount,ro,bind {path} && ! touch {path}/x"
+    try:
+        r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True)
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
+def test_a_read_only_folder_is_found_by_writing_to_it(tmp_path):
+    """A folder that exists on a read-only file system (a bind mount in a private mount
+    namespace, where unshare is allowed): the probe file finds it, as it would a folder of
+    another user's."""
+    import subprocess
+    import sys
+
+    ro = tmp_path / "ro"
+    (ro / "runs").mkdir(parents=True)
+    if not _read_only_mount_works(ro):
+        pytest.skip("no unshare/mount here to make a read-only folder")
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: ro\ntechniques: [base]\ntargets: ['wn:09411430-n']\n")
+    command = f"{sys.executable} -m workbench grid {cfg} --root {ro / 'runs'}"
+    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
+    r = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"error: cannot write to the run folder {ro / 'runs' / 'ro'}: Read-only file system "
+        f"({ro / 'runs'})"
+    ]
+
+
+# -- Ctrl-C on refusal-eval: one line, the finished chunks kept, the next call resumes -----------
+
+SLOW_SUITE = """
+import sys, time
+import workbench.refusal.suite as suite
+
+write = suite._write_atomic
+
+def slow(frame, path):  # each chunk takes a while, so the interrupt lands mid-run
+    write(frame, path)
+    time.sleep(0.4)
+
+suite._write_atomic = slow
+from workbench.__main__ import main
+sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
+"""
+
+
+def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import workbench.generation
+    from workbench.refusal import RefusalSuite, SuiteConfig
+    from workbench.testing import save_tiny, tiny_lm
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("WORKBENCH_RUNS", str(runs))
+    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
+            for i in range(12)
+        )
+    )
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text(
+        f"name: stopped\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
+        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SUITE, str(cfg)],
+        env=subprocess_env(WORKBENCH_RUNS=str(runs)),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    chunks = runs / "stopped" / "chunks"
+    deadline = time.time() + 120
+    while len(list(chunks.glob("gen-*.parquet"))) < 2:
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert err.strip().splitlines() == [
+        f"error: interrupted; the finished chunks are kept in {chunks} and the same command "
+        "resumes from them"
+    ]
+    kept = sorted(p.name for p in chunks.iterdir())
+    assert 2 <= len(kept) < 6 and all(n.startswith("gen-") and n.endswith(".parquet") for n in kept)
+    assert not (runs / "stopped" / "rows.parquet").exists()
+
+    calls = []
+    real = workbench.generation.generate
+
+    def counting(lm, prompts, *a, **k):
+        calls.extend(prompts)
+        return real(lm, prompts, *a, **k)
+
+    monkeypatch.setattr(workbench.generation, "generate", counting)
+    rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    assert len(calls) == 12 - 2 * len(kept)  # only what the interrupt left undone
+    assert sorted(rows["prompt_id"]) == sorted(f"p{i}" for i in range(12))
+
+
+# -- an endpoint that is down: no retries, and a grid stops at it --------------------------------
+
+
+def _dead_endpoint() -> str:
+    return f"http://127.0.0.1:{_closed_port()}/v1"
+
+
+def test_a_dead_endpoint_fails_at_once_not_after_retries(tmp_path):
+    import time
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+    from workbench.generation import GenerationConfig, generate
+
+    url = _dead_endpoint()
+    lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
+    start = time.monotonic()
+    with pytest.raises(EndpointDown) as e:
+        generate(lm, ["Hello?", "Hi?"], GenerationConfig(max_new_tokens=4), progress=False)
+    assert time.monotonic() - start < 5  # the client's retries took ~22 s
+    assert str(e.value) == (
+        f"endpoint {url} cannot be reached (Connection refused; is its server running, and the "
+        "URL right?)"
+    )
+    lm.close()
+
+
+def test_answers_in_the_cache_need_no_endpoint(tmp_path):
+    from workbench.backends import load_model
+    from workbench.backends.cache import request_key
+    from workbench.backends.openai_api import EndpointDown
+
+    url = _dead_endpoint()
+    lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
+    body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
+    lm.cache.put(request_key(url + "/chat/completions", body), {"choices": []})
+    assert lm._call("/chat/completions", body) == ({"choices": []}, True)
+    with pytest.raises(EndpointDown):
+        lm._call("/chat/completions", {**body, "max_tokens": 3})
+    lm.close()
+
+
+def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_path):
+    import http.server
+    import json
+    import threading
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+
+    answer = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Fine."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+    class Once(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Once)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    options = {"cache": False, "max_retries": 0}
+    lm = load_model(f"openai:served@{url}", options=options)
+    body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
+    assert lm._call("/chat/completions", body)[0]["choices"][0]["message"]["content"] == "Fine."
+    server.shutdown()
+    server.server_close()
+    with pytest.raises(EndpointDown, match=f"^endpoint {url} stopped answering"):
+        lm._call("/chat/completions", body)
+    with pytest.raises(EndpointDown, match="stopped answering"):  # no more tries
+        lm._call("/chat/completions", {**body, "n": 1})
+    lm.close()
+
+
+def test_a_grid_stops_at_the_first_endpoint_that_is_down(tmp_path, capsys, monkeypatch):
+    import json
+    import time
+
+    from workbench.__main__ import main
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    url = _dead_endpoint()
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(
+        f"name: dead\nmodels: ['openai:served@{url}']\ntechniques: [base, zero_shot]\n"
+        "targets: ['wn:09411430-n', 'wn:10560637-n']\nn_target: 2\nn_descendant: 0\n"
+        "n_specificity: 0\n"
+    )
+    start = time.monotonic()
+    status = main(["grid", str(cfg), "--root", str(tmp_path / "runs")])
+    assert time.monotonic() - start < 20  # it took ~22 s per cell, every cell tried
+    line = the_error_after_progress(capsys, status)
+    assert line == (
+        f"error: endpoint {url} cannot be reached (Connection refused; is its server running, "
+        "and the URL right?); the grid stopped at its first cell on it (0 of 4 cells done and "
+        "kept; run it again once it answers)"
+    )
+    errors = (tmp_path / "runs" / "dead" / "errors.jsonl").read_text().splitlines()
+    assert [json.loads(e)["error"] for e in errors] == ["EndpointDown"]  # one cell, not four
+    assert not (tmp_path / "runs" / "dead" / "cells").exists()

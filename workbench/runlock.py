@@ -1,0 +1,75 @@
+"""One writer per run folder at a time, and a second one told who holds it.
+
+Two commands writing the same run at once (two ``import-select-results --run X``, a grid
+started twice) would interleave their files. :func:`run_lock` takes ``<run>/.lock`` (an OS lock
+through ``filelock``: released when its process ends, however it ends) and writes beside it who
+holds it; a second writer fails at once with one :class:`RunLocked` line naming the command,
+process, host and start time of the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from workbench.errors import OutputError
+from workbench.paths import write_text_atomic
+
+LOCK_NAME = ".lock"
+HOLDER_NAME = ".lock.json"
+
+
+class RunLocked(OutputError):
+    """Another process is writing the run."""
+
+
+def holder(run_dir: str | os.PathLike) -> str:
+    """Who holds ``run_dir``'s lock, in words (from the holder's note beside it)."""
+    try:
+        info = json.loads((Path(run_dir) / HOLDER_NAME).read_text())
+        return (
+            f"{info['command']} (process {info['pid']} on {info['host']}, "
+            f"started {info['started']})"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process (it has not written who it is yet)"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | os.PathLike, command: str) -> Iterator[None]:
+    """Hold ``run_dir``'s lock while the block runs (the folder must exist and be writable:
+    :func:`workbench.paths.check_writable`); raise :class:`RunLocked` at once when another
+    process holds it."""
+    from filelock import FileLock, Timeout
+
+    run_dir = Path(run_dir)
+    lock = FileLock(run_dir / LOCK_NAME, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunLocked(
+            f"run {run_dir} is in use by {holder(run_dir)}; wait for it to finish, or write "
+            "another run"
+        ) from None
+    note = run_dir / HOLDER_NAME
+    try:
+        write_text_atomic(
+            note,
+            json.dumps(
+                {
+                    "command": command,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                }
+            ),
+        )
+        yield
+    finally:
+        note.unlink(missing_ok=True)
+        lock.release()
