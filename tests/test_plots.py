@@ -169,6 +169,27 @@ def test_a_run_figure_is_saved_and_says_where(tmp_path, monkeypatch):
     assert saved[0].parent == tmp_path / "r" / "figures"
 
 
+def test_figures_of_a_speed_first_run_say_so_in_their_caption(tmp_path, monkeypatch):
+    from workbench.models.numerics import record_run_numerics
+    from workbench.plots.save import new_figure, save_run_figure
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path))
+    for run, dtypes, numerics in (
+        ("exact", ["float32"], ["reproducible"]),
+        ("quick", ["bfloat16", "float32"], ["fast", "reproducible"]),
+    ):
+        (tmp_path / run).mkdir()
+        record_run_numerics(tmp_path / run, dtypes, numerics)
+        fig = new_figure(2, 2)
+        fig.subplots().set_title("rates")
+        save_run_figure(fig, run, "line")
+        caption = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        if run == "exact":
+            assert caption == ""
+        else:
+            assert caption == ("numerics: fast (bfloat16): answers depend on batch and CPU")
+
+
 def test_the_same_figure_saves_to_the_same_bytes(tmp_path):
     import time
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.errors import WorkbenchError
 from workbench.paths import run_path
 from workbench.plots.save import FIGURES_DIR
 from workbench.tables.measured import (
@@ -31,6 +32,8 @@ DEMO_NOTEBOOK = "01_select_abstention"
 #: The file name prefix of the figures the demo exports to figures/.
 FIGURE_PREFIX = "select_atomic"
 RECORD = RESULTS_DIR / "demo.json"
+#: The generated table filled from the record (README, The main experiment).
+TABLE = "demo-techniques"
 METRICS = ("abstention", "generalization", "specificity", "far_specificity", "overall")
 
 
@@ -109,10 +112,14 @@ class DemoOutcome:
 
 
 def compare_and_record(
-    run_dir: Path, seconds: float, figures_before: dict[str, str]
+    run_dir: Path,
+    seconds: float,
+    figures_before: dict[str, str],
+    record: Path = RECORD,
+    pages: list[Path] | None = None,
 ) -> DemoOutcome:
-    """Compare ``run_dir``'s techniques table with the record; rewrite record and pages only
-    when a number changed."""
+    """Compare ``run_dir``'s techniques table with the record; rewrite the record and the pages
+    (default: the README and the docs) only when a number changed."""
     from workbench.experiments.verify import machine
 
     table = pd.read_csv(run_dir / "techniques.csv")
@@ -125,16 +132,16 @@ def compare_and_record(
     }
     new = techniques_record(table)
     try:
-        old = read_record(RECORD)
-    except Exception:  # no record yet: this run is the first
+        old = read_record(record)
+    except WorkbenchError:  # no record yet: this run is the first
         old = {"techniques": [], "machine": {}}
     changes = moved(old["techniques"], new)
     after = figure_hashes()
     figures = [n for n, h in after.items() if figures_before.get(n) != h]
     outcome = DemoOutcome(changes, figures, here, old["machine"])
     if changes:
-        write_record(RECORD, {"techniques": new, "machine": here, "run": str(run_dir.name)})
-        outcome.pages = fill_pages()
+        write_record(record, {"techniques": new, "machine": here, "run": str(run_dir.name)})
+        outcome.pages = fill_pages(pages, names={TABLE})
     return outcome
 
 

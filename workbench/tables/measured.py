@@ -143,12 +143,40 @@ def verify_slice() -> str:
     return head + body + "\n" + provenance(machine, "python -m workbench verify --record") + "\n"
 
 
+def invariance() -> str:
+    """Greedy answers across batch sizes and CPU kernels, per dtype."""
+    rec = read_record(RESULTS_DIR / "invariance.json")
+    n = rec["prompts"]
+
+    def of(x: int | None) -> str:
+        return "not run" if x is None else f"{x}/{n}"
+
+    head = (
+        "| dtype | numerics | batch 16 vs 64 | batch 1 vs 64 | other CPU kernels vs this CPU's "
+        "| largest first-token logit difference, batch 1 vs 64 | time at batch 64 vs fp32 |\n"
+        "| --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    body = "".join(
+        f"| {r['dtype']} | {r['numerics']} | {of(r['batch_16'])} | {of(r['batch_1'])} | "
+        f"{of(r['other_kernels'])} ({r['other_kernels_name']} against "
+        f"{rec['machine'].get('kernels')}) | {r['logit_gap']:.1e} | {r['time_vs_fp32']:.2f} |\n"
+        for r in rec["rows"]
+    )
+    machine = {**rec["machine"], "dtype": "per row", "numerics": "per row"}
+    return head + body + "\n" + provenance(machine, rec["command"]) + "\n"
+
+
 #: Every generated table, by the name its markers give.
 TABLES: dict[str, Callable[[], str]] = {
     "demo-techniques": demo_techniques,
     "generation-speed": generation_speed,
     "verify-slice": verify_slice,
+    "invariance": invariance,
 }
+
+
+def _shown(page: Path) -> str:
+    return str(page.relative_to(repo_root())) if page.is_relative_to(repo_root()) else str(page)
 
 
 def pages() -> list[Path]:
@@ -156,14 +184,19 @@ def pages() -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def fill(text: str, rendered: dict[str, str] | None = None) -> str:
-    """``text`` with every measured block replaced by its rendering (unknown names fail)."""
+def fill(
+    text: str, rendered: dict[str, str] | None = None, names: set[str] | None = None
+) -> str:
+    """``text`` with every measured block (or those named in ``names``) replaced by its
+    rendering; an unknown name fails."""
     rendered = {} if rendered is None else rendered
 
     def block(m: re.Match) -> str:
         name = m["name"]
         if name not in TABLES:
             raise WorkbenchError(f"unknown measured table {name!r}; known: {', '.join(TABLES)}")
+        if names is not None and name not in names:
+            return m.group(0)
         if name not in rendered:
             rendered[name] = TABLES[name]()
         return m.group(1) + rendered[name] + m.group(4)
@@ -175,21 +208,22 @@ def stale(paths: list[Path] | None = None) -> list[str]:
     """``page: table`` for every block whose text is not its record's rendering."""
     out: list[str] = []
     rendered: dict[str, str] = {}
-    for page in paths or pages():
+    for page in pages() if paths is None else paths:
         text = page.read_text()
         for m in BLOCK.finditer(text):
             if fill(m.group(0), rendered) != m.group(0):
-                out.append(f"{page.relative_to(repo_root())}: {m['name']}")
+                out.append(f"{_shown(page)}: {m['name']}")
     return out
 
 
-def fill_pages(paths: list[Path] | None = None) -> list[Path]:
-    """Rewrite every page whose blocks differ from their records; the pages changed."""
+def fill_pages(paths: list[Path] | None = None, names: set[str] | None = None) -> list[Path]:
+    """Rewrite every page (default: the README and the docs) whose blocks (or those named in
+    ``names``) differ from their records; the pages changed."""
     changed: list[Path] = []
     rendered: dict[str, str] = {}
-    for page in paths or pages():
+    for page in pages() if paths is None else paths:
         text = page.read_text()
-        new = fill(text, rendered)
+        new = fill(text, rendered, names)
         if new != text:
             page.write_text(new)
             changed.append(page)
@@ -207,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv:
         raise WorkbenchError("usage: python -m workbench.tables.measured [--check]")
     for page in fill_pages():
-        print(f"filled {page.relative_to(repo_root())}")
+        print(f"filled {_shown(page)}")
     return 0
 
 

@@ -1,0 +1,84 @@
+"""Tables of measured numbers are generated from their runs' records and cannot drift."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from workbench.errors import WorkbenchError
+from workbench.experiments import demo
+from workbench.tables import measured
+
+
+def test_every_generated_table_equals_its_record():
+    assert measured.stale() == []
+
+
+def test_every_table_is_on_a_page_and_the_readme_has_the_main_result():
+    names = {
+        m["name"] for page in measured.pages() for m in measured.BLOCK.finditer(page.read_text())
+    }
+    assert names == set(measured.TABLES)
+    readme = (measured.repo_root() / "README.md").read_text()
+    block = next(m for m in measured.BLOCK.finditer(readme) if m["name"] == "demo-techniques")
+    assert "| steering |" in block["body"] and "*Measured by `make demo` on " in block["body"]
+
+
+def test_a_number_edited_by_hand_is_caught(tmp_path):
+    readme = (measured.repo_root() / "README.md").read_text()
+    m = next(m for m in measured.BLOCK.finditer(readme) if m["name"] == "demo-techniques")
+    page = tmp_path / "page.md"
+    page.write_text(m.group(0).replace("| steering | ", "| steering | 0.99 | ", 1))
+    assert measured.stale([page]) == [f"{page}: demo-techniques"]
+    assert measured.fill_pages([page]) == [page]
+    assert measured.stale([page]) == []
+
+
+def test_an_unknown_table_name_is_one_line(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- measured: nope -->\n<!-- /measured -->\n")
+    with pytest.raises(WorkbenchError, match="unknown measured table 'nope'"):
+        measured.stale([page])
+
+
+def fake_run(tmp_path, techniques: list[dict], numerics: str = "reproducible"):
+    run = tmp_path / "demo"
+    run.mkdir()
+    pd.DataFrame(techniques).to_csv(run / "techniques.csv", index=False)
+    dtype = "float32" if numerics == "reproducible" else "bfloat16"
+    pd.DataFrame({"dtype": [dtype], "numerics": [numerics]}).to_parquet(run / "results.parquet")
+    return run
+
+
+def test_a_demo_that_reproduces_the_record_writes_nothing(tmp_path):
+    record = measured.repo_root() / demo.RECORD
+    before = record.read_bytes()
+    techniques = json.loads(before)["techniques"]
+    run = fake_run(tmp_path, techniques)
+    figures = demo.figure_hashes()
+    out = demo.compare_and_record(run, 1.0, figures, pages=[])
+    assert out.changes == [] and out.figures_changed == []
+    assert record.read_bytes() == before
+    assert out.text().startswith("results equal the recorded ones")
+
+
+def test_a_demo_that_differs_names_each_number_and_rewrites_its_record(tmp_path):
+    record = tmp_path / "demo.json"
+    techniques = json.loads((measured.repo_root() / demo.RECORD).read_text())["techniques"]
+    record.write_text(json.dumps({"techniques": techniques, "machine": {"cpu": "elsewhere"}}))
+    changed = [dict(t) for t in techniques]
+    steering = next(t for t in changed if t["technique"] == "steering")
+    old = steering["abstention"]
+    steering["abstention"] = round(old - 0.05, 4)
+    run = fake_run(tmp_path, changed, numerics="fast")
+    figures = dict.fromkeys(demo.figure_hashes(), "another hash")
+    out = demo.compare_and_record(run, 1.0, figures, record=record, pages=[])
+    assert out.changes == [f"steering abstention {old} -> {steering['abstention']}"]
+    assert json.loads(record.read_text())["techniques"] == demo.techniques_record(
+        pd.read_csv(run / "techniques.csv")
+    )
+    text = out.text()
+    assert "steering abstention" in text and "speed-first numerics" in text
+    assert "select_atomic_techniques.png" in text
