@@ -153,13 +153,13 @@ def invariance() -> str:
 
     head = (
         "| dtype | numerics | batch 16 vs 64 | batch 1 vs 64 | other CPU kernels vs this CPU's "
-        "| largest first-token logit difference, batch 1 vs 64 | time at batch 64 vs fp32 |\n"
-        "| --- | --- | --- | --- | --- | --- | --- |\n"
+        "| largest first-token logit difference, batch 1 vs 64 |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
     )
     body = "".join(
         f"| {r['dtype']} | {r['numerics']} | {of(r['batch_16'])} | {of(r['batch_1'])} | "
         f"{of(r['other_kernels'])} ({r['other_kernels_name']} against "
-        f"{rec['machine'].get('kernels')}) | {r['logit_gap']:.1e} | {r['time_vs_fp32']:.2f} |\n"
+        f"{rec['machine'].get('kernels')}) | {r['logit_gap']:.1e} |\n"
         for r in rec["rows"]
     )
     machine = {**rec["machine"], "dtype": "per row", "numerics": "per row"}
