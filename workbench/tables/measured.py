@@ -184,9 +184,7 @@ def pages() -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def fill(
-    text: str, rendered: dict[str, str] | None = None, names: set[str] | None = None
-) -> str:
+def fill(text: str, rendered: dict[str, str] | None = None, names: set[str] | None = None) -> str:
     """``text`` with every measured block (or those named in ``names``) replaced by its
     rendering; an unknown name fails."""
     rendered = {} if rendered is None else rendered
