@@ -38,3 +38,19 @@ def embedded():
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.numerics == "reproducible"
     return lm
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs whose workers run one passive-waiting thread each."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        ignore_reinit_error=True,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
+    )
+    yield ray
+    ray.shutdown()

@@ -20,20 +20,6 @@ COMPARE = KEY + ["question", "relation", "response", "refused_phrase", "config_h
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        ignore_reinit_error=True,
-        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
-    )
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     return str(save_tiny(tiny_lm(seed=0), tmp_path_factory.mktemp("tiny")))
 
@@ -58,7 +44,7 @@ def rows(table):
     return table[COMPARE].sort_values(KEY).reset_index(drop=True)
 
 
-def test_two_ray_workers_give_exactly_the_local_rows(tmp_path, cluster, model_dir):
+def test_two_ray_workers_give_exactly_the_local_rows(tmp_path, ray_cluster, model_dir):
     bench = tiny_benchmark()
     local = Runner(
         config(model_dir, "g"), root=tmp_path / "local", bench=bench, progress=False
@@ -76,7 +62,7 @@ def test_two_ray_workers_give_exactly_the_local_rows(tmp_path, cluster, model_di
     pd.testing.assert_frame_equal(rows(remote), rows(local))
 
 
-def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path, cluster, model_dir):
+def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path, ray_cluster, model_dir):
     bench = tiny_benchmark()
     cfg = config(
         model_dir, "k", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 3.0}}
@@ -127,7 +113,7 @@ Runner(cfg, root={root!r}, bench=tiny_benchmark(), progress=False, executor="ray
 """
 
 
-def test_a_killed_driver_resumes_where_it_stopped(tmp_path, cluster, model_dir):
+def test_a_killed_driver_resumes_where_it_stopped(tmp_path, ray_cluster, model_dir):
     cfg = config(
         model_dir, "d", techniques=("sleepy",), technique_params={"sleepy": {"seconds": 2.0}}
     )

@@ -146,31 +146,19 @@ def local_rows(tmp_path_factory):
     return answers_of(table)
 
 
-def test_ray_workers_give_the_local_answers(local_rows, tmp_path):
+def test_ray_workers_give_the_local_answers(local_rows, tmp_path, ray_cluster):
     """Two Ray workers, one torch thread each, batches of 3 instead of 32."""
-    ray = pytest.importorskip("ray")
     from workbench.experiments import ExperimentConfig, Runner
 
-    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        ignore_reinit_error=True,
-        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
+    runner = Runner(
+        ExperimentConfig.from_dict(grid("ray", 3)),
+        root=tmp_path,
+        progress=False,
+        executor="ray",
+        workers=2,
+        resources_per_worker={"CPU": 1},
     )
-    try:
-        runner = Runner(
-            ExperimentConfig.from_dict(grid("ray", 3)),
-            root=tmp_path,
-            progress=False,
-            executor="ray",
-            workers=2,
-            resources_per_worker={"CPU": 1},
-        )
-        table = runner.run()
-    finally:
-        ray.shutdown()
+    table = runner.run()
     pd.testing.assert_frame_equal(answers_of(table), local_rows)
 
 

@@ -110,17 +110,15 @@ RUN_FILE = "numerics.json"
 def record_run_numerics(run_dir, dtypes, numerics) -> None:
     """Write ``run_dir/numerics.json``: the distinct dtypes and numerics of a run's rows."""
     import json
-    import os
     from pathlib import Path
 
-    path = Path(run_dir) / RUN_FILE
+    from workbench.paths import write_text_atomic
+
     body = {
         "dtype": sorted({str(d) for d in dtypes if d is not None and d == d}),
         "numerics": sorted({str(n) for n in numerics if n is not None and n == n}),
     }
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(body, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(Path(run_dir) / RUN_FILE, json.dumps(body, indent=1) + "\n")
 
 
 def run_numerics_note(run_dir) -> str:

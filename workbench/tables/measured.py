@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.paths import repo_root
+from workbench.paths import repo_root, write_text_atomic
 
 #: Records of measuring runs, tracked.
 RESULTS_DIR = Path("docs/results")
@@ -49,7 +49,7 @@ def read_record(path: Path) -> dict[str, Any]:
 def write_record(path: Path, record: dict[str, Any]) -> Path:
     full = repo_root() / path
     full.parent.mkdir(parents=True, exist_ok=True)
-    full.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(full, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return full
 
 
