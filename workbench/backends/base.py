@@ -33,6 +33,8 @@ class Capabilities:
         scoring: log-probabilities of given continuations (the judge's constrained choice,
             number confidence, perplexity).
         distribution: the full next-token distribution (entropy).
+        steering: adds steering vectors to chosen requests and reads a concept gate inside the
+            engine (conditional steering), per request.
     """
 
     activations: bool
@@ -41,6 +43,7 @@ class Capabilities:
     logprobs: bool
     scoring: bool
     distribution: bool
+    steering: bool = False
 
     def missing(self, needs: frozenset[str]) -> list[str]:
         return sorted(n for n in needs if not getattr(self, n))

@@ -24,7 +24,13 @@ from workbench.models.loading import load_pretrained
 
 #: Everything: hooks on decoder blocks, local weights, adapters, scoring and distributions.
 HF_CAPABILITIES = Capabilities(
-    activations=True, weights=True, adapters=True, logprobs=True, scoring=True, distribution=True
+    activations=True,
+    weights=True,
+    adapters=True,
+    logprobs=True,
+    scoring=True,
+    distribution=True,
+    steering=True,
 )
 
 

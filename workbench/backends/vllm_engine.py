@@ -3,8 +3,11 @@
 For everything that needs no activations: base, zero-shot and chain-of-thought answers, K
 samples, fine-tuned abstainers (their LoRA adapters served over the base weights, no merged
 copy), the judge and number confidence (exact log-probabilities of fixed continuations from
-vLLM's prompt log-probabilities). Steering and editing need hooks on the layers and stay on the
-Hugging Face engine; asking for them here is an error before anything runs.
+vLLM's prompt log-probabilities), and conditional steering inside vLLM's model runner, per
+request (:meth:`VLLMModel.generate_steered`, :mod:`workbench.backends.vllm_steering`): the
+vectors are fitted on the same weights on the Hugging Face engine (:meth:`VLLMModel.hf`), the
+gate and the steering run in vLLM. Editing needs the layers' weights in hand and stays on the
+Hugging Face engine; asking for it here is an error before anything runs.
 
 The answers match the workbench's engine, not just vLLM's defaults: prompts are rendered with
 the same chat template and sent as token ids, each sample gets the same per-(prompt, sample)
@@ -30,9 +33,16 @@ from workbench.generation.config import FinishReason, Generation, GenerationConf
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
 
-#: Generation, adapters and exact scoring; no layers to hook, no full distributions.
+#: Generation, adapters, exact scoring and per-request steering; no layers to hook, no full
+#: distributions.
 VLLM_CAPABILITIES = Capabilities(
-    activations=False, weights=True, adapters=True, logprobs=True, scoring=True, distribution=False
+    activations=False,
+    weights=True,
+    adapters=True,
+    logprobs=True,
+    scoring=True,
+    distribution=False,
+    steering=True,
 )
 
 
@@ -49,6 +59,14 @@ class VLLMOptions:
         cpu_kv_cache_gib: KV cache size on CPU, unless ``VLLM_CPU_KVCACHE_SPACE`` is set.
         tensor_parallel_size: GPUs to shard the model over.
         seed: the engine's own seed (samples get their own, as in the workbench's engine).
+        steering: load the steering extension (:mod:`workbench.backends.vllm_steering`). None:
+            on where it costs nothing (CPU, whose LoRA-enabled engine runs eagerly anyway), off
+            on GPU, where it means eager mode (no CUDA graphs); a grid with a steering
+            technique turns it on.
+        enable_prefix_caching: vLLM's prefix cache (None: vLLM's default).
+        enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default).
+        max_num_batched_tokens: tokens per scheduler step (None: vLLM's default); small values
+            make long prompts prefill in chunks.
     """
 
     dtype: str = "auto"
@@ -58,6 +76,10 @@ class VLLMOptions:
     cpu_kv_cache_gib: int = 2
     tensor_parallel_size: int = 1
     seed: int = 0
+    steering: bool | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    max_num_batched_tokens: int | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, label="option")
@@ -129,10 +151,24 @@ class VLLMModel(BlackBoxBackend):
         )
         if device.type == "cuda":
             kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
+        for key in ("enable_prefix_caching", "enable_chunked_prefill", "max_num_batched_tokens"):
+            if getattr(o, key) is not None:
+                kwargs[key] = getattr(o, key)
+        self.steering = o.steering if o.steering is not None else device.type == "cpu"
+        if self.steering:
+            from workbench.backends.vllm_steering import EXTENSION
+
+            kwargs["worker_extension_cls"] = EXTENSION
+            if device.type != "cpu":
+                # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
+                kwargs["enforce_eager"] = True
+                print(f"[{self.name}] steering on: vLLM runs eagerly (no CUDA graphs)", flush=True)
+        self.capabilities = replace(VLLM_CAPABILITIES, steering=self.steering)
         self.llm = vllm.LLM(**kwargs)
         self.version = vllm.__version__
         self._eos = eos_token_ids(_GenerationConfigHolder(load_from), self.tokenizer)
         self._adapters: dict[str, int] = {}
+        self._registered: set[str] = set()
         self._hf = None
 
     # -- generation -------------------------------------------------------------------------
@@ -166,18 +202,40 @@ class VLLMModel(BlackBoxBackend):
         repass=None,
     ) -> list[Generation]:
         self.refuse_hooks(hooks, repass)
+        texts, encoded = self._encode(prompts, config.system_prompt, chat)
+        return self._generate(texts, encoded, config, stop_when, progress, lora=self._lora(adapter))
+
+    def _encode(
+        self, prompts, system: str | None, chat: bool = True
+    ) -> tuple[list[str], list[list[int]]]:
+        """Each prompt rendered with the chat template as the engine renders it, and its ids."""
+        texts = [render_chat(self.tokenizer, p, system=system) if chat else p for p in prompts]
+        return texts, [self.tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
+
+    def _generate(
+        self,
+        texts: list[str],
+        encoded: list[list[int]],
+        config: GenerationConfig,
+        stop_when,
+        progress: bool,
+        *,
+        lora=None,
+        extra: list | None = None,
+        salts: list | None = None,
+    ) -> list[Generation]:
+        """One request per (prompt, sample); ``extra`` and ``salts`` are per prompt (vLLM's
+        ``extra_args`` and ``cache_salt``)."""
         from vllm import SamplingParams
 
-        texts = [
-            render_chat(self.tokenizer, p, system=config.system_prompt) if chat else p
-            for p in prompts
-        ]
-        encoded = [self.tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
         want_lp = config.return_logprobs
         requests, params, keys = [], [], []
         for i, ids in enumerate(encoded):
             for k in range(config.num_samples):
-                requests.append({"prompt_token_ids": ids})
+                request: dict = {"prompt_token_ids": ids}
+                if salts is not None and salts[i] is not None:
+                    request["cache_salt"] = salts[i]
+                requests.append(request)
                 params.append(
                     SamplingParams(
                         n=1,
@@ -189,12 +247,11 @@ class VLLMModel(BlackBoxBackend):
                         logprobs=0 if want_lp else None,
                         skip_special_tokens=True,
                         detokenize=True,
+                        extra_args=extra[i] if extra is not None else None,
                     )
                 )
                 keys.append((i, k))
-        outs = self.llm.generate(
-            requests, params, use_tqdm=progress, lora_request=self._lora(adapter)
-        )
+        outs = self.llm.generate(requests, params, use_tqdm=progress, lora_request=lora)
         gens = []
         for (i, k), out in zip(keys, outs):
             c = out.outputs[0]
@@ -238,6 +295,103 @@ class VLLMModel(BlackBoxBackend):
                 )
             )
         return gens
+
+    # -- steering -----------------------------------------------------------------------------
+    def _require_steering(self) -> None:
+        if not self.steering:
+            raise ModelLoadError(
+                f"model {self.name!r} was loaded without the steering extension: load it with "
+                "options={'steering': True} (on GPU that runs vLLM eagerly)"
+            )
+
+    def register_abstainer(self, spec) -> str:
+        """Register a :class:`~workbench.steering.spec.SteerSpec` in vLLM's workers; returns
+        its digest (registering the same spec again is free)."""
+        self._require_steering()
+        digest = spec.digest()
+        if digest not in self._registered:
+            self.llm.collective_rpc("workbench_register", args=(spec.to_json(),))
+            self._registered.add(digest)
+        return digest
+
+    def gate(self, prompts, specs, system: str | None = None, *, chat: bool = True) -> list:
+        """The gate of ``specs[i]`` (a spec or None) on ``prompts[i]``, read inside vLLM: per
+        prompt ``None`` (no gate) or ``{"fired", "votes", "similarities"}``. One request per
+        gated prompt, one token long, never steered (its prompt blocks are cached for the
+        unsteered generation that may follow)."""
+        import uuid
+
+        from workbench.backends.vllm_steering import gate_args
+
+        gated = [i for i, s in enumerate(specs) if s is not None and s.gate is not None]
+        result: list = [None] * len(prompts)
+        if not gated:
+            return result
+        texts, encoded = self._encode([prompts[i] for i in gated], system, chat)
+        tags = [f"gate-{uuid.uuid4().hex}" for _ in gated]
+        extra = [gate_args(self.register_abstainer(specs[i]), t) for i, t in zip(gated, tags)]
+        one = GenerationConfig(max_new_tokens=1)
+        self._generate(texts, encoded, one, None, False, extra=extra)
+        votes = self.llm.collective_rpc("workbench_votes", args=(tags,))[0]
+        for i, t in zip(gated, tags):
+            if t not in votes or "fired" not in votes[t]:
+                raise RuntimeError(f"vLLM's gate recorded no decision for prompt {i}")
+            result[i] = votes[t]
+        return result
+
+    def generate_steered(
+        self,
+        prompts,
+        config: GenerationConfig,
+        specs,
+        *,
+        gate_prompts=None,
+        gate_system: str | None = None,
+        decisions=None,
+        stop_when=None,
+        progress: bool = True,
+        desc: str = "steering",
+    ) -> tuple[list[Generation], list]:
+        """Generate with conditional steering inside vLLM, one abstainer per prompt.
+
+        ``specs[i]`` is prompt ``i``'s :class:`~workbench.steering.spec.SteerSpec` (None:
+        unsteered); prompts with different abstainers, and unsteered ones, share vLLM's batch.
+        The gate reads each prompt as it will be generated (the config's system prompt), or
+        ``gate_prompts[i]`` rendered with ``gate_system`` (SELECT's reading template), in a pass
+        of its own; then each prompt whose gate
+        fired (every prompt of a spec without a gate) is generated steered from its first
+        token (``separate``) or as CAST does (``in_pass``), the others unsteered. ``decisions``
+        (one bool per prompt) skips the gate. Returns the generations and, per prompt, the
+        gate's record (``None`` for prompts with no gate).
+        """
+        from workbench.backends.vllm_steering import cache_salt, steer_args
+
+        specs = list(specs)
+        if len(specs) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(specs)} abstainers")
+        if any(s is not None for s in specs):
+            self._require_steering()
+        if decisions is not None:
+            records: list = [None] * len(prompts)
+            fired = [bool(d) and s is not None for d, s in zip(decisions, specs)]
+        else:
+            if gate_prompts is None:
+                records = self.gate(list(prompts), specs, config.system_prompt)
+            else:
+                records = self.gate(list(gate_prompts), specs, gate_system)
+            fired = [
+                s is not None and (r["fired"] if r is not None else True)
+                for s, r in zip(specs, records)
+            ]
+        digests = [self.register_abstainer(s) if s is not None else None for s in specs]
+        extra = [steer_args(d, f) if d else None for d, f in zip(digests, fired)]
+        salts = [cache_salt(d, f) if d else None for d, f in zip(digests, fired)]
+        texts, encoded = self._encode(prompts, config.system_prompt)
+        gens = self._generate(texts, encoded, config, stop_when, progress, extra=extra, salts=salts)
+        for r, f in zip(records, fired):
+            if r is not None:
+                r["fired"] = f
+        return gens, [r if r is not None else {"fired": f} for r, f in zip(records, fired)]
 
     # -- scoring ----------------------------------------------------------------------------
     def option_probabilities(self, texts, options, batch_size: int = 32):

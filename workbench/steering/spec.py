@@ -1,0 +1,181 @@
+"""A steering abstainer as plain data: what an engine needs to steer and gate a request.
+
+:class:`SteerSpec` holds the behaviour plan (refusal vectors, the layers they are added at, the
+strength), the optional gate (concept vectors, training means, thresholds, how layers vote,
+whether the last layer is read after the final norm) and the mode (``separate``: steer a fired
+prompt from its first token; ``in_pass``: CAST's order, the prompt's own pass steered only at
+behaviour layers deeper than the deepest condition layer, every generated token everywhere). It is JSON-able without loss (fp32 values survive
+a float64 round trip), so the same spec travels to vLLM's workers, to a server's registry and
+inside an API request, and :meth:`SteerSpec.digest` names its content.
+
+The workbench's engine runs a spec through :class:`~workbench.steering.ConditionalSteerer`
+(:meth:`SteerSpec.steerer`); vLLM through :mod:`workbench.backends.vllm_steering`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from workbench.errors import ConfigError
+
+MODES = ("separate", "in_pass")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The condition: per condition layer a unit concept vector, the mean it is centred on and
+    a threshold; ``aggregate`` combines the layers' votes (``all``, ``any``, ``majority``)."""
+
+    layers: tuple[int, ...]
+    vectors: torch.Tensor  # (len(layers), hidden)
+    means: torch.Tensor  # (len(layers), hidden)
+    thresholds: tuple[float, ...]
+    aggregate: str = "all"
+    inclusive: bool = False
+    final_norm: bool = False
+
+    def condition(self):
+        from workbench.steering.concept import ConceptVectors, Condition
+
+        vectors = ConceptVectors(list(self.layers), self.vectors.float(), self.means.float())
+        return Condition(vectors, list(self.thresholds), self.aggregate, inclusive=self.inclusive)
+
+
+@dataclass(frozen=True)
+class SteerSpec:
+    """One abstainer's steering: ``strength * vectors[i]`` added at ``layers[i]`` to the prompts
+    the gate fires on (every prompt without a gate)."""
+
+    name: str
+    layers: tuple[int, ...]
+    vectors: torch.Tensor  # (len(layers), hidden)
+    strength: float
+    gate: GateSpec | None = None
+    mode: str = "separate"
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ConfigError(
+                f"abstainer name {self.name!r} must be 1-128 letters, digits, '.', '_', ':' or '-'"
+            )
+        if self.mode not in MODES:
+            raise ConfigError(f"steering mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if tuple(self.vectors.shape[:1]) != (len(self.layers),):
+            raise ConfigError(
+                f"abstainer {self.name!r}: {len(self.layers)} layers but "
+                f"{self.vectors.shape[0]} behaviour vectors"
+            )
+        g = self.gate
+        if g is not None and not (
+            len(g.layers) == len(g.vectors) == len(g.means) == len(g.thresholds)
+        ):
+            raise ConfigError(
+                f"abstainer {self.name!r}: the gate's layers, vectors, means and thresholds differ in number"
+            )
+
+    @property
+    def hidden(self) -> int:
+        return int(self.vectors.shape[-1])
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "mode": self.mode,
+            "layers": list(self.layers),
+            "vectors": self.vectors.float().tolist(),
+            "strength": float(self.strength),
+            "gate": None,
+        }
+        if self.gate is not None:
+            g = self.gate
+            d["gate"] = {
+                "layers": list(g.layers),
+                "vectors": g.vectors.float().tolist(),
+                "means": g.means.float().tolist(),
+                "thresholds": [float(t) for t in g.thresholds],
+                "aggregate": g.aggregate,
+                "inclusive": bool(g.inclusive),
+                "final_norm": bool(g.final_norm),
+            }
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> SteerSpec:
+        """The spec from :meth:`to_dict`'s form; a malformed one is one ConfigError line."""
+        try:
+            gate = None
+            if d.get("gate") is not None:
+                g = d["gate"]
+                gate = GateSpec(
+                    layers=tuple(int(x) for x in g["layers"]),
+                    vectors=torch.tensor(g["vectors"], dtype=torch.float32),
+                    means=torch.tensor(g["means"], dtype=torch.float32),
+                    thresholds=tuple(float(t) for t in g["thresholds"]),
+                    aggregate=str(g.get("aggregate", "all")),
+                    inclusive=bool(g.get("inclusive", False)),
+                    final_norm=bool(g.get("final_norm", False)),
+                )
+            return cls(
+                name=str(d["name"]),
+                layers=tuple(int(x) for x in d["layers"]),
+                vectors=torch.tensor(d["vectors"], dtype=torch.float32),
+                strength=float(d["strength"]),
+                gate=gate,
+                mode=str(d.get("mode", "separate")),
+            )
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as e:
+            raise ConfigError(f"a steering spec is malformed ({type(e).__name__}: {e})") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SteerSpec:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"a steering spec is not JSON ({e})") from None
+
+    def digest(self) -> str:
+        """16 hex digits naming the content (the name included)."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+
+    def steerer(self):
+        """The same abstainer on the workbench's engine."""
+        from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
+
+        plan = SteeringPlan(list(self.layers), self.vectors.float(), float(self.strength))
+        return ConditionalSteerer(None if self.gate is None else self.gate.condition(), plan)
+
+
+def spec_of(name: str, steerer, *, mode: str = "separate", final_norm: bool = False) -> SteerSpec:
+    """The spec of a :class:`~workbench.steering.ConditionalSteerer` (its condition and plan)."""
+    cond, plan = steerer.condition, steerer.plan
+    gate = None
+    if cond is not None:
+        gate = GateSpec(
+            layers=tuple(int(l) for l in cond.layers),
+            vectors=cond.vectors.vectors.float().clone(),
+            means=cond.vectors.means.float().clone(),
+            thresholds=tuple(float(t) for t in cond.thresholds),
+            aggregate=str(cond.aggregate),
+            inclusive=bool(cond.inclusive),
+            final_norm=final_norm,
+        )
+    return SteerSpec(
+        name=name,
+        layers=tuple(int(l) for l in plan.layers),
+        vectors=plan.vectors.float().clone(),
+        strength=float(plan.strength),
+        gate=gate,
+        mode=mode,
+    )
