@@ -103,11 +103,13 @@ def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
         why = {
             "activations": "forward hooks on the model's layers",
             "weights": "the model's weights to train on",
+            "steering": "steering vectors and a concept gate inside the engine",
         }
         where = (
             f"run it on the Hugging Face engine (model {ref.target!r})"
             if ref.backend == "vllm"
-            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot)"
+            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot); "
+            f"steering runs on vllm:{ref.target} or the Hugging Face engine"
         )
         raise ConfigError(
             f"technique {technique!r} needs {' and '.join(why.get(m, m) for m in missing)}, which "

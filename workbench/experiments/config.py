@@ -334,6 +334,21 @@ class ExperimentConfig:
             out["model_options"] = answers
         return out
 
+    def load_options(self, model: str) -> dict[str, Any] | None:
+        """The options ``model`` loads with: its ``model_options``, and on vLLM the steering
+        extension when a technique of the grid steers (on GPU that means eager mode)."""
+        from workbench.backends import parse_model
+        from workbench.techniques import TECHNIQUES
+
+        options = self.model_options.get(model)
+        steers = any(
+            "steering" in TECHNIQUES[t].requires for t in self.techniques if t in TECHNIQUES
+        )
+        unset = options is None or options.get("steering") is None
+        if steers and unset and parse_model(model).backend == "vllm":
+            return {**(options or {}), "steering": True}
+        return options
+
     def config_hash(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
@@ -351,6 +366,11 @@ _OPTIONS_NOT_IN_ANSWERS = frozenset(
         "api_key_env",
         "gpu_memory_utilization",
         "cpu_kv_cache_gib",
+        # vLLM's scheduling: who is steered and what it answers never depend on them
+        "steering",
+        "enable_prefix_caching",
+        "enable_chunked_prefill",
+        "max_num_batched_tokens",
     }
 )
 

@@ -59,7 +59,7 @@ class LocalExecutor:
         from workbench.backends import load_model
 
         for model in dict.fromkeys(c.model for c in cells):
-            lm = load_model(model, options=runner.config.model_options.get(model))
+            lm = load_model(model, options=runner.config.load_options(model))
             for cell in [c for c in cells if c.model == model]:
                 yield from _run_one(runner, lm, cell)
 
@@ -125,7 +125,7 @@ class _Worker:
         if cell.model not in self.models:
             self.models.clear()  # one model in memory at a time
             self.models[cell.model] = load_model(
-                cell.model, options=self.runner.config.model_options.get(cell.model)
+                cell.model, options=self.runner.config.load_options(cell.model)
             )
         try:
             return self.runner.run_cell(self.models[cell.model], cell), None, ""

@@ -364,6 +364,7 @@ class Runner:
                 stop_when=refusal_settled if c.early_stop else None,
             )
             gate = getattr(ab, "gate_decisions", None)
+            votes = getattr(ab, "gate_votes", None)
         seconds = time.time() - start
         tax = self.bench.taxonomy_of(cell.target)
         target = tax[cell.target]
@@ -412,6 +413,7 @@ class Runner:
                     "phrase_kind": phrase.kind,
                     "phrase_match": phrase.matched,
                     "gate_fired": None if gate is None else bool(gate[g.prompt_index]),
+                    "gate_votes": None if votes is None else votes[g.prompt_index],
                 }
             )
             if g.cost is not None or g.cached is not None:  # an endpoint: what the answer cost

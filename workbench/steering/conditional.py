@@ -74,6 +74,8 @@ class ConditionalSteerer:
     plan: SteeringPlan
     meta: dict = field(default_factory=dict)
     last_decisions: torch.Tensor | None = None
+    #: each condition layer's vote per prompt in the last call (None when decisions were given)
+    last_votes: torch.Tensor | None = None
 
     def decide(
         self, lm, prompts: Sequence[Prompt], system: str | None = None, batch_size: int = 32
@@ -108,6 +110,7 @@ class ConditionalSteerer:
         config = config or GenerationConfig()
         if decisions is None and self.condition is None:
             decisions = torch.ones(len(prompts), dtype=torch.bool)
+        self.last_votes = None
         if decisions is not None:
             out = generate(
                 lm,
@@ -155,7 +158,7 @@ class ConditionalSteerer:
     def _decide_then_steer(self, lm, prompts, config, progress, **kwargs):
         """One generation: the first prompt pass votes; prompts that fired get a second,
         steered prompt pass and are steered at every step; the others are untouched."""
-        hooks, fired, _ = self._vote_hooks(lm.model, len(prompts))
+        hooks, fired, self.last_votes = self._vote_hooks(lm.model, len(prompts))
         for i, layer in enumerate(self.plan.layers):
             delta = self.plan.strength * self.plan.vectors[i]
 
@@ -181,7 +184,7 @@ class ConditionalSteerer:
 
     def _in_pass_hooks(self, model, n_prompts: int) -> tuple[list[ForwardHook], torch.Tensor]:
         """Hooks that decide during the prompt pass and steer the rows that fired."""
-        hooks, fired, _ = self._vote_hooks(model, n_prompts)
+        hooks, fired, self.last_votes = self._vote_hooks(model, n_prompts)
         assert self.condition is not None  # checked by _vote_hooks
         deepest = max(self.condition.layers)
         for i, layer in enumerate(self.plan.layers):

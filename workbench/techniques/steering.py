@@ -15,7 +15,13 @@ Preparation, from training questions only:
 At answer time one pass over the prompts decides which are about the concept (reading any layer,
 as SELECT does); the generation then adds the refusal vector to those prompts only, from their
 first token (``decision="in_pass"`` decides inside the prompt's own pass instead). The gate's
-decision for each question is kept (``gate_decisions``) and lands in the result rows.
+decision for each question is kept (``gate_decisions``, and each layer's vote in ``gate_votes``)
+and lands in the result rows.
+
+On vLLM (a back end with ``steering`` but no ``activations``) the vectors are fitted on the same
+weights on the Hugging Face engine (``lm.hf()``) and the abstainer answers inside vLLM: its
+:class:`~workbench.steering.spec.SteerSpec` is registered with vLLM's workers, which read the gate
+and steer per request (:meth:`workbench.backends.VLLMModel.generate_steered`).
 
 SELECT's own recipe (steering/repe.py, utils.py; the ``select`` preset) is: its contrast sampling
 (``mixture="select"``), the reading template with the concept description, RepE's PCA of
@@ -198,6 +204,19 @@ def default_behavior_layers(num_layers: int) -> list[int]:
     return sorted({round(0.47 * num_layers), round(0.53 * num_layers)})
 
 
+def _activations_lm(lm):
+    """The model whose layers the vectors are read from: ``lm``, or on an engine that steers
+    without exposing its layers (vLLM) the same weights on the Hugging Face engine."""
+    return lm if lm.capabilities.activations else lm.hf()
+
+
+def _votes_text(votes) -> list[str] | None:
+    """Each prompt's condition-layer votes as a string of 0/1 (the rows' ``gate_votes``)."""
+    if votes is None:
+        return None
+    return ["".join("1" if bool(v) else "0" for v in row) for row in votes]
+
+
 class SteeringAbstainer(Abstainer):
     """Generates with conditional steering; exposes the condition for inspection."""
 
@@ -218,9 +237,38 @@ class SteeringAbstainer(Abstainer):
         self.separate = separate
         #: the gate's decision for each question of the last ``generate`` call
         self.gate_decisions: torch.Tensor | None = None
+        #: each condition layer's vote per question of the last call ("101"), when known
+        self.gate_votes: list[str] | None = None
+
+    @property
+    def in_engine(self) -> bool:
+        """Whether the model steers inside its own engine (vLLM) rather than through hooks."""
+        return not self.lm.capabilities.activations
+
+    def spec(self, final_norm: bool = False):
+        """This abstainer as a :class:`~workbench.steering.spec.SteerSpec`."""
+        from workbench.steering.spec import spec_of
+
+        mode = "separate" if self.separate else "in_pass"
+        return spec_of(self.target, self.steerer, mode=mode, final_norm=final_norm)
+
+    def _generate_in_engine(self, prompts, config, progress, **kwargs):
+        gens, records = self.lm.generate_steered(
+            prompts,
+            config,
+            [self.spec()] * len(prompts),
+            progress=progress,
+            stop_when=kwargs.get("stop_when"),
+        )
+        self.gate_decisions = torch.tensor([bool(r["fired"]) for r in records], dtype=torch.bool)
+        votes = [r.get("votes") for r in records]
+        self.gate_votes = None if any(v is None for v in votes) else _votes_text(votes)
+        return gens
 
     def generate(self, questions, config=None, progress=True, **kwargs):
         config = config or GenerationConfig()
+        if self.in_engine:
+            return self._generate_in_engine(list(questions), config, progress, **kwargs)
         out = self.steerer.generate(
             self.lm,
             list(questions),
@@ -231,9 +279,13 @@ class SteeringAbstainer(Abstainer):
             **kwargs,
         )
         self.gate_decisions = self.steerer.last_decisions
+        self.gate_votes = _votes_text(self.steerer.last_votes)
         return out
 
     def decide(self, questions) -> torch.Tensor:
+        if self.in_engine:
+            records = self.lm.gate(list(questions), [self.spec()] * len(questions))
+            return torch.tensor([bool(r["fired"]) for r in records], dtype=torch.bool)
         return self.steerer.decide(self.lm, list(questions))
 
 
@@ -260,24 +312,48 @@ class SelectSteeringAbstainer(SteeringAbstainer):
             return list(questions)
         return [self.wrap.replace(select_prompts.QUESTION, q) for q in questions]
 
+    def _gate_prompts(self, questions, system: str | None) -> tuple[list, str | None]:
+        """What the decision reads, and with which system prompt."""
+        if self.reading is not None:  # SELECT: the reading prompt, no system turn
+            return [self.reading(q) for q in questions], None
+        return self.prompts(questions), system
+
     def decide(self, questions, system: str | None = None) -> torch.Tensor:
         questions = list(questions)
         cond = self.steerer.condition
         assert cond is not None  # Steering.load always gives the steerer a condition
-        if self.reading is not None:  # SELECT: the reading prompt, no system turn
-            prompts, system = [self.reading(q) for q in questions], None
-        else:
-            prompts = self.prompts(questions)
+        prompts, system = self._gate_prompts(questions, system)
+        if self.in_engine:
+            spec = self.spec(final_norm=self.final_norm)
+            records = self.lm.gate(prompts, [spec] * len(prompts), system)
+            self.gate_votes = _votes_text([r["votes"] for r in records])
+            return torch.tensor([bool(r["fired"]) for r in records], dtype=torch.bool)
         acts = collect_activations(
             self.lm, prompts, cond.layers, system=system, final_norm=self.final_norm
         )
+        self.gate_votes = _votes_text(cond.votes(acts))
         return cond.decide(acts)
 
     def generate(self, questions, config=None, progress=True, **kwargs):
         config = config or GenerationConfig()
         if self.system is not None and config.system_prompt is None:
             config = replace(config, system_prompt=self.system)
+        questions = list(questions)
+        if self.in_engine:  # the gate's pass inside vLLM (decide), then the steered answers
+            decisions = self.decide(questions, system=config.system_prompt)
+            votes = self.gate_votes
+            gens, _ = self.lm.generate_steered(
+                self.prompts(questions),
+                config,
+                [self.spec(final_norm=self.final_norm)] * len(questions),
+                decisions=decisions.tolist(),
+                progress=progress,
+                stop_when=kwargs.get("stop_when"),
+            )
+            self.gate_decisions, self.gate_votes = decisions, votes
+            return gens
         decisions = self.decide(questions, system=config.system_prompt)
+        votes = self.gate_votes
         out = self.steerer.generate(
             self.lm,
             self.prompts(questions),
@@ -287,7 +363,7 @@ class SelectSteeringAbstainer(SteeringAbstainer):
             desc=self.technique,
             **kwargs,
         )
-        self.gate_decisions = self.steerer.last_decisions
+        self.gate_decisions, self.gate_votes = self.steerer.last_decisions, votes
         return out
 
 
@@ -349,7 +425,7 @@ class Steering(Technique[SteeringParams]):
     name = "steering"
     nature = "inference-time"
     access = "white-box"
-    requires = frozenset({"activations"})
+    requires = frozenset({"steering"})
     Params = SteeringParams
     needs = ("train", "validation")
 
@@ -381,6 +457,7 @@ class Steering(Technique[SteeringParams]):
     def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed, progress):
         assert directory is not None  # vectors are saved: prepare passes a directory
         p = self.params
+        lm = _activations_lm(lm)
         layers = list(range(lm.num_layers))
         groups = [data.related, data.unrelated, data.val_related, data.val_unrelated]
         questions = [q.question for g in groups for q in g]
