@@ -5,6 +5,11 @@ the workbench does (a registered name such as the embedded model, a directory, a
 runs ``vllm.entrypoints.openai.api_server`` with the vLLM environment's python (``.venv-vllm``
 on CPU, this environment's when vLLM is installed here). The model is then
 ``openai:<name>@<url>``, with ``tokenizer=<directory>`` for exact scoring.
+
+``--steering`` adds conditional steering per request (:mod:`workbench.backends.steer_server`):
+the workers carry the steering extension, the model runs eagerly, abstainers are registered at
+``POST /v1/abstainers`` and kept in ``--registry`` (default: the workbench cache, per served
+name), so a restarted server still knows them.
 """
 
 from __future__ import annotations
@@ -51,9 +56,12 @@ def start_vllm_server(
     log: str | os.PathLike | None = None,
     timeout: float = 600,
     extra: list[str] | None = None,
+    steering: bool = False,
+    registry: str | os.PathLike | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; return (process, base URL). The caller stops
-    it (``os.killpg(proc.pid, signal.SIGTERM)``: it runs in its own process group)."""
+    it (``os.killpg(proc.pid, signal.SIGTERM)``: it runs in its own process group).
+    ``steering``: per-request conditional steering, abstainers kept in ``registry``."""
     from workbench.models.loading import resolve_device, resolve_source
     from workbench.models.numerics import resolve_dtype
 
@@ -65,6 +73,15 @@ def start_vllm_server(
     port = port or free_port()
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    steer_args: list[str] = []
+    if steering:
+        from workbench.backends.steer_server import MIDDLEWARE, REGISTRY_ENV, default_registry
+        from workbench.backends.vllm_steering import EXTENSION
+
+        env[REGISTRY_ENV] = str(Path(registry) if registry else default_registry(name))
+        # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
+        steer_args = ["--worker-extension-cls", EXTENSION, "--middleware", MIDDLEWARE]
+        steer_args.append("--enforce-eager")
     # The module, not the ``vllm`` command: the CPU build's command looks up a distribution
     # named "vllm" and fails (it is installed as "vllm-cpu").
     cmd = [
@@ -83,6 +100,7 @@ def start_vllm_server(
         "127.0.0.1",
         "--port",
         str(port),
+        *steer_args,
         *(extra or []),
     ]
     # the server writes to the log for as long as it runs, after this function returns
@@ -116,8 +134,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default="model", help="the served model's name (openai:<name>@<url>)")
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument(
+        "--steering", action="store_true", help="conditional steering per request (eager model)"
+    )
+    ap.add_argument("--registry", help="where registered abstainers are kept (with --steering)")
     args = ap.parse_args(argv)
-    proc, url = start_vllm_server(args.model, args.name, dtype=args.dtype, port=args.port)
+    proc, url = start_vllm_server(
+        args.model,
+        args.name,
+        dtype=args.dtype,
+        port=args.port,
+        steering=args.steering,
+        registry=args.registry,
+    )
     from workbench.models.loading import resolve_source
 
     src_dir = resolve_source(args.model).load_from
@@ -125,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})",
         flush=True,
     )
+    if args.steering:
+        print(
+            f"steering: POST {url}/abstainers registers an abstainer; a request asks for one "
+            "with extra_body={'steering': {'abstainer': NAME}}",
+            flush=True,
+        )
     try:
         return proc.wait()
     except KeyboardInterrupt:

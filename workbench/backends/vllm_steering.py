@@ -3,12 +3,13 @@
 vLLM runs every scheduled token of every request in one flattened forward pass. This module is a
 worker extension (vLLM's ``worker_extension_cls``): registered abstainers
 (:class:`~workbench.steering.spec.SteerSpec`) live in each worker; a request asks for one
-through ``SamplingParams.extra_args["workbench"]``:
+through ``SamplingParams.extra_args`` (flat keys, so that an API request's ``vllm_xargs`` can
+carry them too):
 
-``{"gate": DIGEST, "tag": TAG}``
+``{"workbench_gate": DIGEST, "workbench_tag": TAG}``
     read the gate's layers at the prompt's last token (the pass is never steered) and keep the
     votes under ``TAG`` until :meth:`SteeringWorkerExtension.workbench_votes` collects them.
-``{"steer": DIGEST, "fired": true}``
+``{"workbench_steer": DIGEST}``
     add the abstainer's vectors: ``separate`` mode at every position (the prompt is steered from
     its first token), ``in_pass`` mode at the prompt's positions only at behaviour layers deeper
     than the deepest gate layer and at every generated position everywhere (CAST's order, as
@@ -34,20 +35,19 @@ from typing import Any
 
 import torch
 
-#: the key of ``SamplingParams.extra_args`` the workbench's requests use
-EXTRA_KEY = "workbench"
+GATE, TAG, STEER = "workbench_gate", "workbench_tag", "workbench_steer"
 #: vLLM's ``worker_extension_cls`` for an engine that steers
 EXTENSION = "workbench.backends.vllm_steering.SteeringWorkerExtension"
 
 
 def gate_args(digest: str, tag: str) -> dict[str, Any]:
     """``extra_args`` of a request that only reads the gate of abstainer ``digest``."""
-    return {EXTRA_KEY: {"gate": digest, "tag": tag}}
+    return {GATE: digest, TAG: tag}
 
 
 def steer_args(digest: str, fired: bool) -> dict[str, Any] | None:
     """``extra_args`` of a generation steered by ``digest`` (None when its gate did not fire)."""
-    return {EXTRA_KEY: {"steer": digest, "fired": True}} if fired else None
+    return {STEER: digest} if fired else None
 
 
 def cache_salt(digest: str, fired: bool) -> str | None:
@@ -120,6 +120,11 @@ class SteeringState:
         if digest in self.specs:
             return digest
         n = self.num_layers
+        width = int(self.runner.model_config.get_hidden_size())
+        if spec.hidden != width:
+            raise ValueError(
+                f"abstainer {spec.name!r} has vectors of width {spec.hidden}; this model's is {width}"
+            )
         for l in (*spec.layers, *(spec.gate.layers if spec.gate else ())):
             if not -n <= l < n:
                 raise ValueError(f"abstainer {spec.name!r}: layer {l} is outside 0..{n - 1}")
@@ -150,8 +155,8 @@ class SteeringState:
             state = runner.requests.get(rid)
             params = getattr(state, "sampling_params", None)
             extra = getattr(params, "extra_args", None)
-            if extra and EXTRA_KEY in extra:
-                asks.append((i, state, extra[EXTRA_KEY]))
+            if extra and (GATE in extra or STEER in extra):
+                asks.append((i, state, extra))
         if not asks or positions is None:
             return None
         starts = runner.query_start_loc.np
@@ -164,8 +169,8 @@ class SteeringState:
                 continue
             p = pos[lo:hi]
             n_prompt = int(state.num_prompt_tokens)
-            if "gate" in ask:
-                loaded = self.specs.get(str(ask["gate"]))
+            if GATE in ask:
+                loaded = self.specs.get(str(ask[GATE]))
                 last = n_prompt - 1
                 where = (p == last).nonzero()
                 if loaded is None or loaded.condition is None or len(where) == 0:
@@ -175,9 +180,9 @@ class SteeringState:
                 for j, layer in enumerate(gate.layers):
                     layer %= self.num_layers
                     site = "norm" if gate.final_norm and layer == self.num_layers - 1 else layer
-                    step.reads.setdefault(site, []).append((str(ask["tag"]), loaded, j, row))
-            elif ask.get("steer") and ask.get("fired"):
-                digest = str(ask["steer"])
+                    step.reads.setdefault(site, []).append((str(ask[TAG]), loaded, j, row))
+            else:
+                digest = str(ask[STEER])
                 loaded = self.specs.get(digest)
                 if loaded is None:
                     continue
