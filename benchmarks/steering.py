@@ -6,17 +6,29 @@ prompt pass, a second, steered prompt pass for the prompts that fired, one decod
 seconds per generated token (steered rows that abstain stop at other lengths, so whole-run
 times alone could mislead) and as wall time; target ratio <= 1.15. For comparison, a separate
 decision pass (``decide``, what the inspector uses) and the in-pass decision (CAST's: no
-second pass, the prompt steered only past the condition layers), and whether they agree. Then the throughput of collecting every layer's
-last-token activations for validation prompts (prompts/s).
+second pass, the prompt steered only past the condition layers), and whether they agree. Then
+the throughput of collecting every layer's last-token activations for validation prompts
+(prompts/s).
 
-    python benchmarks/steering.py [--concept wn:09411430-n] [--max-new-tokens 48]
+With vLLM's environment present (``.venv-vllm``), the same abstainer steers inside vLLM, in
+process and through ``serve --steering`` (benchmarks/vllm_steering.py): steered and unsteered
+tokens/s per path, steered / unsteered time per token on vLLM (target <= 1.15x), and how many
+steered answers equal the engine's.
+
+    python benchmarks/steering.py [--concept wn:09411430-n] [--max-new-tokens 48] [--no-vllm]
+        [--repeats 2] [--record]   (--record writes docs/results/steering.json, the docs'
+        steering speed table: python -m workbench.tables.measured)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +48,10 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--concept", default="wn:09411430-n")
     ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--no-vllm", action="store_true", help="the engine only")
+    ap.add_argument("--no-server", action="store_true", help="vLLM in process only")
+    ap.add_argument("--repeats", type=int, default=2, help="interleaved vLLM passes (medians)")
+    ap.add_argument("--record", action="store_true", help="write docs/results/steering.json")
     args = ap.parse_args()
     lm = load_model(args.model, device="cpu")
     bench = load_benchmark()
@@ -95,6 +111,90 @@ def main() -> None:
     print(
         f"peak resident memory     {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
+    if args.no_vllm:
+        return
+    engine = {
+        "path": "engine (Hugging Face, in process)",
+        "unsteered_tps": plain_tok / plain_s,
+        "steered_tps": steer_tok / steer_s,
+        "ratio": per_steer / per_plain,
+        "same": len(PROMPTS),
+    }
+    paths = [engine, *vllm_paths(args, ab, [g.text for g in steered])]
+    print(
+        "\npath                               unsteered tok/s  steered tok/s  steered/unsteered"
+        "  same steered answers as the engine"
+    )
+    for r in paths:
+        print(
+            f"{r['path']:<35}{r['unsteered_tps']:>15.1f}{r['steered_tps']:>15.1f}"
+            f"{r['ratio']:>18.3f}x  {r['same']}/{len(PROMPTS)}"
+        )
+    if args.record:
+        from workbench.experiments.verify import machine
+        from workbench.tables.measured import RESULTS_DIR, write_record
+
+        path = write_record(
+            RESULTS_DIR / "steering.json",
+            {
+                "command": "python benchmarks/steering.py --record",
+                "machine": {**machine(), "threads": torch.get_num_threads()},
+                "prompts": len(PROMPTS),
+                "max_new_tokens": args.max_new_tokens,
+                "concept": args.concept,
+                "fired": int(decisions.sum()),
+                "repeats": args.repeats,
+                "paths": paths,
+            },
+        )
+        print(f"recorded {path}")
+
+
+def vllm_paths(args, ab, engine_texts: list[str]) -> list[dict]:
+    """vLLM in process and vLLM's server, unsteered and steered, in vLLM's environment."""
+    from workbench.backends.serve import vllm_python
+
+    python = vllm_python()
+    if not python.is_file():
+        print(f"(no vLLM environment at {python}: run bash scripts/setup_vllm.sh for vLLM's rows)")
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.json"
+        spec.write_text(ab.spec().to_json())
+        cmd = [
+            str(python),
+            str(Path(__file__).resolve().parent / "vllm_steering.py"),
+            args.model,
+            str(spec),
+            str(args.max_new_tokens),
+            str(args.repeats),
+            *(["--no-server"] if args.no_server else []),
+        ]
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+        )
+    lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+    if out.returncode or not lines:
+        print(f"(vLLM failed: {out.stderr.strip().splitlines()[-3:]})")
+        return []
+    result = json.loads(lines[-1])
+    rows = []
+    for key, label in (("in_process", "vLLM in process"), ("server", "vLLM server (64 in flight)")):
+        if key not in result:
+            continue
+        r = result[key]
+        un, st = r["unsteered"], r["steered"]
+        rows.append(
+            {
+                "path": label,
+                "unsteered_tps": un["tokens"] / un["seconds"],
+                "steered_tps": st["tokens"] / st["seconds"],
+                "ratio": (st["seconds"] / st["tokens"]) / (un["seconds"] / un["tokens"]),
+                "same": sum(a == b for a, b in zip(r["texts"], engine_texts)),
+                "passes_s": {"unsteered": un["passes_s"], "steered": st["passes_s"]},
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -75,6 +75,10 @@ LAYERS = {
     "workbench.refusal.plots": "figures",
     "workbench.techniques": "techniques",
     "workbench.steering": "techniques",
+    # the gate's math and an abstainer as data: what an engine runs inside itself (vLLM's workers)
+    "workbench.steering.spec": "engines",
+    "workbench.steering.concept": "engines",
+    "workbench.steering.gate": "engines",
     "workbench.steering.evaluation": "runs",
     "workbench.scoring": "scores",
     "workbench.scoring.__main__": "interface",

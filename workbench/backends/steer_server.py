@@ -235,6 +235,9 @@ class SteeringMiddleware:
     # -- a steered request -----------------------------------------------------------------------
     async def _steer(self, scope, receive, send, data: dict):
         steering = data.pop("steering")
+        prompt = data.get("prompt")
+        if isinstance(prompt, list) and len(prompt) > 1 and not isinstance(prompt[0], int):
+            raise _error(400, "a steered completion takes one prompt; send one request per prompt")
         spec = self._spec(steering)
         digest = await self._register(scope, spec)
         record: dict[str, Any] = {"abstainer": spec.name, "digest": digest}

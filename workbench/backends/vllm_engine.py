@@ -252,6 +252,8 @@ class VLLMModel(BlackBoxBackend):
                 )
                 keys.append((i, k))
         outs = self.llm.generate(requests, params, use_tqdm=progress, lora_request=lora)
+        #: prompt tokens the last call took from the prefix cache (tests, benchmarks)
+        self.last_cached_tokens = sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs)
         gens = []
         for (i, k), out in zip(keys, outs):
             c = out.outputs[0]

@@ -39,6 +39,7 @@ from workbench.generation import (
 from workbench.models.chat import Prompt
 from workbench.steering.activations import collect_activations, hidden_of
 from workbench.steering.concept import Condition
+from workbench.steering.spec import SteerSpec
 
 
 @dataclass
@@ -201,3 +202,9 @@ class ConditionalSteerer:
 
             hooks.append(ForwardHook(layer_module_name(model, layer), add))
         return hooks, fired
+
+
+def steerer_of(spec: SteerSpec) -> ConditionalSteerer:
+    """The abstainer ``spec`` on the workbench's engine (what vLLM runs from the same spec)."""
+    plan = SteeringPlan(list(spec.layers), spec.vectors.float(), float(spec.strength))
+    return ConditionalSteerer(None if spec.gate is None else spec.gate.condition(), plan)

@@ -9,7 +9,8 @@ a float64 round trip), so the same spec travels to vLLM's workers, to a server's
 inside an API request, and :meth:`SteerSpec.digest` names its content.
 
 The workbench's engine runs a spec through :class:`~workbench.steering.ConditionalSteerer`
-(:meth:`SteerSpec.steerer`); vLLM through :mod:`workbench.backends.vllm_steering`.
+(:func:`workbench.steering.conditional.steerer_of`); vLLM through
+:mod:`workbench.backends.vllm_steering`.
 """
 
 from __future__ import annotations
@@ -148,13 +149,6 @@ class SteerSpec:
     def digest(self) -> str:
         """16 hex digits naming the content (the name included)."""
         return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
-
-    def steerer(self):
-        """The same abstainer on the workbench's engine."""
-        from workbench.steering.conditional import ConditionalSteerer, SteeringPlan
-
-        plan = SteeringPlan(list(self.layers), self.vectors.float(), float(self.strength))
-        return ConditionalSteerer(None if self.gate is None else self.gate.condition(), plan)
 
 
 def spec_of(name: str, steerer, *, mode: str = "separate", final_norm: bool = False) -> SteerSpec:

@@ -167,11 +167,32 @@ def invariance() -> str:
 
 
 #: Every generated table, by the name its markers give.
+def steering_speed() -> str:
+    """Conditional steering on each engine: steered and unsteered tokens/s, their ratio."""
+    rec = read_record(RESULTS_DIR / "steering.json")
+    head = (
+        "| path | unsteered tokens/s | steered tokens/s | steered / unsteered time per token | "
+        "same steered answers as the engine |\n| --- | --- | --- | --- | --- |\n"
+    )
+    body = "".join(
+        f"| {r['path']} | {r['unsteered_tps']:.1f} | {r['steered_tps']:.1f} | "
+        f"{r['ratio']:.2f}x | {r['same']}/{rec['prompts']} |\n"
+        for r in rec["paths"]
+    )
+    note = (
+        f"\n{rec['prompts']} prompts, greedy, {rec['max_new_tokens']} new tokens, the "
+        f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; vLLM rows are medians of "
+        f"{rec['repeats']} interleaved passes.\n"
+    )
+    return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "demo-techniques": demo_techniques,
     "generation-speed": generation_speed,
     "verify-slice": verify_slice,
     "invariance": invariance,
+    "steering-speed": steering_speed,
 }
 
 

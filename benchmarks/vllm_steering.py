@@ -1,0 +1,128 @@
+"""The vLLM half of benchmarks/steering.py, run with vLLM's python (.venv-vllm on CPU).
+
+    python benchmarks/vllm_steering.py MODEL SPEC.json MAX_NEW_TOKENS REPEATS [--no-server]
+
+On the shared 64 prompts, greedy, fp32: vLLM in process and vLLM's server (``serve
+--steering``, 64 requests in flight), each unsteered and steered by the abstainer in SPEC.json
+(its gate read in vLLM, then the prompts that fired steered), interleaved REPEATS times after a
+warm-up. Prints one JSON line: per path the median seconds and tokens of each kind, and the
+steered texts.
+"""
+
+import concurrent.futures as cf
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _median_runs(runs: dict) -> dict:
+    return {
+        kind: {
+            "seconds": statistics.median(r[0] for r in rs),
+            "tokens": rs[-1][1],
+            "passes_s": [round(r[0], 2) for r in rs],
+        }
+        for kind, rs in runs.items()
+    }
+
+
+def in_process(model, spec, prompts, max_new, repeats):
+    from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
+
+    lm = load_model(f"vllm:{model}", dtype="float32", options={"max_model_len": 1024})
+    cfg = GenerationConfig(max_new_tokens=max_new)
+    lm.generate_steered(prompts[:4], GenerationConfig(max_new_tokens=4), [spec] * 4, progress=False)
+    runs: dict = {"unsteered": [], "steered": []}
+    texts, fired = [], 0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        gens = generate(lm, prompts, cfg, progress=False)
+        runs["unsteered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+        t = time.perf_counter()
+        gens, records = lm.generate_steered(prompts, cfg, [spec] * len(prompts), progress=False)
+        runs["steered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+        texts, fired = [g.text for g in gens], sum(bool(r["fired"]) for r in records)
+    lm.close()
+    return {**_median_runs(runs), "texts": texts, "fired": fired}
+
+
+def _post(url, body):
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def server(model, spec, prompts, max_new, repeats):
+    import tempfile
+
+    from workbench.backends.serve import start_vllm_server
+
+    registry = tempfile.mkdtemp(prefix="bench-registry-")
+    proc, url = start_vllm_server(
+        model, "bench", dtype="float32", max_model_len=1024, steering=True, registry=registry
+    )
+    try:
+        _post(url + "/abstainers", spec.to_dict())
+
+        def ask(prompt, steer, n=max_new):
+            body = {
+                "model": "bench",
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": n,
+                "temperature": 0,
+            }
+            if steer:
+                body["steering"] = {"abstainer": spec.name}
+            return _post(url + "/chat/completions", body)
+
+        def burst(steer, items=prompts, n=max_new):
+            with cf.ThreadPoolExecutor(len(items)) as ex:
+                return list(ex.map(lambda p: ask(p, steer, n), items))
+
+        burst(True, prompts[:4], 4)  # warm-up
+        runs: dict = {"unsteered": [], "steered": []}
+        texts = []
+        for _ in range(repeats):
+            for kind in ("unsteered", "steered"):
+                t = time.perf_counter()
+                answers = burst(kind == "steered")
+                secs = time.perf_counter() - t
+                tokens = sum(a["usage"]["completion_tokens"] for a in answers)
+                runs[kind].append((secs, tokens))
+                if kind == "steered":
+                    texts = [a["choices"][0]["message"]["content"].strip() for a in answers]
+        return {**_median_runs(runs), "texts": texts}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def main() -> None:
+    from _prompts import PROMPTS
+    from workbench.steering.spec import SteerSpec
+
+    model, spec_path, max_new, repeats = (
+        sys.argv[1],
+        sys.argv[2],
+        int(sys.argv[3]),
+        int(sys.argv[4]),
+    )
+    spec = SteerSpec.from_json(Path(spec_path).read_text())
+    out = {"in_process": in_process(model, spec, PROMPTS, max_new, repeats)}
+    if "--no-server" not in sys.argv:
+        out["server"] = server(model, spec, PROMPTS, max_new, repeats)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":  # vLLM spawns processes
+    main()

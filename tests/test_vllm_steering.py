@@ -1,0 +1,262 @@
+"""Conditional steering inside vLLM against the workbench's engine, on the embedded model (fp32).
+
+One worker run in .venv-vllm (tests/vllm_steering_worker.py) answers a mixed batch: four
+abstainers (different concepts' vectors, gate layers, behaviour layers, strengths, both modes,
+one without a gate, one reading the last layer after the final norm) and unsteered prompts,
+each gated abstainer firing on one of its prompts and not on the others; in process with prefix
+caching and chunked prefill on (64-token steps under a long shared system prompt) and off, and
+through ``serve --steering`` (concurrent requests, an unknown abstainer, a restart). This side
+answers every prompt alone on the engine and compares token for token; the gate's decisions
+and votes must equal the engine's. The verify slice's steering cell, run as a grid on
+``vllm:``, must reproduce the engine's recorded answers (data/reference/verify.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from workbench.generation import GenerationConfig, generate
+from workbench.steering.conditional import steerer_of
+
+ROOT = Path(__file__).resolve().parents[1]
+VLLM_PYTHON = ROOT / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm") / "bin" / "python"
+MODEL = "smollm2-135m-instruct"
+
+pytestmark = [pytest.mark.vllm, pytest.mark.integration]
+
+#: long enough (about 200 tokens) that the rendered prompts share whole prefix-cache blocks
+SYSTEM = " ".join(
+    [
+        "You are a careful assistant for a museum of natural history and world geography.",
+        "Answer visitors' questions in one or two plain sentences, without lists or headings.",
+        "If a question is unclear, answer the most likely reading of it and say which.",
+        "Prefer well-established facts; when numbers are involved give round figures.",
+    ]
+    * 3
+)
+#: (abstainer, question): each gated abstainer's first question is the one its gate fires on
+PLAN = [
+    ("rivers", "Name a river in Egypt."),
+    ("rivers", "What is 12 times 12?"),
+    ("rivers", "Who wrote Hamlet?"),
+    ("volcanoes", "How do volcanoes form?"),
+    ("volcanoes", "What is the capital of France?"),
+    ("volcanoes", "Tell me about the Amazon rainforest."),
+    ("always", "What is the tallest mountain on Earth?"),
+    ("always", "How many legs does a spider have?"),
+    ("norm", "Which ocean is the largest?"),
+    ("norm", "Who painted the Mona Lisa?"),
+    ("norm", "What gas do plants take in?"),
+    (None, "Why is the sky blue?"),
+    (None, "What is the boiling point of water?"),
+]
+#: name -> (gate layers or None, aggregate, behaviour layers, strength, mode, final norm)
+ABSTAINERS = {
+    "rivers": ((10, 20, 29), "majority", (14, 16), 0.6, "separate", False),
+    "volcanoes": ((12, 20), "all", (14, 16), 0.8, "in_pass", False),
+    "always": (None, "all", (12,), 0.5, "separate", False),
+    "norm": ((15, 29), "all", (16, 18), 0.6, "separate", True),
+}
+SETTINGS = {
+    "cache_and_chunks": {
+        "enable_prefix_caching": True,
+        "enable_chunked_prefill": True,
+        "max_num_batched_tokens": 64,
+    },
+    "neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
+}
+CONFIG = {"max_new_tokens": 24, "system_prompt": SYSTEM}
+
+
+@pytest.fixture(scope="module")
+def lm32():
+    from workbench.backends import load_model
+
+    return load_model(MODEL, device="cpu", dtype="float32")
+
+
+def _specs(lm) -> dict:
+    """The four abstainers, from the model's own activations: each gate's direction points at
+    its first question, thresholds halfway between that question and the next closest."""
+    from workbench.steering import collect_activations, fit_refusal_vector
+    from workbench.steering.spec import GateSpec, SteerSpec
+
+    refusal = fit_refusal_vector(lm, [q for _, q in PLAN[:6]], list(range(lm.num_layers)))
+    specs = {}
+    for name, (gate_layers, aggregate, layers, strength, mode, final_norm) in ABSTAINERS.items():
+        gate = None
+        if gate_layers is not None:
+            mine = [q for a, q in PLAN if a == name]
+            acts = collect_activations(
+                lm, mine, list(gate_layers), system=SYSTEM, final_norm=final_norm
+            )
+            means = acts.mean(0)
+            vectors = torch.nn.functional.normalize(acts[0] - means, dim=-1)
+            sims = torch.nn.functional.cosine_similarity(acts - means, vectors[None], dim=-1)
+            thresholds = tuple(float((s[0] + s[1:].max()) / 2) for s in sims.T)
+            assert all(float(s[0]) > float(s[1:].max()) for s in sims.T)
+            gate = GateSpec(gate_layers, vectors, means, thresholds, aggregate, False, final_norm)
+        specs[name] = SteerSpec(name, layers, refusal[list(layers)], strength, gate, mode)
+    return specs
+
+
+def _engine_alone(lm, spec, question: str):
+    """The engine's answer to one question alone, its decision and its votes."""
+    from workbench.steering import collect_activations
+
+    config = GenerationConfig(**CONFIG)
+    if spec is None:
+        return generate(lm, [question], config, progress=False)[0], None, None
+    steerer = steerer_of(spec)
+    if spec.gate is not None and spec.gate.final_norm:  # SELECT's read: a pass of its own
+        cond = steerer.condition
+        acts = collect_activations(lm, [question], cond.layers, system=SYSTEM, final_norm=True)
+        votes = cond.votes(acts)[0]
+        decisions = cond.decide(acts)
+        gen = steerer.generate(lm, [question], config, decisions=decisions, progress=False)[0]
+        return gen, bool(decisions[0]), [bool(v) for v in votes]
+    gen = steerer.generate(lm, [question], config, mode=spec.mode, progress=False)[0]
+    if spec.gate is None:
+        return gen, True, None
+    return gen, bool(steerer.last_decisions[0]), [bool(v) for v in steerer.last_votes[0]]
+
+
+@pytest.fixture(scope="module")
+def run(lm32, tmp_path_factory):
+    if not VLLM_PYTHON.is_file():
+        pytest.fail(
+            f"no vLLM environment at {VLLM_PYTHON.parent.parent}: run bash scripts/setup_vllm.sh "
+            "(make test does), or deselect with -m 'not vllm'"
+        )
+    specs = _specs(lm32)
+    tmp = tmp_path_factory.mktemp("vllm-steering")
+    job = tmp / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                "model": f"vllm:{MODEL}",
+                "specs": {n: s.to_dict() for n, s in specs.items()},
+                "prompts": [q for _, q in PLAN],
+                "assign": [a for a, _ in PLAN],
+                "config": CONFIG,
+                "engine_settings": SETTINGS,
+                "server": True,
+                "slice": True,
+            }
+        )
+    )
+    out = tmp / "out.json"
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_steering_worker.py"), str(job), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+        cwd=ROOT,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(l for l in proc.stderr.splitlines() if "rror" in l)[-3000:]
+        pytest.fail(f"vLLM steering worker failed (rc {proc.returncode}):\n{tail}")
+    engine = [_engine_alone(lm32, specs[a] if a else None, q) for a, q in PLAN]
+    return json.loads(out.read_text()), engine
+
+
+def test_the_plan_exercises_fired_and_unfired_rows(run):
+    """Not vacuous: every gated abstainer fires on its first question and on no other."""
+    _, engine = run
+    for name, (gate_layers, *_rest) in ABSTAINERS.items():
+        fired = [f for (a, _), (_, f, _) in zip(PLAN, engine) if a == name]
+        assert fired == (
+            [True] + [False] * (len(fired) - 1) if gate_layers else [True] * len(fired)
+        )
+    steered = [g.text for (a, _), (g, f, _) in zip(PLAN, engine) if a and f]
+    assert len(steered) == 4 + 1  # one per gated abstainer, two for the one without a gate
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_mixed_batch_answers_equal_the_engine_alone(run, setting):
+    out, engine = run
+    got = out[setting]
+    mismatched = [
+        q for (_, q), ids, (g, _, _) in zip(PLAN, got["token_ids"], engine) if ids != g.token_ids
+    ]
+    assert not mismatched, f"{setting}: answers differ from the engine's for {mismatched}"
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_gate_decisions_and_votes_equal_the_engine(run, setting):
+    out, engine = run
+    for (a, q), rec, (_, fired, votes) in zip(PLAN, out[setting]["records"], engine):
+        if a is None:
+            assert rec == {"fired": False}, q
+            continue
+        assert rec["fired"] == fired, q
+        if votes is not None:
+            assert rec["votes"] == votes, q
+
+
+def test_prefix_cache_and_chunks_were_in_play(run):
+    """The 'on' setting really took prompt blocks from the cache; the 'off' one did not."""
+    out, _ = run
+    assert out["cache_and_chunks"]["cached_tokens"] > 0
+    assert out["neither"]["cached_tokens"] == 0
+
+
+def test_server_answers_concurrent_mixed_requests_as_the_engine(run):
+    out, engine = run
+    server = out["server"]
+    assert all(status == 200 for status, _ in server["registered"]), server["registered"]
+    for (a, q), (status, body), (g, fired, votes) in zip(PLAN, server["answers"], engine):
+        assert status == 200, (q, body)
+        assert body["choices"][0]["message"]["content"].strip() == g.text, q
+        if a is not None:
+            assert body["steering"]["abstainer"] == a and body["steering"]["fired"] == fired, q
+            if votes is not None:
+                assert body["steering"]["votes"] == votes, q
+        else:
+            assert "steering" not in body
+
+
+def test_server_unknown_abstainer_is_one_line_and_spares_the_others(run):
+    out, _ = run
+    status, body = out["server"]["unknown"]
+    assert status == 400
+    message = body["error"]["message"]
+    assert "\n" not in message and "no-such-abstainer" in message and "rivers" in message
+    assert all(s == 200 for s, _ in out["server"]["answers"])  # sent in the same burst
+
+
+def test_server_restart_keeps_registered_abstainers(run):
+    out, engine = run
+    listed = {a["name"] for a in out["server"]["after_restart"]["abstainers"]}
+    assert listed == set(ABSTAINERS)
+    i, (status, body) = out["server"]["restart_answer"]
+    assert status == 200
+    assert body["choices"][0]["message"]["content"].strip() == engine[i][0].text
+
+
+def test_grid_steering_on_vllm_reproduces_the_recorded_engine_answers(run):
+    out, _ = run
+    reference = json.loads((ROOT / "data" / "reference" / "verify.json").read_text())
+    ref = {
+        (r["question_index"], r["sample"]): r["response"]
+        for r in reference["rows"]
+        if r["technique"] == "steering"
+    }
+    rows = out["slice"]
+    assert rows and all(r["backend"] == "vllm" for r in rows)
+    assert {(r["question_index"], r["sample"]): r["response"] for r in rows} == ref
+    assert all(r["gate_votes"] is not None for r in rows)
+    assert {r["gate_fired"] for r in rows} == {True, False}

@@ -1,0 +1,143 @@
+"""Runs in the vLLM environment (.venv-vllm): answers a job of tests/test_vllm_steering.py.
+
+    python tests/vllm_steering_worker.py JOB.json OUT.json
+
+The job holds abstainers (SteerSpec JSON), prompts each assigned one abstainer or none, and
+generation settings; this side answers them inside vLLM, in process (one mixed batch per engine
+setting: prefix caching and chunked prefill on, then off) and through ``serve --steering``
+(concurrent requests, an unknown abstainer, a restart), and optionally runs the verify slice's
+steering cell on ``vllm:``.
+"""
+
+import concurrent.futures as cf
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+
+def post(url, body, timeout=300):
+    data = json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def in_process(job, specs, options):
+    from workbench.backends import load_model
+    from workbench.generation import GenerationConfig
+
+    lm = load_model(job["model"], dtype="float32", options={"max_model_len": 2048, **options})
+    try:
+        config = GenerationConfig(**job["config"])
+        chosen = [specs[a] if a else None for a in job["assign"]]
+        gens, records = lm.generate_steered(job["prompts"], config, chosen, progress=False)
+        return {
+            "token_ids": [g.token_ids for g in gens],
+            "texts": [g.text for g in gens],
+            "records": records,
+            "cached_tokens": lm.last_cached_tokens,
+        }
+    finally:
+        lm.close()
+
+
+def through_server(job, specs):
+    from workbench.backends.serve import start_vllm_server
+
+    registry = tempfile.mkdtemp(prefix="workbench-registry-")
+    out = {}
+
+    def start(log):
+        return start_vllm_server(
+            job["model"].removeprefix("vllm:"),
+            "m",
+            dtype="float32",
+            steering=True,
+            registry=registry,
+            log=log,
+        )
+
+    def ask(url, prompt, name, max_tokens):
+        body = {
+            "model": "m",
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
+        if job["config"].get("system_prompt"):
+            body["messages"].insert(
+                0, {"role": "system", "content": job["config"]["system_prompt"]}
+            )
+        if name:
+            body["steering"] = {"abstainer": name}
+        return post(url + "/chat/completions", body)
+
+    proc, url = start(os.path.join(registry, "server.log"))
+    try:
+        out["registered"] = [post(url + "/abstainers", s.to_dict()) for s in specs.values()]
+        n = job["config"]["max_new_tokens"]
+        calls = [(p, a) for p, a in zip(job["prompts"], job["assign"])]
+        calls.append(("Say hello.", "no-such-abstainer"))
+        with cf.ThreadPoolExecutor(len(calls)) as ex:
+            answers = list(ex.map(lambda c: ask(url, c[0], c[1], n), calls))
+        out["answers"] = answers[:-1]
+        out["unknown"] = answers[-1]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    proc, url = start(os.path.join(registry, "server2.log"))
+    try:
+        with urllib.request.urlopen(url + "/abstainers") as r:
+            out["after_restart"] = json.loads(r.read())
+        i = next(k for k, a in enumerate(job["assign"]) if a)
+        out["restart_answer"] = [i, ask(url, job["prompts"][i], job["assign"][i], n)]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    return out
+
+
+def slice_cell(job):
+    from pathlib import Path
+
+    from workbench.experiments.verify import run_slice
+
+    with tempfile.TemporaryDirectory() as tmp:
+        table = run_slice(Path(tmp), {"models": [job["model"]], "techniques": ["steering"]})
+    cols = ["technique", "target", "seed", "question_index", "sample", "response", "gate_fired"]
+    return json.loads(table[cols + ["gate_votes", "backend"]].to_json(orient="records"))
+
+
+def main(job_path: str, out_path: str) -> None:
+    from workbench.steering.spec import SteerSpec
+
+    with open(job_path) as f:
+        job = json.loads(f.read())
+    specs = {name: SteerSpec.from_dict(d) for name, d in job["specs"].items()}
+    out: dict = {"seconds": {}}
+    for label, options in job["engine_settings"].items():
+        start = time.time()
+        out[label] = in_process(job, specs, options)
+        out["seconds"][label] = round(time.time() - start, 1)
+    if job.get("server"):
+        start = time.time()
+        out["server"] = through_server(job, specs)
+        out["seconds"]["server"] = round(time.time() - start, 1)
+    if job.get("slice"):
+        start = time.time()
+        out["slice"] = slice_cell(job)
+        out["seconds"]["slice"] = round(time.time() - start, 1)
+    with open(out_path, "w") as f:
+        f.write(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
