@@ -1,12 +1,15 @@
 """The GPU path, checked end to end on the embedded model (run it where a CUDA GPU is lent).
 
 1. A small grid with every technique (base, zero_shot, few_shot_cot, steering, sft, sft_dpo) on
-   the Hugging Face engine on CUDA (bf16, ``dtype="auto"``), locally and on a local Ray cluster
+   the Hugging Face engine on CUDA (``dtype="auto"``: fp32, TF32 off), locally and on a local Ray cluster
    with one GPU worker: the two give the same rows.
-2. The same black-box and fine-tuning cells on the vLLM back end in process
-   (``vllm:smollm2-135m-instruct``; adapters served over the base weights), compared with the
-   engine's answers in the same dtype.
+2. The same grid's five techniques on the vLLM back end in process
+   (``vllm:smollm2-135m-instruct``; adapters served over the base weights, steering inside
+   vLLM, eagerly), compared with the engine's answers in the same dtype.
 3. The judge on vLLM against the engine's.
+4. Steering inside vLLM on the shared 64 prompts: fp32 answers and gate decisions equal the
+   engine's; steered vLLM's throughput against the engine's steered throughput at batch 64
+   (target >= 5x); steered / unsteered time per token on vLLM (target <= 1.15x).
 
 Prints one line per check (PASS / FAIL with numbers) and a JSON summary for the README; exits 1
 if a check fails. Needs vLLM in this environment (``pip install -e ".[vllm]"``) for 2 and 3.
@@ -22,6 +25,9 @@ import platform
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 KEY = ["model", "technique", "target", "seed", "question_index", "sample"]
 TECHNIQUES = ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
@@ -79,7 +85,7 @@ def main() -> int:
     local = local.sort_values(KEY).reset_index(drop=True)
     check(
         "hf engine, every technique",
-        set(local["technique"]) == set(TECHNIQUES) and set(local["dtype"]) == {"bfloat16"},
+        set(local["technique"]) == set(TECHNIQUES) and set(local["dtype"]) == {"float32"},
         f"{len(local)} rows in {local_s:.0f} s, dtype {sorted(set(local['dtype']))}",
     )
 
@@ -114,7 +120,7 @@ def main() -> int:
             **config,
             "name": "gpu-check-vllm",
             "models": ("vllm:smollm2-135m-instruct",),
-            "techniques": ("base", "zero_shot", "few_shot_cot", "sft", "sft_dpo"),
+            "techniques": ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"),
         }
         t = time.perf_counter()
         served = Runner(
@@ -127,7 +133,7 @@ def main() -> int:
             "vllm back end (adapters served)",
             agree >= 0.9 * len(ours) and set(served["backend"]) == {"vllm"},
             f"{agree}/{len(ours)} answers equal to the engine's in {time.perf_counter() - t:.0f} s "
-            "(bf16 kernels differ: a few may differ)",
+            "(vLLM's kernels round differently: a few may differ)",
         )
         from workbench.backends import load_model
         from workbench.scoring.judge import LLMJudge
@@ -141,10 +147,59 @@ def main() -> int:
             vj = LLMJudge(v).judge(pairs)
         diff = max(abs(a.p_refusal - b.p_refusal) for a, b in zip(hf, vj))
         check("judge on vllm", diff < 0.02, f"max |p_refusal difference| {diff:.4f}")
+        steering_checks(check, bench, args.target)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)
     return 1 if failed else 0
+
+
+def steering_checks(check, bench, target: str) -> None:
+    """Steering inside vLLM against the engine on CUDA: fp32 parity, speed at batch 64."""
+    from _prompts import PROMPTS
+    from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
+    from workbench.techniques import get_technique
+
+    cfg = GenerationConfig(max_new_tokens=48, batch_size=64)
+    hf = load_model(dtype="float32")
+    ab = get_technique("steering").prepare(hf, bench, target)
+    ab.generate(PROMPTS[:4], GenerationConfig(max_new_tokens=4), progress=False)  # warm-up
+    t = time.perf_counter()
+    engine = ab.generate(PROMPTS, cfg, progress=False)
+    engine_s = time.perf_counter() - t
+    engine_fired = ab.gate_decisions.tolist()
+    spec = ab.spec()
+    with load_model("vllm:smollm2-135m-instruct", dtype="float32", options={"steering": True}) as v:
+        v.generate_steered(PROMPTS[:4], GenerationConfig(max_new_tokens=4), [spec] * 4)
+        t = time.perf_counter()
+        plain = generate(v, PROMPTS, cfg, progress=False)
+        plain_s = time.perf_counter() - t
+        t = time.perf_counter()
+        gens, records = v.generate_steered(PROMPTS, cfg, [spec] * len(PROMPTS), progress=False)
+        steered_s = time.perf_counter() - t
+    same = sum(a.token_ids == b.token_ids for a, b in zip(engine, gens))
+    fired = [bool(r["fired"]) for r in records]
+    check(
+        "steering inside vllm, fp32, same answers",
+        same == len(PROMPTS) and fired == engine_fired,
+        f"{same}/{len(PROMPTS)} answers and {sum(a == b for a, b in zip(fired, engine_fired))}"
+        f"/{len(PROMPTS)} decisions equal to the engine's",
+    )
+    tokens = sum(g.num_tokens for g in gens)
+    speedup = (tokens / steered_s) / (sum(g.num_tokens for g in engine) / engine_s)
+    check(
+        "steered vllm vs steered engine, batch 64",
+        speedup >= 5.0,
+        f"{tokens / steered_s:.0f} vs {sum(g.num_tokens for g in engine) / engine_s:.0f} "
+        f"tokens/s = {speedup:.1f}x (target >= 5x)",
+    )
+    ratio = (steered_s / tokens) / (plain_s / sum(g.num_tokens for g in plain))
+    check(
+        "steering overhead on vllm",
+        ratio <= 1.15,
+        f"steered / unsteered time per token {ratio:.2f}x (target <= 1.15x)",
+    )
 
 
 if __name__ == "__main__":  # vLLM spawns processes

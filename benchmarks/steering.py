@@ -75,6 +75,7 @@ def main() -> None:
     t = time.perf_counter()
     ab.generate(PROMPTS, cfg, progress=False)
     in_pass_s = time.perf_counter() - t
+    ab.separate = True  # vLLM's rows steer as the steered row above did
     agree = int((ab.gate_decisions == separate).sum())
     plain_tok = sum(g.num_tokens for g in plain)
     steer_tok = sum(g.num_tokens for g in steered)

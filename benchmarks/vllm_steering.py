@@ -68,8 +68,15 @@ def server(model, spec, prompts, max_new, repeats):
     from workbench.backends.serve import start_vllm_server
 
     registry = tempfile.mkdtemp(prefix="bench-registry-")
+    extra = os.environ.get("BENCH_SERVER_ARGS", "").split()
     proc, url = start_vllm_server(
-        model, "bench", dtype="float32", max_model_len=1024, steering=True, registry=registry
+        model,
+        "bench",
+        dtype="float32",
+        max_model_len=1024,
+        steering=True,
+        registry=registry,
+        extra=extra,
     )
     try:
         _post(url + "/abstainers", spec.to_dict())
@@ -118,7 +125,9 @@ def main() -> None:
         int(sys.argv[4]),
     )
     spec = SteerSpec.from_json(Path(spec_path).read_text())
-    out = {"in_process": in_process(model, spec, PROMPTS, max_new, repeats)}
+    out = {}
+    if "--no-in-process" not in sys.argv:
+        out["in_process"] = in_process(model, spec, PROMPTS, max_new, repeats)
     if "--no-server" not in sys.argv:
         out["server"] = server(model, spec, PROMPTS, max_new, repeats)
     print(json.dumps(out))

@@ -235,3 +235,47 @@ def test_a_steered_completion_takes_one_prompt(server):
         {"model": "m", "prompt": ["a", "b"], "steering": {"spec": _spec().to_dict()}},
     )
     assert status == 400 and "one prompt" in body["error"]["message"] and seen == []
+
+
+def test_concurrent_requests_share_calls_to_the_workers(server):
+    """Votes are fetched for all waiting requests at once, not one call per request."""
+    mw, app, engine, _ = server()
+    calls = []
+    answer = engine.collective_rpc
+
+    async def slow_rpc(method, args=()):
+        if method == "workbench_votes":
+            calls.append(list(args[0]))
+            await asyncio.sleep(0.05)
+        return await answer(method, args)
+
+    engine.collective_rpc = slow_rpc
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+
+    async def one(i):
+        raw = json.dumps({**CHAT, "steering": {"abstainer": "river"}}).encode()
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "headers": [(b"content-length", str(len(raw)).encode())],
+            "app": app,
+        }
+        queue = [{"type": "http.request", "body": raw, "more_body": False}]
+        sent = []
+
+        async def receive():
+            return queue.pop(0) if queue else {"type": "http.disconnect"}
+
+        async def send(m):
+            sent.append(m)
+
+        await mw(scope, receive, send)
+        return json.loads(b"".join(m.get("body", b"") for m in sent if "body" in m))
+
+    async def burst():
+        return await asyncio.gather(*(one(i) for i in range(16)))
+
+    answers = asyncio.run(burst())
+    assert all(a["steering"]["fired"] for a in answers)
+    assert sum(len(c) for c in calls) == 16 and len(calls) < 16

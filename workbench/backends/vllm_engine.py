@@ -67,6 +67,8 @@ class VLLMOptions:
         enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default).
         max_num_batched_tokens: tokens per scheduler step (None: vLLM's default); small values
             make long prompts prefill in chunks.
+        block_size: tokens per KV-cache block (None: vLLM's default, 128 on CPU; 32 on CPU with
+            steering, so that an unsteered answer reuses its gate pass's blocks).
     """
 
     dtype: str = "auto"
@@ -80,6 +82,7 @@ class VLLMOptions:
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
     max_num_batched_tokens: int | None = None
+    block_size: int | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, label="option")
@@ -151,7 +154,12 @@ class VLLMModel(BlackBoxBackend):
         )
         if device.type == "cuda":
             kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
-        for key in ("enable_prefix_caching", "enable_chunked_prefill", "max_num_batched_tokens"):
+        for key in (
+            "enable_prefix_caching",
+            "enable_chunked_prefill",
+            "max_num_batched_tokens",
+            "block_size",
+        ):
             if getattr(o, key) is not None:
                 kwargs[key] = getattr(o, key)
         self.steering = o.steering if o.steering is not None else device.type == "cpu"
@@ -159,6 +167,10 @@ class VLLMModel(BlackBoxBackend):
             from workbench.backends.vllm_steering import EXTENSION
 
             kwargs["worker_extension_cls"] = EXTENSION
+            if device.type == "cpu" and o.block_size is None:
+                kwargs["block_size"] = 32  # see VLLMOptions.block_size
+            # the extension reads the V1 model runner's batch layout (V2 is GPU-only, with Triton)
+            os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
             if device.type != "cpu":
                 # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
                 kwargs["enforce_eager"] = True

@@ -24,8 +24,9 @@ client gives it a ``cache_salt`` naming the abstainer and decision (:func:`cache
 
 A step with no workbench request costs one dictionary lookup per request and a no-op call per
 layer. The hooks are Python forward hooks: they need the eager model (CPU vLLM runs LoRA-enabled
-engines eagerly; on GPU the back end sets ``enforce_eager`` for a steering engine), and the
-extension refuses to install on a compiled or graph-captured model.
+engines eagerly; on GPU the back end sets ``enforce_eager`` for a steering engine) and vLLM's V1
+model runner (``VLLM_USE_V2_MODEL_RUNNER=0``, set by the back end and ``serve --steering``); the
+extension refuses to install on anything else rather than steer nothing.
 """
 
 from __future__ import annotations
@@ -89,6 +90,16 @@ class SteeringState:
             raise RuntimeError(
                 "steering inside vLLM needs an eager model (enforce_eager=True): this engine is "
                 f"compiled or captured in graphs (compilation mode {mode}, cudagraph mode {graphs})"
+            )
+        missing = [
+            a
+            for a in ("_model_forward", "input_batch", "query_start_loc", "requests")
+            if not hasattr(runner, a)
+        ]
+        if missing:
+            raise RuntimeError(
+                f"steering inside vLLM needs vLLM's V1 model runner ({type(runner).__name__} "
+                f"lacks {', '.join(missing)}): set VLLM_USE_V2_MODEL_RUNNER=0"
             )
         self.runner = runner
         self.model = runner.get_model()

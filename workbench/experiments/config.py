@@ -371,6 +371,7 @@ _OPTIONS_NOT_IN_ANSWERS = frozenset(
         "enable_prefix_caching",
         "enable_chunked_prefill",
         "max_num_batched_tokens",
+        "block_size",
     }
 )
 
