@@ -139,7 +139,12 @@ def main() -> None:
             RESULTS_DIR / "steering.json",
             {
                 "command": "python benchmarks/steering.py --record",
-                "machine": {**machine(), "threads": torch.get_num_threads()},
+                "machine": {
+                    **machine(),
+                    "threads": torch.get_num_threads(),
+                    "dtype": lm.dtype_name,
+                    "numerics": lm.numerics,
+                },
                 "prompts": len(PROMPTS),
                 "max_new_tokens": args.max_new_tokens,
                 "concept": args.concept,
