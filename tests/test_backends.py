@@ -37,9 +37,11 @@ def test_model_names_pick_the_back_end():
 @pytest.mark.parametrize(
     "model, technique, needs, ok",
     [
-        ("smollm2-135m-instruct", "steering", {"activations"}, True),
+        ("smollm2-135m-instruct", "steering", {"steering"}, True),
         ("vllm:x", "sft", {"weights"}, True),
-        ("vllm:x", "steering", {"activations"}, False),
+        ("vllm:x", "steering", {"steering"}, True),
+        ("vllm:x", "editing", {"activations"}, False),
+        ("openai:gpt-4o", "steering", {"steering"}, False),
         ("openai:gpt-4o", "zero_shot", set(), True),
         ("openai:gpt-4o", "sft", {"weights"}, False),
     ],
@@ -55,7 +57,7 @@ def test_techniques_are_checked_against_capabilities(model, technique, needs, ok
 def test_registered_techniques_declare_what_they_need():
     from workbench.techniques import TECHNIQUES
 
-    assert TECHNIQUES["steering"].requires == {"activations"}
+    assert TECHNIQUES["steering"].requires == {"steering"}
     assert TECHNIQUES["sft"].requires == TECHNIQUES["sft_dpo"].requires == {"weights"}
     for name in ("base", "zero_shot", "few_shot_cot"):
         assert not TECHNIQUES[name].requires
