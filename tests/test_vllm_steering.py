@@ -72,6 +72,15 @@ SETTINGS = {
     "neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
 }
 CONFIG = {"max_new_tokens": 24, "system_prompt": SYSTEM}
+#: SELECT's preset's shape (made-up wording): the gate reads the question in a reading template
+#: with no system turn, the answer is to the question wrapped in a plain template
+SELECT_LIKE = {
+    "spec": "norm",
+    "questions": [q for a, q in PLAN if a == "norm"] + ["Why is the sky blue?"],
+    "reading": "Consider how much the following request is about oceans and art: {question}",
+    "wrap": "Answer the following question. {question}",
+    "system": "You are a helpful assistant.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +136,9 @@ def _engine_alone(lm, spec, question: str):
     return gen, bool(steerer.last_decisions[0]), [bool(v) for v in steerer.last_votes[0]]
 
 
+_specs_cache: dict = {}
+
+
 @pytest.fixture(scope="module")
 def run(lm32, tmp_path_factory):
     if not VLLM_PYTHON.is_file():
@@ -135,6 +147,7 @@ def run(lm32, tmp_path_factory):
             "(make test does), or deselect with -m 'not vllm'"
         )
     specs = _specs(lm32)
+    _specs_cache["specs"] = specs
     tmp = tmp_path_factory.mktemp("vllm-steering")
     job = tmp / "job.json"
     job.write_text(
@@ -148,6 +161,7 @@ def run(lm32, tmp_path_factory):
                 "engine_settings": SETTINGS,
                 "server": True,
                 "slice": True,
+                "select_like": SELECT_LIKE,
             }
         )
     )
@@ -260,3 +274,26 @@ def test_grid_steering_on_vllm_reproduces_the_recorded_engine_answers(run):
     assert {(r["question_index"], r["sample"]): r["response"] for r in rows} == ref
     assert all(r["gate_votes"] is not None for r in rows)
     assert {r["gate_fired"] for r in rows} == {True, False}
+
+
+def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run, lm32):
+    """SELECT's preset on vLLM (SelectSteeringAbstainer's path): the gate reads the reading
+    template without a system turn, after the final norm; the answer is to the wrapped
+    question under the preset's system prompt; as the engine does it."""
+    from workbench.steering import collect_activations
+
+    out, _ = run
+    case = SELECT_LIKE
+    spec = _specs_cache["specs"][case["spec"]]
+    steerer = steerer_of(spec)
+    cond = steerer.condition
+    reading = [case["reading"].format(question=q) for q in case["questions"]]
+    acts = collect_activations(lm32, reading, cond.layers, system=None, final_norm=True)
+    decisions = cond.decide(acts)
+    config = GenerationConfig(**{**CONFIG, "system_prompt": case["system"]})
+    wrapped = [case["wrap"].format(question=q) for q in case["questions"]]
+    engine = steerer.generate(lm32, wrapped, config, decisions=decisions, progress=False)
+    got = out["select_like"]
+    assert [r["fired"] for r in got["records"]] == decisions.tolist()
+    assert [r["votes"] for r in got["records"]] == cond.votes(acts).tolist()
+    assert got["token_ids"] == [g.token_ids for g in engine]

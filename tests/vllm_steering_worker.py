@@ -49,6 +49,30 @@ def in_process(job, specs, options):
         lm.close()
 
 
+def select_like(job, specs):
+    """SELECT's preset as vLLM runs it: the gate reads a reading-template prompt without a
+    system turn (final norm at the last layer), the answer is to the wrapped question with
+    SELECT-style system prompt."""
+    from workbench.backends import load_model
+    from workbench.generation import GenerationConfig
+
+    case = job["select_like"]
+    lm = load_model(job["model"], dtype="float32", options={"max_model_len": 2048})
+    try:
+        config = GenerationConfig(**{**job["config"], "system_prompt": case["system"]})
+        gens, records = lm.generate_steered(
+            [case["wrap"].format(question=q) for q in case["questions"]],
+            config,
+            [specs[case["spec"]]] * len(case["questions"]),
+            gate_prompts=[case["reading"].format(question=q) for q in case["questions"]],
+            gate_system=None,
+            progress=False,
+        )
+        return {"token_ids": [g.token_ids for g in gens], "records": records}
+    finally:
+        lm.close()
+
+
 def through_server(job, specs):
     from workbench.backends.serve import start_vllm_server
 
@@ -127,6 +151,8 @@ def main(job_path: str, out_path: str) -> None:
         start = time.time()
         out[label] = in_process(job, specs, options)
         out["seconds"][label] = round(time.time() - start, 1)
+    if job.get("select_like"):
+        out["select_like"] = select_like(job, specs)
     if job.get("server"):
         start = time.time()
         out["server"] = through_server(job, specs)
