@@ -6,7 +6,8 @@ On the shared 64 prompts, greedy, fp32: vLLM in process and vLLM's server (``ser
 --steering``, 64 requests in flight), each unsteered and steered by the abstainer in SPEC.json
 (its gate read in vLLM, then the prompts that fired steered), interleaved REPEATS times after a
 warm-up. Prints one JSON line: per path the median seconds and tokens of each kind, and the
-steered texts.
+steered texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
+``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
 """
 
 import concurrent.futures as cf

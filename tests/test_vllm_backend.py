@@ -10,19 +10,13 @@ pair against the two merged in turn, the judge's verdicts, seeded samples that r
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
-from vllm_worker import contains  # the same stop predicate on both sides
+from vllm_worker import contains, run_job  # the same stop predicate on both sides
 from workbench.generation import GenerationConfig, generate
-
-ROOT = Path(__file__).resolve().parents[1]
-VLLM_PYTHON = ROOT / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm") / "bin" / "python"
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration]
 
@@ -153,11 +147,6 @@ def lm32():
 @pytest.fixture(scope="module")
 def served(lm32, tmp_path_factory):
     """(vLLM's answers, the adapters) for every case, from one worker run."""
-    if not VLLM_PYTHON.is_file():
-        pytest.fail(
-            f"no vLLM environment at {VLLM_PYTHON.parent.parent}: run bash scripts/setup_vllm.sh "
-            "(make test does), or deselect with -m 'not vllm'"
-        )
     from workbench.finetuning.stack import stack_adapters
 
     tmp = tmp_path_factory.mktemp("vllm")
@@ -173,41 +162,17 @@ def served(lm32, tmp_path_factory):
     }
     runs["sampled_again"] = RUNS["sampled"]
     trained = _trained_abstainers(lm32, tmp / "store")
-    job = tmp / "job.json"
-    job.write_text(
-        json.dumps(
-            {
-                "model": "vllm:smollm2-135m-instruct",
-                "runs": runs,
-                "judge": JUDGE,
-                "techniques": SMALL,
-                "store": str(tmp / "store"),
-                "target": "river",
-                "technique_questions": TECHNIQUE_QUESTIONS,
-            }
-        )
-    )
-    out = tmp / "out.json"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "PYTHONPATH": str(ROOT),
+    job = {
+        "model": "vllm:smollm2-135m-instruct",
+        "runs": runs,
+        "judge": JUDGE,
+        "techniques": SMALL,
+        "store": str(tmp / "store"),
+        "target": "river",
+        "technique_questions": TECHNIQUE_QUESTIONS,
     }
-    proc = subprocess.run(
-        [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_worker.py"), str(job), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=env,
-        cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(l for l in proc.stderr.splitlines() if "Error" in l or "error" in l)[
-            -3000:
-        ]
-        pytest.fail(f"vLLM worker failed (rc {proc.returncode}):\n{tail}")
-    return json.loads(out.read_text()), {"sft": sft, "dpo": dpo, "trained": trained}
+    out = run_job("vllm_worker.py", job, tmp, timeout=1200)
+    return out, {"sft": sft, "dpo": dpo, "trained": trained}
 
 
 def _hf(lm, run):

@@ -14,18 +14,16 @@ and votes must equal the engine's. The verify slice's steering cell, run as a gr
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
+from vllm_worker import run_job
 from workbench.generation import GenerationConfig, generate
 from workbench.steering.conditional import steerer_of
 
 ROOT = Path(__file__).resolve().parents[1]
-VLLM_PYTHON = ROOT / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm") / "bin" / "python"
 MODEL = "smollm2-135m-instruct"
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration]
@@ -136,55 +134,28 @@ def _engine_alone(lm, spec, question: str):
     return gen, bool(steerer.last_decisions[0]), [bool(v) for v in steerer.last_votes[0]]
 
 
-_specs_cache: dict = {}
+@pytest.fixture(scope="module")
+def specs(lm32):
+    return _specs(lm32)
 
 
 @pytest.fixture(scope="module")
-def run(lm32, tmp_path_factory):
-    if not VLLM_PYTHON.is_file():
-        pytest.fail(
-            f"no vLLM environment at {VLLM_PYTHON.parent.parent}: run bash scripts/setup_vllm.sh "
-            "(make test does), or deselect with -m 'not vllm'"
-        )
-    specs = _specs(lm32)
-    _specs_cache["specs"] = specs
-    tmp = tmp_path_factory.mktemp("vllm-steering")
-    job = tmp / "job.json"
-    job.write_text(
-        json.dumps(
-            {
-                "model": f"vllm:{MODEL}",
-                "specs": {n: s.to_dict() for n, s in specs.items()},
-                "prompts": [q for _, q in PLAN],
-                "assign": [a for a, _ in PLAN],
-                "config": CONFIG,
-                "engine_settings": SETTINGS,
-                "server": True,
-                "slice": True,
-                "select_like": SELECT_LIKE,
-            }
-        )
-    )
-    out = tmp / "out.json"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "PYTHONPATH": str(ROOT),
+def run(lm32, specs, tmp_path_factory):
+    job = {
+        "model": f"vllm:{MODEL}",
+        "specs": {n: s.to_dict() for n, s in specs.items()},
+        "prompts": [q for _, q in PLAN],
+        "assign": [a for a, _ in PLAN],
+        "config": CONFIG,
+        "engine_settings": SETTINGS,
+        "server": True,
+        "slice": True,
+        "select_like": SELECT_LIKE,
     }
-    proc = subprocess.run(
-        [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_steering_worker.py"), str(job), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-        cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(l for l in proc.stderr.splitlines() if "rror" in l)[-3000:]
-        pytest.fail(f"vLLM steering worker failed (rc {proc.returncode}):\n{tail}")
+    tmp = tmp_path_factory.mktemp("vllm-steering")
+    out = run_job("vllm_steering_worker.py", job, tmp, timeout=1800)
     engine = [_engine_alone(lm32, specs[a] if a else None, q) for a, q in PLAN]
-    return json.loads(out.read_text()), engine
+    return out, engine
 
 
 def test_the_plan_exercises_fired_and_unfired_rows(run):
@@ -276,7 +247,7 @@ def test_grid_steering_on_vllm_reproduces_the_recorded_engine_answers(run):
     assert {r["gate_fired"] for r in rows} == {True, False}
 
 
-def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run, lm32):
+def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run, specs, lm32):
     """SELECT's preset on vLLM (SelectSteeringAbstainer's path): the gate reads the reading
     template without a system turn, after the final norm; the answer is to the wrapped
     question under the preset's system prompt; as the engine does it."""
@@ -284,7 +255,7 @@ def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run,
 
     out, _ = run
     case = SELECT_LIKE
-    spec = _specs_cache["specs"][case["spec"]]
+    spec = specs[case["spec"]]
     steerer = steerer_of(spec)
     cond = steerer.condition
     reading = [case["reading"].format(question=q) for q in case["questions"]]

@@ -12,6 +12,45 @@ import sys
 import time
 
 
+def run_job(script: str, job: dict, directory, timeout: int) -> dict:
+    """Test side: write ``job`` under ``directory``, run ``tests/<script>`` with the vLLM
+    environment's python on it and return what it wrote; a missing environment or a failed run
+    fails the test with the error lines."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parents[1]
+    python = root / os.environ.get("WORKBENCH_VLLM_VENV", ".venv-vllm") / "bin" / "python"
+    if not python.is_file():
+        pytest.fail(
+            f"no vLLM environment at {python.parent.parent}: run bash scripts/setup_vllm.sh "
+            "(make test does), or deselect with -m 'not vllm'"
+        )
+    job_path, out_path = Path(directory) / "job.json", Path(directory) / "out.json"
+    job_path.write_text(json.dumps(job))
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "PYTHONPATH": str(root),
+    }
+    proc = subprocess.run(
+        [str(python), str(root / "tests" / script), str(job_path), str(out_path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=root,
+    )
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if "Error" in l or "error" in l]
+        pytest.fail(f"{script} failed (rc {proc.returncode}):\n" + "\n".join(lines)[-3000:])
+    return json.loads(out_path.read_text())
+
+
 def contains(needle: str | None):
     """A stop predicate both sides build from the job: the text so far contains ``needle``."""
     return None if not needle else (lambda text: needle in text)

@@ -364,7 +364,6 @@ class VLLMModel(BlackBoxBackend):
         decisions=None,
         stop_when=None,
         progress: bool = True,
-        desc: str = "steering",
     ) -> tuple[list[Generation], list]:
         """Generate with conditional steering inside vLLM, one abstainer per prompt.
 
@@ -402,9 +401,6 @@ class VLLMModel(BlackBoxBackend):
         salts = [cache_salt(d, f) if d else None for d, f in zip(digests, fired)]
         texts, encoded = self._encode(prompts, config.system_prompt)
         gens = self._generate(texts, encoded, config, stop_when, progress, extra=extra, salts=salts)
-        for r, f in zip(records, fired):
-            if r is not None:
-                r["fired"] = f
         return gens, [r if r is not None else {"fired": f} for r, f in zip(records, fired)]
 
     # -- scoring ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -147,7 +148,11 @@ class SteerSpec:
             raise ConfigError(f"a steering spec is not JSON ({e})") from None
 
     def digest(self) -> str:
-        """16 hex digits naming the content (the name included)."""
+        """16 hex digits naming the content (the name included); computed once per spec."""
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> str:
         return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
 
 

@@ -239,6 +239,7 @@ class SteeringAbstainer(Abstainer):
         self.gate_decisions: torch.Tensor | None = None
         #: each condition layer's vote per question of the last call ("101"), when known
         self.gate_votes: list[str] | None = None
+        self._specs: dict = {}  # (mode, final_norm) -> SteerSpec
 
     @property
     def in_engine(self) -> bool:
@@ -246,11 +247,15 @@ class SteeringAbstainer(Abstainer):
         return not self.lm.capabilities.activations
 
     def spec(self, final_norm: bool = False):
-        """This abstainer as a :class:`~workbench.steering.spec.SteerSpec`."""
+        """This abstainer as a :class:`~workbench.steering.spec.SteerSpec` (built once per mode:
+        ``separate`` may be switched between calls)."""
         from workbench.steering.spec import spec_of
 
         mode = "separate" if self.separate else "in_pass"
-        return spec_of(self.target, self.steerer, mode=mode, final_norm=final_norm)
+        key = (mode, final_norm)
+        if key not in self._specs:
+            self._specs[key] = spec_of(self.target, self.steerer, mode=mode, final_norm=final_norm)
+        return self._specs[key]
 
     def _generate_in_engine(self, prompts, config, progress, **kwargs):
         gens, records = self.lm.generate_steered(
