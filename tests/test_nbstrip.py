@@ -32,6 +32,32 @@ def test_stored_notebooks_are_already_stripped():
         assert strip(nb.read_text()) == nb.read_text(), nb.name
 
 
+def test_stored_language_info_is_the_project_kernels():
+    """JupyterLab copies the kernel's language_info into a notebook it opens: stored as the
+    kernel reports it in the reference environment (the Python docs/results/demo.json was
+    measured with), a notebook opens unmodified there (tests/test_browser_first_run.py)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from ipykernel.ipkernel import IPythonKernel
+
+    from nbstrip import LANGUAGE_INFO, strip
+
+    reference = json.loads((ROOT / "docs" / "results" / "demo.json").read_text())
+    assert LANGUAGE_INFO["version"] == reference["machine"]["versions"]["python"]
+    assert {**IPythonKernel.language_info, "version": LANGUAGE_INFO["version"]} == LANGUAGE_INFO
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert json.loads(strip(nb.read_text()))["metadata"]["language_info"] == LANGUAGE_INFO
+    # whichever Python saved it, the stored form is the same; another kernel's is kept
+    saved = json.loads((ROOT / NB).read_text())
+    saved["metadata"]["language_info"] = {**LANGUAGE_INFO, "version": "3.12.1"}
+    assert json.loads(strip(json.dumps(saved)))["metadata"]["language_info"] == LANGUAGE_INFO
+    saved["metadata"]["kernelspec"] = {"name": "ir", "language": "R", "display_name": "R"}
+    saved["metadata"]["language_info"] = {"name": "R", "version": "4.3.1"}
+    assert json.loads(strip(json.dumps(saved)))["metadata"]["language_info"] == {
+        "name": "R",
+        "version": "4.3.1",
+    }
+
+
 NB = "notebooks/10_steering_inspector.ipynb"
 
 
