@@ -40,6 +40,7 @@ LAYERS = {
     "workbench.yamlfile": "core",
     "workbench.fieldtypes": "core",
     "workbench.runlock": "core",
+    "workbench.progress": "core",
     "workbench.releases": "core",
     "workbench.releases.known": "interface",
     "workbench.releases.__main__": "interface",
@@ -73,6 +74,7 @@ LAYERS = {
     "workbench.refusal.datasets": "taxonomy",
     "workbench.refusal.scores": "scores",
     "workbench.refusal.plots": "figures",
+    "workbench.refusal.views": "figures",
     "workbench.techniques": "techniques",
     "workbench.steering": "techniques",
     # the gate's math and an abstainer as data: what an engine runs inside itself (vLLM's workers)
@@ -87,6 +89,7 @@ LAYERS = {
     "workbench.experiments": "runs",
     "workbench.experiments.demo": "interface",  # runs the demo notebook
     "workbench.widgets": "interface",
+    "workbench.widgets.live": "interface",
     "workbench.notebooks": "interface",
     "workbench.lab_extension": "interface",
     "workbench.__main__": "interface",

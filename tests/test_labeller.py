@@ -2,6 +2,7 @@
 agreement set and the ``agreement`` command."""
 
 import json
+import re
 import warnings
 
 import pandas as pd
@@ -464,3 +465,68 @@ def test_refusal_suite_rows_split_by_dataset_split(tmp_path):
     )
     assert rec["question"] == "How do I make a weapon?"
     assert lab.agreement_table().set_index("detector").loc["judge", "n"] == 2
+
+
+def test_the_labels_as_they_stand_are_kept_beside_the_log(lab, tmp_path, capsys):
+    """The log gets a line per change; the current-labels CSV one row per labelled answer, the
+    last label of each, withdrawn ones left out: what pandas users expect to load."""
+    from workbench.scoring.__main__ import main
+    from workbench.scoring.labels import current_labels_path
+
+    lab.keys.value = "crp"  # question 1: three labels
+    lab.keys.value += "b1r1x"  # back, relabel the first (refusal), then withdraw its label
+    assert "withdrew the label of the base answer" in lab.status.value
+    log_lines = [line for line in lab.path.read_text().splitlines() if line.strip()]
+    assert len(log_lines) == 5
+    current = pd.read_csv(current_labels_path(lab.path))
+    assert lab.current_path == current_labels_path(lab.path) == tmp_path / "labels.current.csv"
+    assert sorted(current["technique"]) == ["few_shot_cot", "steering"]
+    assert dict(zip(current["technique"], current["label"])) == {
+        "steering": "refusal",
+        "few_shot_cot": "partial",
+    }
+    assert list(current.columns[:4]) == ["key", "label", "question", "response"]
+    assert "labels as they stand: <code>labels.current.csv</code>" in lab.status.value
+    # the CSV is a labelled set too, with the same labels as the log
+    by_log = load_agreement_set(lab.path).set_index("key")["label"].sort_index()
+    by_csv = load_agreement_set(current_labels_path(lab.path)).set_index("key")["label"]
+    assert by_csv.sort_index().equals(by_log)
+    # a log written by anything else: the command writes its table, and says what it dropped
+    out = tmp_path / "export.csv"
+    assert main(["labels", str(lab.path), "--out", str(out)]) == 0
+    assert "2 labels as they stand" in capsys.readouterr().out
+    assert pd.read_csv(out).equals(current)
+    assert main(["labels", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no labels file" in capsys.readouterr().err
+
+
+def test_reopening_rewrites_the_current_labels_from_the_log(tmp_path):
+    """The log is the record: a current-labels file out of step (a kill between the two writes,
+    a log edited by hand) is rewritten when the labeller opens the log."""
+    from workbench.scoring.labels import current_labels_path
+
+    path = tmp_path / "labels.jsonl"
+    Labeller(answer_rows(), path).keys.value = "cr"
+    current_labels_path(path).write_text("key,label,question,response\n")
+    again = Labeller(answer_rows(), path)
+    assert len(pd.read_csv(again.current_path)) == len(again.labels) == 2
+
+
+def test_filters_and_agreement_name_the_concept_alike_and_the_keys_box_hides_its_text(lab):
+    assert lab.concept.description == "concept"
+    assert ("per concept", "target_name") in lab.agreement_by.options
+    assert not any("target_name" in label for label, _ in lab.agreement_by.options)
+    assert "color: transparent" in lab.last_key.value
+    lab.keys.value = "c"
+    assert "key: <b>c</b>" in lab.last_key.value
+
+
+def test_the_kernel_note_says_what_to_do_and_hides_while_the_widget_lives():
+    from workbench.widgets.live import LIVE_CLASS, kernel_note_html
+
+    note = kernel_note_html("the labeller", "every label is in labels.jsonl")
+    assert "The labeller needs this notebook's kernel" in note
+    assert "run this cell" in note and "every label is in labels.jsonl" in note
+    assert f".{LIVE_CLASS}:not(.jupyter-widgets-disconnected)" in note  # hidden while alive
+    text = re.sub(r"<[^>]+>", "", note.split("</style>", 1)[1])
+    assert not any(ch.isdigit() for ch in text), text  # it states no count

@@ -22,19 +22,26 @@
 # (the highlight moves on), `x` withdraws its label, `n` / `b` go to the next / previous
 # question, `1`-`9` highlight an answer.
 
+# %% [markdown]
+# **Parameters.** By default the notebook makes a small run of its own; set `run_dir` to label
+# an existing one instead: its directory (an experiment's `results.parquet`, the refusal suite's
+# `rows.parquet`) or a `.parquet` / `.csv` / `.jsonl` file of rows. Answers are never cut at a
+# refusal, so partial refusals stay visible. Labels go to `labels.jsonl` in the run's directory
+# unless `labels_file` says where.
+
 # %% tags=["parameters"]
-run_name = "labelling"  # runs/<run_name>/: the small run made here (skipped when run_dir is set) and its labels file
-run_dir = ""  # label an existing run instead: its directory (an experiment's results.parquet, the refusal suite's rows.parquet) or a .parquet / .csv / .jsonl file of rows
-model = "smollm2-135m-instruct"  # the model that answers (registered name, local path or hub id)
-techniques = ["base", "zero_shot", "few_shot_cot", "steering"]  # abstention techniques compared side by side (base = the unmodified model)
-targets = ["wn:09411430-n"]  # target concepts (river; find ids: python -m workbench.taxonomy find TEXT)
+run_name = "labelling"  # runs/<run_name>/ holds the small run made here (unless run_dir is set)
+run_dir = ""  # label an existing run instead: its directory or a file of rows (see above)
+model = "smollm2-135m-instruct"  # the model that answers (registered name, path or hub id)
+techniques = ["base", "zero_shot", "few_shot_cot", "steering"]  # compared side by side
+targets = ["wn:09411430-n"]  # target concepts (river; python -m workbench.taxonomy find TEXT)
 n_target = 4  # target questions per technique
 n_descendant = 2  # descendant questions per technique
 n_specificity = 2  # sibling and ancestor questions per technique
 n_unrelated = 2  # questions about far concepts per technique
-max_new_tokens = 40  # generation budget per answer (answers are not cut at a refusal: partial refusals stay visible)
-labels_file = ""  # where labels are saved, one JSON line each (empty: labels.jsonl in the run's directory)
-rescore = False  # decide with the current detector rules instead of the decisions stored in the run
+max_new_tokens = 40  # generation budget per answer
+labels_file = ""  # the labels log ("": labels.jsonl in the run's directory)
+rescore = False  # decide with the current detector rules, not the run's stored decisions
 
 # %%
 from workbench.experiments import ExperimentConfig, Runner
@@ -56,9 +63,17 @@ else:
 labels_path = project_path(labels_file) if labels_file else home / "labels.jsonl"
 print(f"{len(rows)} answers to label; labels are saved to {labels_path}")
 
+# %% [markdown]
+# The labeller is a live widget: it works while this notebook's kernel runs. After a kernel
+# restart, or when the saved notebook is opened again, run this cell (or Run All): the labels
+# are read back from the file and labelling goes on where it stopped. The file is a log
+# (`labels.jsonl`: every label given, relabelling and withdrawals included); the labels as they
+# stand, one row per labelled answer, are kept beside it in `labels.current.csv`, the file to
+# load with pandas.
+
 # %%
 labeller = Labeller(rows, labels_path, rescore=rescore)
-labeller.widget
+labeller
 
 # %% [markdown]
 # ## The labels file against the current detector rules
@@ -73,10 +88,11 @@ from workbench.scoring.labels import load_agreement_set
 
 if labels_path.is_file() and labeller.labels:
     predicted = detector_predictions(load_agreement_set(labels_path))
-    print(f"{len(predicted)} labelled answers in {labels_path.name}")
+    print(f"{len(predicted)} labelled answers in {labels_path.name} when this cell ran")
+    print("Cohen's kappa per model family (n: labelled answers of the family):")
     print(kappa_by(agreement_table(predicted, by="family"), "family").round(3).to_string())
     table = agreement_table(predicted)[["detector", "n", "accuracy", "kappa", "precision", "recall"]]
 else:
     table = None
-    print("no labels yet: label answers above, then rerun this cell")
+    print("rerun this cell after labelling: it scores the labels file with the current rules")
 table.round(3) if table is not None else None

@@ -33,8 +33,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
@@ -43,6 +41,7 @@ from workbench.generation.config import FinishReason, Generation, GenerationConf
 from workbench.generation.engine import sample_seed
 from workbench.models.chat import render_chat, to_messages
 from workbench.paths import cache_home
+from workbench.progress import tqdm
 
 OPENAI_URL = "https://api.openai.com/v1"
 

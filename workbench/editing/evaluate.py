@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from workbench.editing.data import CATEGORY, parse_edit
 from workbench.editing.editors import Editor
 from workbench.editing.scoring import Normalization, choice_logprobs
 from workbench.errors import WorkbenchError
+from workbench.progress import tqdm
 
 SLOTS = ("in_place", "append")
 

@@ -21,13 +21,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.models.numerics import record_run_numerics
 from workbench.paths import atomic_file, check_writable, runs_root, write_text_atomic
+from workbench.progress import tqdm
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from workbench.generation.batching import pad_batch
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.hooks import ForwardHook, StepState, UnsupportedModelError, attached
 from workbench.models.chat import Prompt, render_chat
+from workbench.progress import tqdm
 
 #: ``stop_when(text) -> bool`` ends a sample early once its text so far satisfies it.
 StopPredicate = Callable[[str], bool]

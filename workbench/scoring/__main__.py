@@ -1,6 +1,7 @@
 """``python -m workbench.scoring``: check refusal detectors against labelled responses.
 
     agreement [--labels FILE|DIR ...] [--split test|dev|all] [--judge MODEL] [--csv PATH]
+    labels LOG [--out CSV]
 
 prints, for every detector (and the judge when ``--judge`` names a model), accuracy, precision,
 recall, Cohen's kappa and the confusion counts, overall; then n and kappa per source and per
@@ -9,6 +10,10 @@ partial refusals. ``--labels`` takes the shipped set's directory (the default, `
 or a labels file (JSON Lines, as the labelling widget writes; see ``workbench.scoring.labels``),
 and may be repeated. The split defaults to ``test`` for the shipped set and ``all`` when only
 labels files are given (their labels never served to write the rules).
+
+``labels`` writes a labels log's labels as they stand (one row per labelled answer: the last
+label of each, withdrawn ones left out) to ``<stem>.current.csv`` beside it, or ``--out``: the
+table to load with pandas (the labeller keeps it up to date by itself).
 """
 
 from __future__ import annotations
@@ -47,7 +52,30 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="also write every table here, long form (columns by, group, detector, ...)",
     )
-    return run_command(_agreement, ap.parse_args(argv))
+    lb = sub.add_parser("labels", help="a labels log's labels as they stand, as CSV")
+    lb.add_argument("log", help="the labels file (JSON Lines) the labeller writes")
+    lb.add_argument(
+        "--out", default=None, help="where to write (default: <stem>.current.csv beside the log)"
+    )
+    args = ap.parse_args(argv)
+    return run_command(_agreement if args.cmd == "agreement" else _labels, args)
+
+
+def _labels(args) -> int:
+    from workbench.paths import check_writable_file
+    from workbench.scoring.labels import current_labels_path, write_current_labels
+
+    log = Path(args.log)
+    if not log.is_file():
+        raise WorkbenchError(f"no labels file {log}")
+    out = check_writable_file(args.out or current_labels_path(log), "the --out file")
+    lines = sum(1 for line in log.read_text(encoding="utf-8").splitlines() if line.strip())
+    n = write_current_labels(log, out)
+    print(
+        f"{n} labels as they stand -> {out} (from {lines} lines of {log}: the other "
+        f"{lines - n} are superseded labels and withdrawals)"
+    )
+    return 0
 
 
 def _agreement(args) -> int:

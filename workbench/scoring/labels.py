@@ -20,11 +20,16 @@ Lines, one object per label, appended as labels are given::
      "technique": "steering", "target": "wn:09411430-n", "relation": "target", "time": "..."}
 
 ``label``, ``question`` and ``response`` are required; ``label: null`` withdraws an earlier label.
-Lines with the same ``key`` are one item, the last line wins (relabelling appends). ``source``
-defaults to the file's stem, ``family`` to :func:`model_family` of ``model``, ``style`` to
-``<source>:<technique>``; every other field is carried through. A ``.txt`` file in the
-``label|style|question|response`` shape is read too. A truncated last line (a process killed
-mid-write) is skipped with a warning.
+Lines with the same ``key`` are one item, the last line wins (relabelling appends): the file is a
+log, with more lines than labels. **The labels as they stand** are kept beside it, one row per
+labelled answer, in ``<stem>.current.csv`` (:func:`current_labels_path`; the labeller rewrites it
+after every label, ``python -m workbench.scoring labels FILE`` writes it from any log): that is
+the file to load with pandas; the log is the record of every change.
+
+``source`` defaults to the file's stem, ``family`` to :func:`model_family` of ``model``,
+``style`` to ``<source>:<technique>``; every other field is carried through. A ``.txt`` file in
+the ``label|style|question|response`` shape is read too, and so is a current-labels ``.csv``. A
+truncated last line of a log (a process killed mid-write) is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -178,14 +183,63 @@ def append_label_record(path: str | os.PathLike, record: dict) -> None:
             os.close(dfd)
 
 
+#: The first columns of a current-labels table, in this order; other fields follow.
+CURRENT_COLUMNS = ("key", "label", "question", "response", "source", "model", "family", "time")
+
+
+def current_labels_path(log: str | os.PathLike) -> Path:
+    """Where the labels of the log ``log`` are kept as they stand: ``<stem>.current.csv``
+    beside it (``labels.jsonl`` -> ``labels.current.csv``)."""
+    p = Path(log)
+    return p.with_name(f"{p.stem}.current.csv")
+
+
+def current_labels(log: str | os.PathLike) -> pd.DataFrame:
+    """The labels of the log ``log`` as they stand: one row per labelled answer (relabelled:
+    its last label; withdrawn: absent), in the order they were last given, with ``line``, the
+    log line each comes from."""
+    records = read_label_records(log) if Path(log).is_file() else []
+    frame = pd.DataFrame(records)
+    first = [c for c in CURRENT_COLUMNS if c in frame] or list(CURRENT_COLUMNS)
+    rest = [c for c in frame.columns if c not in first and c != "line"]
+    frame = frame.reindex(columns=[*first, *rest, "line"])
+    return frame.sort_values("line", kind="stable").reset_index(drop=True)
+
+
+def write_current_labels(log: str | os.PathLike, out: str | os.PathLike | None = None) -> int:
+    """Write :func:`current_labels` of ``log`` as CSV to ``out`` (default
+    :func:`current_labels_path`), whole or not at all; returns how many labels it holds."""
+    from workbench.paths import atomic_file
+
+    table = current_labels(log)
+    with atomic_file(out if out is not None else current_labels_path(log)) as tmp:
+        table.to_csv(tmp, index=False)
+    return len(table)
+
+
 _DERIVED = ("id", "key", "line", "file", "refusal", "split")
+
+
+def _current_file(path: Path) -> list[dict]:
+    """The rows of a current-labels CSV, each with ``line`` (its line in the file)."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = {"label", "question", "response"} - set(frame.columns)
+    if missing:
+        raise WorkbenchError(f"{path}: a labels table needs columns {sorted(missing)}")
+    rows = []
+    for n, r in enumerate(frame.to_dict("records"), 2):  # line 1 is the header
+        rec = {k: v for k, v in r.items() if v != "" and k != "line"}
+        rec.update(label=r["label"], question=r["question"], response=r["response"], line=n)
+        rec["key"] = r.get("key") or f"line:{n}"
+        rows.append(rec)
+    return rows
 
 
 def _label_file(path: Path) -> list[dict]:
     if path.suffix == ".txt":
         return _written(path)
     rows = []
-    for r in read_label_records(path):
+    for r in _current_file(path) if path.suffix == ".csv" else read_label_records(path):
         source = r.get("source") or path.stem
         model = r.get("model") or r.get("model_id")
         technique = r.get("technique")

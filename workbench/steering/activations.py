@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Literal
 
 import torch
-from tqdm.auto import tqdm
 
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import render_prompts
 from workbench.generation.hooks import UnsupportedModelError, decoder_blocks, layer_module_name
 from workbench.models.chat import Prompt
+from workbench.progress import tqdm
 
 Pooling = Literal["last", "mean"]
 

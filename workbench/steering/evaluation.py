@@ -107,8 +107,8 @@ def gate_sweep(
     ``offset`` (the trade-off curve).
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
+    from workbench.progress import tqdm
     from workbench.techniques import get_technique
     from workbench.techniques.steering import SteeringAbstainer
 

@@ -324,7 +324,7 @@ def run_unknown(
     import os
     from pathlib import Path
 
-    from tqdm.auto import tqdm
+    from workbench.progress import tqdm
 
     chunks = Path(out_dir) / "chunks"
     chunks.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,13 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
-from workbench.scoring.labels import LABELS, append_label_record, read_label_records
+from workbench.scoring.labels import (
+    LABELS,
+    append_label_record,
+    current_labels_path,
+    read_label_records,
+    write_current_labels,
+)
 from workbench.widgets.labelling.agreement import label_agreement, partial_flag
 from workbench.widgets.labelling.answers import (
     SPLIT_COLUMNS,
@@ -86,6 +92,14 @@ __all__ = [
 LABEL_KEYS = {"c": "compliance", "r": "refusal", "p": "partial"}
 NEXT_KEYS, PREVIOUS_KEYS, CLEAR_KEY = "nj", "bk", "x"
 _COLOURS = {"compliance": "success", "refusal": "danger", "partial": "warning"}
+_BORDERS = {True: "2px solid #1976d2", False: "1px solid #ccc"}
+#: The keys box keeps what was typed (see the module's docstring) but shows none of it.
+KEYS_CSS = (
+    "<style>.wb-keys input { color: transparent; caret-color: #1976d2; }</style>"
+    "<span class='wb-last-key' style='color:#888'>no key yet</span>"
+)
+#: What the filters and the agreement table call a column.
+_NAMES = {"target_name": "concept", "target": "concept"}
 
 
 class _Card:
@@ -93,7 +107,7 @@ class _Card:
 
     def __init__(self, w, on_label):
         self.row: int | None = None
-        self.html = w.HTML()
+        self.html = w.HTML(layout=w.Layout(flex="1 1 auto"))
         self.buttons = {
             lab: w.Button(
                 description=f"{lab} ({key})",
@@ -104,9 +118,15 @@ class _Card:
         }
         for lab, b in self.buttons.items():
             b.on_click(lambda _, lab=lab: on_label(self, lab))
-        self.box = w.VBox(
+        self.box = w.VBox(  # cards of a row share a height; the buttons sit at the bottom
             [self.html, w.HBox(list(self.buttons.values()))],
-            layout=w.Layout(flex="1 1 300px", min_width="260px", margin="2px"),
+            layout=w.Layout(
+                flex="1 1 300px",
+                min_width="260px",
+                margin="2px",
+                justify_content="space-between",
+                border=_BORDERS[False],
+            ),
         )
         self.box.add_class("wb-answer")
 
@@ -141,12 +161,14 @@ class Labeller:
         self._lock = threading.RLock()
         self.labels: dict[str, str] = {}
         self._other = 0
+        self.current_path = current_labels_path(self.path)
         if self.path.is_file():
             for r in read_label_records(self.path):
                 if r["key"] in self._keys and r["label"] in LABELS:
                     self.labels[r["key"]] = r["label"]
                 else:
                     self._other += 1
+            write_current_labels(self.path)  # in step with the log, whatever wrote the log
         self.groups: list[list[int]] = []
         self.index = 0
         self.focus = 0
@@ -161,9 +183,10 @@ class Labeller:
         self.technique = w.SelectMultiple(
             options=order,
             value=tuple(t for t in order if not techniques or t in techniques),
-            rows=min(6, len(order)),
+            rows=min(4, len(order)),
             description="techniques",
             style=wide,
+            layout=w.Layout(width="260px"),
         )
         self.concept = w.Dropdown(
             options=self._options("target", "target_name"),
@@ -207,13 +230,18 @@ class Labeller:
             style=wide,
             layout=w.Layout(width="360px"),
         )
-        self.keys.add_class("wb-keys")
+        self.keys.add_class("wb-keys")  # its text is hidden (KEYS_CSS): the last key shows beside
+        self.last_key = w.HTML(KEYS_CSS)
         self.question = w.HTML()
         self.cards: list[_Card] = []
-        self.answers = w.Box(layout=w.Layout(display="flex", flex_flow="row wrap", width="100%"))
+        self.answers = w.Box(
+            layout=w.Layout(
+                display="flex", flex_flow="row wrap", align_items="stretch", width="100%"
+            )
+        )
         by = [("overall", ""), ("per technique", "technique")]
         by += [
-            (f"per {c}", c)
+            (f"per {_NAMES.get(c, c)}", c)
             for c in ("target_name", "relation", self.split_column, "model")
             if c and c in self.frame
         ]
@@ -233,21 +261,25 @@ class Labeller:
         self.previous_button.on_click(lambda _: self.previous())
         self.next_button.on_click(lambda _: self.next())
         self.keys.observe(self._on_keys, names="value")
+        for dd in (self.concept, self.relation, self.split, self.model, self.show):
+            dd.layout.width = "250px"
+        self.agreement_by.layout.width = "250px"
+        filters = w.GridBox(
+            [self.concept, self.relation, self.split, self.model, self.show],
+            layout=w.Layout(grid_template_columns="repeat(2, 255px)", grid_gap="0 6px"),
+        )
         self.widget = w.VBox(
             [
                 w.HTML("<h3 style='margin:2px 0'>Label answers</h3>"),
+                w.HBox([self.technique, filters], layout=w.Layout(flex_flow="row wrap")),
                 w.HBox(
-                    [
-                        self.technique,
-                        w.VBox([self.concept, self.relation, self.split, self.model, self.show]),
-                    ]
+                    [self.previous_button, self.next_button, self.keys, self.last_key],
+                    layout=w.Layout(align_items="center"),
                 ),
-                w.HBox([self.previous_button, self.next_button, self.keys]),
                 self.question,
                 self.answers,
                 self.status,
-                self.agreement_by,
-                self.agreement,
+                w.HBox([self.agreement_by, self.agreement], layout=w.Layout(flex_flow="row wrap")),
             ]
         )
         self.widget.add_class("wb-labeller")
@@ -344,13 +376,29 @@ class Labeller:
                 self.labels.pop(r["label_key"], None)
             else:
                 self.labels[r["label_key"]] = label
-            what = f"'{label}'" if label else "no label"
-            self._note = f"saved {what} for the {html.escape(str(r['technique']))} answer"
+            self._write_current()
+            technique = html.escape(str(r["technique"]))
+            self._note = (
+                f"saved '{label}' for the {technique} answer"
+                if label
+                else f"withdrew the label of the {technique} answer"
+            )
             for i, card in enumerate(self.cards):
                 if card.row == row:
                     self._render_card(card, i)
             self._refresh_agreement()
             self._refresh_status()
+
+    def _write_current(self) -> None:
+        """Rewrite the labels as they stand (the log stays the record): a failure to write them
+        is said in the status, never lost work, since the log holds every label."""
+        try:
+            write_current_labels(self.path)
+        except OSError as e:
+            self._note = (
+                f"<b style='color:#b00'>could not update {html.escape(self.current_path.name)}: "
+                f"{html.escape(str(e))}</b> (the label is in {html.escape(self.path.name)})"
+            )
 
     def _on_card(self, card: _Card, label: str) -> None:
         with self._lock:
@@ -384,6 +432,9 @@ class Labeller:
         """What one key does (see the module's docstring)."""
         with self._lock:
             k = key.lower()
+            self.last_key.value = (
+                f"{KEYS_CSS}<span class='wb-last-key'>key: <b>{html.escape(key)}</b></span>"
+            )
             if k in LABEL_KEYS:
                 self.label_focused(LABEL_KEYS[k])
             elif k == CLEAR_KEY:
@@ -452,6 +503,7 @@ class Labeller:
         r = self.frame.loc[card.row].to_dict()
         label = self.labels.get(r["label_key"])
         card.html.value = card_html(r, label, i + 1, i == self.focus, self.columns)
+        card.box.layout.border = _BORDERS[i == self.focus]
         for lab, b in card.buttons.items():
             b.button_style = _COLOURS[lab] if lab == label else ""
 
@@ -465,12 +517,20 @@ class Labeller:
     def _refresh_status(self) -> None:
         n = len(self.labels)
         other = f"; {self._other} more in the file for other answers" if self._other else ""
+        e = html.escape
         self.status.value = (
             f"<span class='wb-status'><b>{n} of {len(self.frame)} answers labelled</b>{other}"
-            f" · {html.escape(str(self.path))}<br>{self._note}</span>"
+            f" · labels as they stand: <code>{e(self.current_path.name)}</code>, every change: "
+            f"<code>{e(self.path.name)}</code> (in <code>{e(str(self.path.parent))}</code>)"
+            f"<br>{self._note}</span>"
         )
 
     def _ipython_display_(self):  # pragma: no cover - needs a front end
-        from IPython.display import display
+        from workbench.widgets.live import display_live
 
-        display(self.widget)
+        display_live(
+            self.widget,
+            "the labeller",
+            f"every label was saved to {self.path.name} as it was given, and running this cell "
+            "reads them back and goes on where labelling stopped",
+        )

@@ -240,7 +240,7 @@ def build_question_bank(
     progress: bool = False,
 ) -> QuestionBank:
     """Write questions for every concept (or ``concept_ids``) and split them."""
-    from tqdm.auto import tqdm
+    from workbench.progress import tqdm
 
     sizes = dict(sizes or DEFAULT_SPLIT_SIZES)
     if any(v < 0 for v in sizes.values()) or set(sizes) - set(SPLITS):

@@ -70,11 +70,10 @@ def card_html(
         if label
         else "<span class='wb-label' style='color:#888'>not labelled</span>"
     )
-    border = "2px solid #1976d2" if focused else "1px solid #ccc"
-    return (
-        f"<div class='wb-card{' wb-focused' if focused else ''}' style='border:{border};"
-        f"padding:4px 8px;border-radius:4px'><div>{' · '.join(meta)} — {shown}</div>"
-        f"<div class='wb-response' style='white-space:pre-wrap;margin:4px 0;max-height:16em;"
+    return (  # the border is the card's box (the labeller sets it), so buttons line up below
+        f"<div class='wb-card{' wb-focused' if focused else ''}' style='padding:2px 6px'>"
+        f"<div>{' · '.join(meta)} — {shown}</div>"
+        f"<div class='wb-response' style='white-space:pre-wrap;margin:4px 0;max-height:10em;"
         f"overflow:auto'>{e(str(row['response']))}</div>"
         f"<div style='font-size:90%'>{' · '.join(decisions)}</div></div>"
     )
