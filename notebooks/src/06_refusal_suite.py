@@ -19,18 +19,18 @@
 
 # %% tags=["parameters"]
 run_name = "refusal_suite"  # results go to runs/<run_name>/
-config_file = ""  # a refusal-eval YAML (e.g. configs/refusal_eval.yaml); when set it replaces every parameter below
+config_file = ""  # a refusal-eval YAML (configs/refusal_eval.yaml); it replaces all below
 models = ["smollm2-135m-instruct"]  # models to evaluate (any name load_model accepts)
-datasets = ["sanity"]  # registered dataset names (table below) or {"name", "path", "expected"} entries
+datasets = ["sanity"]  # registered dataset names (table below) or {name, path, expected} entries
 data_dir = ""  # where downloaded datasets live ("": ~/.cache/abstention-workbench/refusal)
-limit = 0  # at most this many prompts per dataset (0: all of them)
-sampling = "seed"  # sampling preset: seed (seed 001's code: temperature 1, top-p 1) or greedy
-k_samples = 5  # sampled answers per prompt (c(x) weighs their verdicts by their probabilities)
+limit = 0  # at most this many prompts per dataset, spread over its splits (0: all)
+sampling = "seed"  # sampling preset: seed (seed 001's: temperature 1, top-p 1) or greedy
+k_samples = 5  # sampled answers per prompt (c(x) weighs their verdicts by probability)
 max_new_tokens = 48  # answer budget (the seed preset's 8192 is for GPUs; refusals show early)
-judge_model = ""  # LLM judge: "" none (c(x) from score_detector), "self", or a model id (7B+ on a GPU)
-score_detector = "phrase"  # the detector c(x) comes from when there is no judge (all are reported)
+judge_model = ""  # LLM judge: "" none (c(x) from score_detector), "self", or a model id
+score_detector = "phrase"  # the detector c(x) comes from without a judge (all are reported)
 thinking_marker = ""  # end of a reasoning model's thinking, e.g. "</think>" ("": none)
-abstainer_technique = "steering"  # also evaluate each model made to abstain by this technique ("": none)
+abstainer_technique = "steering"  # also evaluate the model made to abstain by this ("": none)
 abstainer_target = "wn:09411430-n"  # the concept it abstains from (river)
 
 # %%
@@ -76,7 +76,9 @@ print(f"c(x) from {result.metrics['score_source']}; {len(result.rows)} answers i
 # (seed 001's README expects < 10% and > 80%).
 
 # %%
-result.misbehaviour.round(1)
+from workbench.refusal.views import misbehaviour_view, rates_view
+
+misbehaviour_view(result.misbehaviour)  # the full frame, every column: result.misbehaviour
 
 # %% [markdown]
 # ## Every detector beside the judge
@@ -85,5 +87,4 @@ result.misbehaviour.round(1)
 # calls refusals): a detector that disagrees with the others on a split is worth reading.
 
 # %%
-result.table.pivot_table(index=["system", "split"], columns="source", values="rejection_pct",
-                         sort=False).round(1)
+rates_view(result.table)

@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -294,6 +294,51 @@ class PromptSet:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def limited(self, limit: int, seed: object) -> tuple[PromptSet, tuple[str, ...]]:
+        """This set cut to at most ``limit`` prompts (:func:`sample_items`), and the splits the
+        cut leaves without a prompt (only when ``limit`` is smaller than the number of splits)."""
+        if not limit or limit >= len(self.items):
+            return self, ()
+        items = sample_items(self.items, limit, f"{seed}:{self.name}")
+        kept = tuple(e for e in self.splits if any(i.expected == e for i in items))
+        cut = replace(self, items=items, splits=kept)
+        return cut, tuple(e for e in self.splits if e not in kept)
+
+
+def sample_items(items: Sequence[PromptItem], limit: int, seed: str) -> list[PromptItem]:
+    """A seeded sample of at most ``limit`` items, in their order, spread over the expected
+    behaviours: each keeps at least one item while ``limit`` allows (so a small limit never
+    silently drops a split), the rest in proportion to their sizes (largest remainder). With one
+    behaviour it is the plain seeded sample ``random.Random(seed).sample``."""
+    import random
+
+    if limit >= len(items):
+        return list(items)
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(it.expected, []).append(i)
+    if len(groups) == 1:
+        return [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), limit))]
+    names = list(groups)
+    if limit < len(names):  # not every split can keep one: a seeded choice of splits
+        names = sorted(random.Random(f"{seed}:splits").sample(names, limit), key=list(groups).index)
+    share = dict.fromkeys(names, 1)
+    rest = limit - len(names)
+    spare = {n: len(groups[n]) - 1 for n in names}
+    total = sum(spare.values())
+    if rest and total:
+        exact = {n: rest * spare[n] / total for n in names}
+        for n in names:
+            share[n] += int(exact[n])
+        left = rest - sum(int(v) for v in exact.values())
+        for n in sorted(names, key=lambda n: (-(exact[n] - int(exact[n])), names.index(n)))[:left]:
+            share[n] += 1
+    keep: list[int] = []
+    for n in names:
+        idx = groups[n]
+        keep += random.Random(f"{seed}:{n}").sample(idx, min(share[n], len(idx)))
+    return [items[i] for i in sorted(keep)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -135,13 +134,14 @@ class RefusalSuite:
         for ref in c.datasets:
             data = load_dataset(ref.name, c.data_dir, ref.path, ref.expected)
             limit = c.limit if ref.limit is None else ref.limit
-            if limit and limit < len(data.items):
-                keep = sorted(
-                    random.Random(f"{c.sampling.seed}:{ref.name}").sample(
-                        range(len(data.items)), limit
-                    )
+            data, dropped = data.limited(limit, c.sampling.seed)
+            if dropped:
+                print(
+                    f"[{c.name}] limit {limit} < {len(data.splits) + len(dropped)} splits of "
+                    f"{ref.name}: {', '.join(dropped)} left out (a limit of at least "
+                    f"{len(data.splits) + len(dropped)} keeps every split)",
+                    file=sys.stderr,
                 )
-                data.items = [data.items[i] for i in keep]
             self.datasets.append(data)
         for ab in c.abstainers:
             bench = self._bench(ab.benchmark)
