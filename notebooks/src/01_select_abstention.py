@@ -22,7 +22,7 @@
 # %% tags=["parameters"]
 run_name = "demo"  # results go to runs/<run_name>/
 models = ["smollm2-135m-instruct"]  # registered names, local paths or hub ids
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base = the unmodified model
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base: the unmodified model
 targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]  # river, scientist, movie (find ids: python -m workbench.taxonomy find TEXT)
 data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
 preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)

@@ -19,7 +19,7 @@
 run_name = "compositions"  # results go to runs/<run_name>/
 atomic_run = "demo"  # a notebook-01 run to compare atomic concepts against compositions
 models = ["smollm2-135m-instruct"]  # registered names, local paths or hub ids
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base = the unmodified model
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base: the unmodified model
 targets = ["about/wn:06613686-n#wn:09835506-n", "about/wn:07037465-n#wn:09215664-n"]  # movies about ballplayers, musical compositions about bays
 data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
 preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)

@@ -21,7 +21,7 @@
 run_name = "judge"  # results go to runs/<run_name>/
 model = "smollm2-135m-instruct"  # the model whose answers are judged
 judge_model = "smollm2-135m-instruct"  # the LLM judge (a 7B+ model on a GPU for numbers you report)
-techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft"]  # abstention techniques the answers come from (base = the unmodified model)
+techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft"]  # abstention techniques the answers come from (base: the unmodified model)
 targets = ["wn:09411430-n"]  # target concepts (river; find ids: python -m workbench.taxonomy find TEXT)
 k_samples = 3  # sampled answers per question (the refusal confidence c(x) averages over them)
 temperature = 0.7  # sampling temperature of those answers
