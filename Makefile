@@ -63,5 +63,7 @@ benchmark: setup setup-vllm
 reproduce: setup
 	$(PY) -m workbench reproduce
 
+# Kernels' messages CurveZMQ-encrypted (the project's kernelspec supports it), as `python -m
+# workbench run` runs them: ipykernel warns on each start of a kernel over unencrypted TCP.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ --MappingKernelManager.transport_encryption=auto

@@ -190,3 +190,54 @@ def test_saving_a_notebook_writes_its_source_unchanged():
         assert written == (repo_root() / "notebooks" / "src" / f"{nb_path.stem}.py").read_text(), (
             nb_path.name
         )
+
+
+def test_papermill_reads_every_parameters_cell(tmp_path, caplog):
+    """papermill parses the parameters cell again when it injects values, line by line: a line
+    with a second ``=`` (in a help comment or a string) is skipped with "Unable to parse line N"
+    and its parameter is lost to it. Every notebook's parameters cell reads the same to
+    papermill as to the runner, without a warning."""
+    import logging
+
+    import nbformat
+    import papermill
+
+    from workbench.notebooks import load_notebook
+
+    for nb in sorted((repo_root() / "notebooks").glob("*.ipynb")):
+        source = tmp_path / nb.name
+        nbformat.write(load_notebook(nb), str(source))  # what run_notebook hands papermill
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="papermill"):
+            found = papermill.inspect_notebook(str(source))
+        assert [r.getMessage() for r in caplog.records] == [], nb.name
+        assert list(found) == list(notebook_parameters(nb)), nb.name
+
+
+@pytest.mark.notebook
+def test_the_runner_prints_no_kernel_warning(tmp_path, capfd):
+    """A notebook run through the runner prints no warning a user cannot act on: the kernel's
+    messages are encrypted (ipykernel warns on each start of an unencrypted TCP kernel) and
+    papermill reads the parameters it is given."""
+    import json
+
+    import nbformat
+
+    from workbench.notebooks import kernel_config, kernel_name, run_notebook
+
+    assert kernel_config().KernelManager.transport_encryption == "auto"
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('greeting = "hello"  # what to print')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print(greeting)")]
+    nb.metadata["kernelspec"] = {"name": kernel_name(), "display_name": "k", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "tiny.ipynb"))
+    capfd.readouterr()
+    out = run_notebook(
+        tmp_path / "tiny.ipynb", {"greeting": "hi"}, run_dir=tmp_path / "run", progress=False
+    )
+    printed = capfd.readouterr()
+    text = printed.out + printed.err
+    assert "WARNING" not in text and "without encryption" not in text, text
+    cells = json.loads(out.read_text())["cells"]
+    assert cells[-1]["outputs"][0]["text"] == ["hi\n"]

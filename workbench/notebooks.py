@@ -8,8 +8,8 @@ choice of one file. Before the kernel starts, it rejects parameter names a noteb
 define, values whose type differs from the default's (for a ``None`` default, from the grid's
 field of the same name), values outside a parameter's choices (papermill itself only logs a
 warning), models that cannot load and concepts the benchmark lacks, each in one line. It runs
-in the project's Jupyter kernel with the repository root as working directory, and keeps the
-executed copy under ``runs/``.
+in the project's Jupyter kernel (its messages CurveZMQ-encrypted) with the repository root as
+working directory, and keeps the executed copy under ``runs/``.
 """
 
 from __future__ import annotations
@@ -281,6 +281,18 @@ def kernel_name() -> str:
     return KERNEL_NAME if KERNEL_NAME in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+def kernel_config():
+    """Configuration for the kernel a notebook runs in: its messages encrypted with CurveZMQ
+    keys that the kernel manager provisions, where the kernelspec declares support (ipykernel's
+    since 7.4, so the project's) and pyzmq has it. ipykernel warns on every start of a kernel
+    that runs over TCP unencrypted, as jupyter_client starts them by default."""
+    import zmq
+    from traitlets.config import Config
+
+    policy = "auto" if zmq.has("curve") else "disabled"
+    return Config({"KernelManager": {"transport_encryption": policy}})
+
+
 def run_notebook(
     name: str | os.PathLike,
     parameters: dict[str, Any] | None = None,
@@ -338,5 +350,6 @@ def run_notebook(
         cwd=str(repo_root()),
         progress_bar=progress and not log_output,
         log_output=log_output,
+        config=kernel_config(),  # nbclient's, passed on to the kernel manager it creates
     )
     return output
