@@ -1,13 +1,20 @@
 """Real JupyterLab in headless Chromium: labelling answers as a person does.
 
-Opens notebook 07 on a small run's answers (a fixture run directory), runs it, labels answers by
-clicking and by typing keys, checks the labels file and the agreement table, restarts the
-kernel and runs everything again: the labels are back, labelling goes on where it stopped, and
-the agreement table counts the new label. Screenshots go to ``runs/browser_test/labeller-*``.
+Opens notebook 07 on a small run's answers (a fixture run directory) in a 1,400 x 1,000 window,
+runs it, labels answers by clicking and by typing keys, checks the labels file, the labels as
+they stand beside it and the agreement table, and the layout (the agreement table in view with
+the answers, the cards' buttons on one line). Then the kernel restarts: the dead labeller says
+so and takes no clicks. The notebook is saved and opened again: a note says how to get the
+labeller back, no "model not found" shows and no stored output claims a label count. Run All
+brings the labels back, labelling goes on where it stopped, and the agreement table counts the
+new label. Screenshots go to ``runs/browser_test/labeller-*`` (docs/notebooks-in-use.md shows
+them).
 """
 
 import json
+import time
 
+import pandas as pd
 import pytest
 
 from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
@@ -43,6 +50,14 @@ def _labels(path) -> dict[tuple[int, str], str]:
     """(question number, technique) -> label, from the file on disk."""
     number = {q: i for i, (q, *_rest) in enumerate(QUESTIONS)}
     return {(number[r["question"]], r["technique"]): r["label"] for r in read_label_records(path)}
+
+
+def _wait_visible(locator, timeout_s: float) -> None:
+    deadline = time.time() + timeout_s
+    while not locator.first.is_visible():
+        if time.time() > deadline:
+            raise AssertionError(f"{locator} not visible within {timeout_s:.0f} s")
+        time.sleep(0.5)
 
 
 def _agreement_row(widget, detector: str) -> list[str]:
@@ -105,13 +120,57 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             _wait_text(widget.locator(".wb-agreement"), r"phrase\s+5\s+1\.00", 30)
             assert _agreement_row(widget, "keyword")[:3] == ["keyword", "5", "0.80"]
             assert _agreement_row(widget, "judge")[:2] == ["judge", "5"]
+            # the keys box shows the last key, not every key typed
+            assert keys.evaluate("e => getComputedStyle(e).color") == "rgba(0, 0, 0, 0)"
+            assert "key: b" in widget.inner_text()
+            # the labels as they stand, beside the log (which also holds the superseded ones)
+            assert "labels.current.csv" in status.inner_text()
+            assert len(pd.read_csv(labels_file.with_name("labels.current.csv"))) == 5
+            # layout: the whole labeller, agreement table included, fits in the window
+            widget.scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('.wb-labeller').scrollIntoView()")
+            box = widget.bounding_box()
+            table = widget.locator(".wb-agreement").bounding_box()
+            assert box["height"] < 760, box
+            assert table["y"] + table["height"] <= 1000, (box, table)
+            tops = {round(c.get_by_role("button").first.bounding_box()["y"]) for c in cards.all()}
+            assert max(tops) - min(tops) <= 2, (
+                tops
+            )  # every card's buttons on one line (a focused card's border is 1 px wider)
             shot(page, "2-labelled")
+
+            # the kernel restarts: the labeller says it needs the kernel, and takes no click
+            page.get_by_role("menuitem", name="Kernel").click()
+            page.get_by_text("Restart Kernel…", exact=True).click()
+            page.locator(".jp-Dialog .jp-mod-accept").click()
+            note = page.locator(".wb-kernel-note")
+            _wait_visible(note, 60)
+            assert "run this cell" in note.inner_text()
+            assert "wb-live" in widget.get_attribute("class")
+            assert "jupyter-widgets-disconnected" in widget.get_attribute("class")
+            cards.nth(0).get_by_role("button", name="refusal (r)").click(force=True)
+            page.wait_for_timeout(1000)
+            assert len(read_label_records(labels_file)) == 5  # nothing happened, nothing lost
+            shot(page, "3-kernel-restarted")
+
+            # saved and opened again: the note, no "model not found", no stale count
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(2000)
+            open_notebook(page, url, token, NOTEBOOK)
+            note = page.locator(".wb-kernel-note")
+            _wait_visible(note, 60)
+            assert not page.get_by_text("model not found").first.is_visible()
+            outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            assert "no labels yet" not in outputs and "of 9 answers labelled" not in outputs
+            note.first.scroll_into_view_if_needed()
+            shot(page, "4-reopened")
 
             # the kernel dies (restart), everything runs again: labels are back
             page.get_by_role("menuitem", name="Kernel").click()
             page.get_by_text("Restart Kernel and Run All Cells…", exact=True).click()
-            page.locator(".jp-Dialog .jp-mod-accept").click()
+            accept_dialog(page)
             _wait_text(page.locator(".wb-labeller .wb-status"), r"restored 5 labels", 180)
+            assert not page.locator(".wb-kernel-note").first.is_visible()  # alive: no note
             widget = page.locator(".wb-labeller")
             status = widget.locator(".wb-status")
             assert "5 of 9 answers labelled" in status.inner_text()
@@ -126,7 +185,7 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             # the last cell: the labels file scored with the current rules, as the command does
             last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
             _wait_text(last, r"5 labelled answers in labels\.jsonl[\s\S]*phrase\s+5", 60)
-            shot(page, "3-restored")
+            shot(page, "5-restored")
 
             # labelling goes on: one more by key, and the table counts it
             widget.get_by_placeholder("keys: click here").click()
@@ -135,7 +194,7 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             _wait_text(widget.locator(".wb-agreement"), r"phrase\s+6\s+1\.00", 30)
             assert _agreement_row(widget, "keyword")[:3] == ["keyword", "6", "0.67"]
             assert _labels(labels_file)[(1, "few_shot_cot")] == "partial"
-            shot(page, "4-after-restart")
+            shot(page, "6-after-restart")
 
             log = _log_console_text(page)
             stderr = page.locator(

@@ -250,6 +250,10 @@ class ConceptPicker:
         return [cid for _, cid in self.picked.options]
 
     def _ipython_display_(self):  # pragma: no cover - needs a front end
-        from IPython.display import display
+        from workbench.widgets.live import display_live
 
-        display(self.widget)
+        display_live(
+            self.widget,
+            "the concept picker",
+            "it only helps write a parameters cell's targets, and running this cell opens it again",
+        )

@@ -94,9 +94,9 @@ NEXT_KEYS, PREVIOUS_KEYS, CLEAR_KEY = "nj", "bk", "x"
 _COLOURS = {"compliance": "success", "refusal": "danger", "partial": "warning"}
 _BORDERS = {True: "2px solid #1976d2", False: "1px solid #ccc"}
 #: The keys box keeps what was typed (see the module's docstring) but shows none of it.
-KEYS_CSS = (
-    "<style>.wb-keys input { color: transparent; caret-color: #1976d2; }</style>"
-    "<span class='wb-last-key' style='color:#888'>no key yet</span>"
+KEYS_CSS = (  # more specific than ipywidgets' own rule for a text box's colour
+    "<style>.wb-keys.widget-text input[type='text'] { color: transparent; "
+    "caret-color: #1976d2; }</style>"
 )
 #: What the filters and the agreement table call a column.
 _NAMES = {"target_name": "concept", "target": "concept"}
@@ -231,7 +231,7 @@ class Labeller:
             layout=w.Layout(width="360px"),
         )
         self.keys.add_class("wb-keys")  # its text is hidden (KEYS_CSS): the last key shows beside
-        self.last_key = w.HTML(KEYS_CSS)
+        self.last_key = w.HTML(f"{KEYS_CSS}<span style='color:#888'>no key yet</span>")
         self.question = w.HTML()
         self.cards: list[_Card] = []
         self.answers = w.Box(
@@ -432,9 +432,7 @@ class Labeller:
         """What one key does (see the module's docstring)."""
         with self._lock:
             k = key.lower()
-            self.last_key.value = (
-                f"{KEYS_CSS}<span class='wb-last-key'>key: <b>{html.escape(key)}</b></span>"
-            )
+            self.last_key.value = f"{KEYS_CSS}<span>key: <b>{html.escape(key)}</b></span>"
             if k in LABEL_KEYS:
                 self.label_focused(LABEL_KEYS[k])
             elif k == CLEAR_KEY:

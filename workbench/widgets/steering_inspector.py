@@ -581,9 +581,14 @@ class SteeringInspector:
             self.prepare(queued)
 
     def _ipython_display_(self):  # pragma: no cover - needs a front end
-        from IPython.display import display
+        from workbench.widgets.live import display_live
 
-        display(self.widget)
+        display_live(
+            self.widget,
+            "the steering inspector",
+            "its steering vectors are cached on disk, so running this cell brings it back "
+            "without fitting them again",
+        )
 
 
 def _strip_tags(text: str) -> str:
