@@ -2,8 +2,10 @@
 """Check the notebooks as the repository holds them (a pre-commit hook, and ``make lint``).
 
 Each ``notebooks/*.ipynb`` must (1) hold the same cells as its jupytext pair
-``notebooks/src/*.py`` and (2) be staged without outputs (the ``nbstrip`` git filter of
-.gitattributes does that; a clone without the filter configured would commit outputs).
+``notebooks/src/*.py``, (2) be staged without outputs (the ``nbstrip`` git filter of
+.gitattributes does that; a clone without the filter configured would commit outputs) and (3)
+have a parameters cell papermill reads without a warning: papermill skips a line holding a second
+``=`` (in a help comment or a string), so a help comment says ``base: ...``, not ``base = ...``.
 Prints one line per problem and exits 1 when there is any.
 """
 
@@ -29,13 +31,35 @@ def staged(path: Path) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+def papermill_warnings(nb) -> list[str]:
+    """What papermill logs while it reads the parameters cell of ``nb`` (a notebook node)."""
+    import logging
+
+    from papermill.translators import PythonTranslator
+
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    logged: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("papermill")
+    logger.addHandler(handler)
+    try:
+        for cell in cells[:1]:
+            PythonTranslator.inspect(cell)
+    finally:
+        logger.removeHandler(handler)
+    return logged
+
+
 def problems() -> list[str]:
     out = []
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         try:
-            load_notebook(nb)
+            node = load_notebook(nb)
         except ConfigError as e:
             out.append(str(e))
+        else:
+            out += [f"{nb.relative_to(ROOT)}: papermill: {w}" for w in papermill_warnings(node)]
         text = staged(nb)
         if text is not None and strip(text) != text:
             out.append(

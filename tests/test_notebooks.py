@@ -241,3 +241,20 @@ def test_the_runner_prints_no_kernel_warning(tmp_path, capfd):
     assert "WARNING" not in text and "without encryption" not in text, text
     cells = json.loads(out.read_text())["cells"]
     assert cells[-1]["outputs"][0]["text"] == ["hi\n"]
+
+
+def test_the_notebook_check_names_a_line_papermill_cannot_parse():
+    import sys
+
+    import nbformat
+
+    sys.path.insert(0, str(repo_root() / "scripts"))
+    from check_notebooks import papermill_warnings
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('n = 3  # questions\nmode = "a"  # a = the first')
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    assert papermill_warnings(nb) == ["Unable to parse line 2 'mode = \"a\"  # a = the first'."]
+    cell.source = 'n = 3  # questions\nmode = "a"  # a: the first'
+    assert papermill_warnings(nb) == []
