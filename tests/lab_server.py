@@ -36,6 +36,10 @@ def jupyter_lab(
         "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "ws"),
         **(env or {}),
     }
+    # no "get notified about Jupyter news?" toast over what the tests look at and screenshot
+    news = scratch / "cfg" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True, exist_ok=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     log_path = scratch / "lab.log"
     with open(log_path, "w") as log:  # closed after the server has stopped
         proc = subprocess.Popen(

@@ -131,6 +131,9 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
             page.evaluate("document.querySelector('.wb-labeller').scrollIntoView()")
             box = widget.bounding_box()
             table = widget.locator(".wb-agreement").bounding_box()
+            (ARTIFACTS / "labeller-layout.json").write_text(
+                json.dumps({"labeller": box, "agreement": table})
+            )
             assert box["height"] < 760, box
             assert table["y"] + table["height"] <= 1000, (box, table)
             tops = {round(c.get_by_role("button").first.bounding_box()["y"]) for c in cards.all()}

@@ -23,7 +23,7 @@ EXPECTED_WORDS = {
 _STYLES = [
     {"selector": "", "props": "font-size: 12px; border-collapse: collapse;"},
     {"selector": "th", "props": "text-align: left; padding: 2px 8px; vertical-align: bottom;"},
-    {"selector": "td", "props": "padding: 2px 8px; vertical-align: top;"},
+    {"selector": "td", "props": "padding: 2px 8px; vertical-align: top; text-align: left;"},
     {"selector": "td.col_num", "props": "text-align: right; white-space: nowrap;"},
 ]
 
