@@ -89,7 +89,7 @@ from workbench.scoring.labels import load_agreement_set
 if labels_path.is_file() and labeller.labels:
     predicted = detector_predictions(load_agreement_set(labels_path))
     print(f"{len(predicted)} labelled answers in {labels_path.name} when this cell ran")
-    print("Cohen's kappa per model family (n: labelled answers of the family):")
+    print("each detector's Cohen's kappa per model family (n: the family's labelled answers):")
     print(kappa_by(agreement_table(predicted, by="family"), "family").round(3).to_string())
     table = agreement_table(predicted)[["detector", "n", "accuracy", "kappa", "precision", "recall"]]
 else:
