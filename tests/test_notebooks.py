@@ -47,6 +47,8 @@ def test_parse_parameter():
 @pytest.mark.notebook
 @pytest.mark.integration
 def test_quickstart_runs_headless(tmp_path):
+    import html
+    import json
     import shutil
 
     from workbench.notebooks import run_notebook
@@ -59,7 +61,7 @@ def test_quickstart_runs_headless(tmp_path):
             "00_quickstart",
             {
                 "questions": ["Name a river.", "Name a mountain."],
-                "max_new_tokens": 8,
+                "max_new_tokens": 24,
                 "run_name": run_name,
             },
             progress=False,
@@ -68,7 +70,16 @@ def test_quickstart_runs_headless(tmp_path):
         assert out == run / "00_quickstart.ipynb"  # every output of the run in its own folder
         table = pd.read_csv(run / "answers.csv")
         assert list(table["prompt"]) == ["Name a river.", "Name a mountain."]
-        assert (table["n_tokens"] <= 8).all() and table["response"].str.len().gt(0).all()
+        assert (table["n_tokens"] <= 24).all() and table["response"].str.len().gt(0).all()
+        # the table shows each answer whole (a DataFrame's display cuts at 50 characters)
+        assert table["response"].str.len().max() > 50
+        shown = "".join(
+            "".join(o.get("data", {}).get("text/html", ""))
+            for c in json.loads(out.read_text())["cells"]
+            for o in c.get("outputs", [])
+        )
+        for response in table["response"]:
+            assert response in html.unescape(shown), response
         assert (run / "figures" / "answer_lengths.png").is_file()
         assert sorted((repo_root() / "figures").iterdir()) == figures_before
     finally:
@@ -258,3 +269,22 @@ def test_the_notebook_check_names_a_line_papermill_cannot_parse():
     assert papermill_warnings(nb) == ["Unable to parse line 2 'mode = \"a\"  # a = the first'."]
     cell.source = 'n = 3  # questions\nmode = "a"  # a: the first'
     assert papermill_warnings(nb) == []
+
+
+def test_the_quickstart_ends_pointing_to_what_next():
+    """Its last cell names the next steps: every other notebook by a name that exists, and
+    commands the command line has."""
+    import re
+
+    from workbench.__main__ import main
+    from workbench.notebooks import load_notebook
+
+    last = load_notebook("00_quickstart").cells[-1]
+    assert last.cell_type == "markdown" and last.source.startswith("## What next")
+    named = set(re.findall(r"`(\d\d_[a-z_]+)`", last.source))
+    existing = {p.stem for p in (repo_root() / "notebooks").glob("*.ipynb")}
+    assert named == existing - {"00_quickstart"}
+    for command in re.findall(r"python -m workbench (\w+)", last.source):
+        with pytest.raises(SystemExit) as exit:
+            main([command, "--help"])
+        assert exit.value.code == 0, command
