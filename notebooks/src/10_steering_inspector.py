@@ -29,4 +29,4 @@ from workbench.widgets.steering_inspector import open_inspector
 
 # %%
 inspector = open_inspector(model, concept, question)  # a status line says what it loads meanwhile
-inspector.widget
+inspector  # shown with a note that appears if the kernel goes away
