@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.paths import repo_root
@@ -15,6 +17,26 @@ FIGURES_DIR = repo_root() / "figures"
 #: down by less than a fifth). ``save_figure(..., width="column")`` saves at exactly that width.
 FIGURE_WIDTHS = {"column": 3.25, "page": 6.75}
 
+#: The size of every text in a figure, in points on the page: labels, ticks, legends, values
+#: written on bars, annotations. 8 pt is the smallest text venues accept in a figure; the
+#: figures are drawn at a paper width (``new_figure("column", ...)``), so saving them there
+#: (``width="column"``) keeps it.
+FONT_SIZE = 8
+#: Titles of panels and figures: one step above :data:`FONT_SIZE`.
+TITLE_SIZE = 9
+#: matplotlib settings the figure functions draw under (:func:`workbench.plots.style.paper_figure`).
+PAPER_RC = {
+    "font.size": FONT_SIZE,
+    "axes.titlesize": TITLE_SIZE,
+    "axes.labelsize": FONT_SIZE,
+    "xtick.labelsize": FONT_SIZE,
+    "ytick.labelsize": FONT_SIZE,
+    "legend.fontsize": FONT_SIZE,
+    "legend.title_fontsize": FONT_SIZE,
+    "figure.titlesize": TITLE_SIZE,
+    "legend.frameon": False,
+}
+
 #: One colour per technique, the same in every figure.
 TECHNIQUE_ORDER = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]
 
@@ -24,6 +46,50 @@ def technique_palette() -> dict[str, tuple]:
 
     colours = sns.color_palette("colorblind", len(TECHNIQUE_ORDER))
     return dict(zip(TECHNIQUE_ORDER, colours))
+
+
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """Width in points of ``text``'s widest line at ``size`` points (matplotlib's own font
+    metrics)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    prop = FontProperties(size=size)
+    return max(
+        (
+            text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
+            for line in text.split("\n")
+        ),
+        default=0.0,
+    )
+
+
+def fit_lines(parts: Sequence[str], inches: float, size: float = FONT_SIZE) -> str:
+    """``parts`` (phrases) joined into lines no wider than ``inches`` at ``size`` points: a
+    phrase stays on one line when it fits one, a longer one is broken between words (a word
+    wider than a line, such as a long model id, within the word)."""
+    limit = inches * 72
+    pieces: list[str] = []
+    for part in parts:
+        if text_width(part, size) <= limit:
+            pieces.append(part)
+            continue
+        for split_words in (False, True):  # a word wider than the line is cut only if need be
+            chars = max(8, int(limit / (0.55 * size)))  # a first guess, narrowed until it fits
+            chunk = textwrap.wrap(part, chars, break_long_words=split_words)
+            while any(text_width(c, size) > limit for c in chunk) and chars > 8:
+                chars -= 2
+                chunk = textwrap.wrap(part, chars, break_long_words=split_words)
+            if all(text_width(c, size) <= limit for c in chunk):
+                break
+        pieces.extend(chunk)
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and text_width(f"{lines[-1]} {piece}", size) <= limit:
+            lines[-1] = f"{lines[-1]} {piece}"
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
 
 
 class NoFigure:
@@ -143,7 +209,7 @@ def show_inline(fig) -> bool:
     return True
 
 
-def _caption_numerics(fig, run_name: str) -> None:
+def _caption_numerics(fig, run_name: str, width: float | str | None = None) -> None:
     """Name speed-first numerics (bf16: answers depend on batch and CPU) in the figure's
     caption when the run recorded any (:func:`workbench.models.numerics.run_numerics_note`)."""
     from workbench.models.numerics import run_numerics_note
@@ -154,7 +220,9 @@ def _caption_numerics(fig, run_name: str) -> None:
         return
     current = fig._suptitle.get_text() if fig._suptitle is not None else ""
     if note not in current:
-        fig.suptitle(f"{current}\n{note}" if current else note, fontsize=7, color="#9a3412")
+        inches = figure_width(width) if width is not None else fig.get_size_inches()[0]
+        note = fit_lines([note], inches, FONT_SIZE)
+        fig.suptitle(f"{current}\n{note}" if current else note, fontsize=FONT_SIZE, color="#9a3412")
 
 
 def save_run_figure(fig, run_name: str, name: str, width: float | str | None = None) -> SavedFigure:
@@ -162,7 +230,7 @@ def save_run_figure(fig, run_name: str, name: str, width: float | str | None = N
     show it inline; a :class:`NoFigure` shows why there is none instead. ``width``: a paper
     width ("column", "page"; :data:`FIGURE_WIDTHS`) or inches, as :func:`save_figure`."""
     if not isinstance(fig, NoFigure):
-        _caption_numerics(fig, run_name)
+        _caption_numerics(fig, run_name, width)
     paths = SavedFigure(save_figure(fig, name, run_figures(run_name), width=width))
     if not isinstance(fig, NoFigure):
         show_inline(fig)

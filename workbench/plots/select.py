@@ -1,9 +1,11 @@
 """SELECT figures: one function per figure, a consistent colour per technique.
 
-Figures are plain matplotlib ``Figure`` objects (no pyplot state). Every bar is labelled with its
-value, so a zero is a visible "0.00", not a missing bar; captions say how many targets and
-questions a number rests on and how its interval was computed; data that cannot make a
-meaningful figure gives a :class:`~workbench.plots.save.NoFigure` with the reason.
+Figures are plain matplotlib ``Figure`` objects (no pyplot state), drawn at one column's width
+with 8 pt text (:mod:`workbench.plots.style`; ``plot_against_release`` takes a page). Every bar
+is labelled with its value, so a zero is a visible "0.00", not a missing bar (the dot plots,
+whose numbers are in the table the notebook shows beside them, are not); captions say how many
+targets and questions a number rests on and how its interval was computed; data that cannot make
+a meaningful figure gives a :class:`~workbench.plots.save.NoFigure` with the reason.
 """
 
 from __future__ import annotations
@@ -12,13 +14,30 @@ import numpy as np
 import pandas as pd
 
 from workbench.plots.save import (
+    FIGURE_WIDTHS,
+    FONT_SIZE,
     TECHNIQUE_ORDER,
     NoFigure,
+    fit_lines,
     new_figure,
     technique_palette,
 )
+from workbench.plots.style import (
+    axes_width,
+    count_axis,
+    figure_height,
+    grouped_hbars,
+    hbar_axes_height,
+    legend_below,
+    panel_columns,
+    panel_grid,
+    paper_figure,
+)
 
 METRICS = ("abstention", "generalization", "specificity")
+COLUMN = FIGURE_WIDTHS["column"]
+#: Atomic concepts and compositions in :func:`plot_atomic_vs_compositions`: (colour, marker).
+KIND_STYLE = {"atomic": ("#222222", "o"), "composition": ("#d55e00", "D")}
 
 
 def _order(techniques) -> list[str]:
@@ -28,40 +47,17 @@ def _order(techniques) -> list[str]:
     ]
 
 
-def _bar_labels(ax, bars, values, tops=None) -> None:
-    """The value above each bar (above its error bar when ``tops`` gives the upper ends); a zero
-    gets a tick on the axis so it reads as measured."""
-    tops = tops if tops is not None else values
-    for bar, v, top in zip(bars, values, tops):
-        if v is None or np.isnan(v):
-            continue
-        x = bar.get_x() + bar.get_width() / 2
-        y = v if top is None or np.isnan(top) else max(v, top)
-        ax.annotate(
-            f"{v:.2f}",
-            (x, y),
-            xytext=(0, 2),
-            textcoords="offset points",
-            ha="center",
-            va="bottom",
-            fontsize=5.5,
-            rotation=90,
-        )
-        if v == 0:
-            ax.plot(
-                [bar.get_x(), bar.get_x() + bar.get_width()],
-                [0.004, 0.004],
-                lw=2,
-                color=bar.get_facecolor(),
-                solid_capstyle="butt",
-            )
+def _num(value) -> float:
+    return float("nan") if value is None or pd.isna(value) else float(value)
 
 
+@paper_figure
 def plot_technique_metrics(
     table: pd.DataFrame, title: str | None = None, n_boot: int | None = None
 ):
     """Grouped bars: abstention, generalization, specificity (and far specificity, when
-    measured) per technique, mean over targets with 95% bootstrap intervals."""
+    measured) per technique, mean over targets with 95% bootstrap intervals (or SELECT's
+    t-intervals), each value written beside its bar."""
     techniques = _order(table["technique"])
     pal = technique_palette()
     metrics = list(METRICS) + (
@@ -69,88 +65,98 @@ def plot_technique_metrics(
         if table.get("far_specificity") is not None and table["far_specificity"].notna().any()
         else []
     )
-    fig = new_figure(8, 3.6)
-    ax = fig.subplots()
-    width = 0.8 / len(techniques)
-    x = np.arange(len(metrics))
-    for i, tech in enumerate(techniques):
-        row = table[table["technique"] == tech].iloc[0]
-        vals = [row[m] for m in metrics]
-        lo = [max(0.0, row[m] - row.get(f"{m}_lo", row[m])) for m in metrics]
-        hi = [max(0.0, row.get(f"{m}_hi", row[m]) - row[m]) for m in metrics]
-        bars = ax.bar(
-            x + (i - (len(techniques) - 1) / 2) * width,
-            vals,
-            width,
-            yerr=[lo, hi],
-            capsize=2,
-            label=tech,
-            color=pal.get(tech),
-            error_kw={"lw": 0.8},
-        )
-        _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
-    ax.set_xticks(x, [m.replace("_", " ") for m in metrics])
-    ax.set_ylim(0, 1.2)
-    ax.set_ylabel("rate")
-    targets = int(table["targets"].max()) if "targets" in table else None
-    caption = (
-        f"mean over {targets} target concept{'s' if targets != 1 else ''}; " if targets else ""
+    rows = [table[table["technique"] == t].iloc[0] for t in techniques]
+    values = np.array([[_num(r[m]) for r in rows] for m in metrics])
+    lo = np.array(
+        [[max(0.0, _num(r[m]) - _num(r.get(f"{m}_lo", r[m]))) for r in rows] for m in metrics]
     )
+    hi = np.array(
+        [[max(0.0, _num(r.get(f"{m}_hi", r[m])) - _num(r[m])) for r in rows] for m in metrics]
+    )
+    targets = int(table["targets"].max()) if "targets" in table else None
+    parts = []
+    if targets:
+        parts.append(f"mean over {targets} target concept{'s' if targets != 1 else ''};")
     if "interval" in table and (table["interval"] == "t").all():
-        caption += "error bars: 95% t-intervals over concepts (SELECT's aggregation)"
+        parts += ["error bars: 95% t-intervals over concepts", "(SELECT's aggregation)"]
     else:
-        caption += "error bars: 95% bootstrap intervals" + (
-            f" ({n_boot} resamples of targets and questions)" if n_boot else ""
-        )
-    ax.set_title((f"{title}\n" if title else "") + caption, fontsize=8)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+        parts.append("error bars: 95% bootstrap intervals")
+        if n_boot:
+            parts.append(f"({n_boot} resamples of targets and questions)")
+    groups = [m.replace("_", " ") for m in metrics]
+    caption = fit_lines(parts, axes_width(COLUMN, groups), FONT_SIZE)
+    caption = f"{title}\n{caption}" if title else caption
+    fig = new_figure(
+        "column",
+        figure_height(
+            hbar_axes_height(len(metrics), len(techniques)),
+            caption.count("\n") + 1,
+            techniques,
+        ),
+    )
+    ax = fig.subplots()
+    bars = grouped_hbars(
+        ax,
+        groups,
+        techniques,
+        values.reshape(len(metrics), len(techniques)),
+        [pal.get(t) for t in techniques],
+        lo.reshape(values.shape),
+        hi.reshape(values.shape),
+    )
+    ax.set_xlabel("rate")
+    ax.set_title(caption, fontsize=FONT_SIZE)
+    legend_below(fig, bars)
     return fig
 
 
+@paper_figure
 def plot_by_level(levels: pd.DataFrame):
-    """Each metric at each taxonomy level of the target, one marker per technique (levels are
-    categories: no lines through them), with the range over that level's targets and ``n``."""
+    """Each metric (one panel each, on one scale) at each taxonomy level of the target, one
+    marker per technique (levels are categories: no lines through them), with the range over
+    that level's targets and ``n`` targets per level."""
     if levels["target_level"].nunique() < 2:
         return NoFigure("all targets sit at one taxonomy level")
     pal = technique_palette()
     techniques = _order(levels["technique"])
-    fig = new_figure(10.5, 3.2)
-    axes = fig.subplots(1, 3, sharey=True)
     lvls = sorted(levels["target_level"].unique())
+    fig = new_figure("column", figure_height(3 * 1.0, 0, techniques))
+    axes = panel_grid(fig, len(METRICS), 1)
     step = 0.7 / max(1, len(techniques))
+    counts = levels.groupby("target_level")["n_targets"].max() if "n_targets" in levels else None
+    handles = []
     for ax, metric in zip(axes, METRICS):
         for i, tech in enumerate(techniques):
             f = levels[levels["technique"] == tech].set_index("target_level")
             xs = [lvls.index(lv) + (i - (len(techniques) - 1) / 2) * step for lv in f.index]
             lo = (f[metric] - f[f"{metric}_min"]).clip(lower=0) if f"{metric}_min" in f else None
             hi = (f[f"{metric}_max"] - f[metric]).clip(lower=0) if f"{metric}_max" in f else None
-            ax.errorbar(
+            bars = ax.errorbar(
                 xs,
                 f[metric],
                 yerr=None if lo is None else [lo, hi],
                 fmt="o",
-                ms=4,
-                capsize=2,
+                ms=3.5,
+                capsize=1.5,
                 lw=0.8,
                 color=pal.get(tech),
                 label=tech,
             )
-        ax.set_title(metric, fontsize=10)
-        ax.set_xlabel("target level")
-        counts = (
-            levels.groupby("target_level")["n_targets"].max() if "n_targets" in levels else None
-        )
+            if ax is axes[0]:
+                handles.append(bars)
+        ax.set_title(metric, pad=2)
         ax.set_xticks(
             range(len(lvls)),
-            [f"{lv}\n(n={int(counts[lv])})" if counts is not None else str(lv) for lv in lvls],
-            fontsize=8,
+            [f"{lv} (n={int(counts[lv])})" if counts is not None else str(lv) for lv in lvls],
         )
-    axes[0].set_ylabel("rate (mean over targets; bars: min-max)")
+    axes[-1].set_xlabel("target level (n: targets at that level)")
     axes[0].set_ylim(-0.02, 1.05)
-    axes[-1].legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.supylabel("rate (mean over targets; bars: min to max)", fontsize=FONT_SIZE)
+    legend_below(fig, handles, techniques)
     return fig
 
 
+@paper_figure
 def plot_universality(
     corr: pd.DataFrame, metric: str = "abstention", n_concepts: int | None = None
 ):
@@ -162,32 +168,37 @@ def plot_universality(
         return NoFigure(f"only {n_concepts} target concepts: a rank correlation needs at least 3")
     import seaborn as sns
 
-    fig = new_figure(5, 4.2)
+    fig = new_figure("column", 1.6 + 0.3 * len(order))
     ax = fig.subplots()
+    values = corr.loc[order, order]
     sns.heatmap(
-        corr.loc[order, order],
+        values,
         vmin=-1,
         vmax=1,
         cmap="vlag",
-        annot=True,
-        fmt=".2f",
+        # two decimals without the leading zero (-.83): a cell a column's width can hold
+        annot=values.map(lambda v: "" if pd.isna(v) else f"{v:.2f}".replace("0.", ".", 1)),
+        fmt="",
         square=True,
-        cbar_kws={"label": "Spearman ρ"},
+        cbar_kws={"label": "Spearman ρ", "orientation": "horizontal", "shrink": 0.6},
         ax=ax,
-        annot_kws={"fontsize": 8},
+        annot_kws={"fontsize": FONT_SIZE},
     )
+    ax.tick_params(axis="x", labelrotation=90)
+    ax.tick_params(axis="y", labelrotation=0)
     ax.set_title(
         f"universality: {metric} across "
         + (f"{n_concepts} concepts" if n_concepts else "concepts"),
-        fontsize=10,
     )
     ax.set_xlabel("")
     ax.set_ylabel("")
     return fig
 
 
+@paper_figure
 def plot_generalization_errors(errors: pd.DataFrame):
-    """Share of missed descendant questions explained by the model not knowing the IS-A relation."""
+    """Share of missed descendant questions explained by the model not knowing the IS-A
+    relation, per technique (``n``: the missed questions it rests on)."""
     if errors.empty or errors["explained_share"].isna().all():
         return NoFigure(
             "no missed descendant question could be attributed (no misses, or the "
@@ -195,94 +206,122 @@ def plot_generalization_errors(errors: pd.DataFrame):
         )
     pal = technique_palette()
     techniques = _order(errors["technique"])
-    fig = new_figure(6, 3)
+    rows = [errors[errors["technique"] == t].iloc[0] for t in techniques]
+    groups = [f"{t} (n={int(r['misses'])})" for t, r in zip(techniques, rows)]
+    width = axes_width(COLUMN, groups)
+    caption = fit_lines(["generalization errors explained", "by missing IS-A knowledge"], width)
+    xlabel = fit_lines(
+        ["share of misses explained", "(n: missed descendant questions)"],
+        width,
+    )
+    fig = new_figure(
+        "column", figure_height(hbar_axes_height(len(techniques), 1), caption.count("\n") + 2)
+    )
     ax = fig.subplots()
-    vals = [errors.loc[errors["technique"] == t, "explained_share"].iloc[0] for t in techniques]
-    bars = ax.bar(
-        techniques, [0 if np.isnan(v) else v for v in vals], color=[pal.get(t) for t in techniques]
+    grouped_hbars(
+        ax,
+        groups,
+        ["explained"],
+        np.array([[_num(r["explained_share"])] for r in rows]),
+        [[pal.get(t) for t in techniques]],
+        missing="none probed",
     )
-    _bar_labels(ax, bars, vals)
-    for i, t in enumerate(techniques):
-        n = errors.loc[errors["technique"] == t, "misses"].iloc[0]
-        ax.annotate(
-            f"n={n}" + (" (none probed)" if np.isnan(vals[i]) else ""),
-            (i, -0.08),
-            ha="center",
-            fontsize=7,
-            annotation_clip=False,
-        )
-    ax.set_ylim(0, 1.15)
-    ax.set_ylabel("share of misses explained")
-    ax.set_title(
-        "generalization errors explained by missing IS-A knowledge\n"
-        "(n: missed descendant questions)",
-        fontsize=9,
-    )
-    ax.tick_params(axis="x", rotation=20, pad=12)
+    ax.set_xlabel(xlabel)
+    ax.set_title(caption)
     return fig
 
 
+@paper_figure
 def plot_atomic_vs_compositions(table: pd.DataFrame):
-    """Metrics per technique for atomic concepts and compositions side by side."""
-    pal = technique_palette()
+    """Each metric (one panel each, on one scale) per technique for atomic concepts and
+    compositions: a marker each (the mean over their targets), joined, so the gap reads at
+    once. The numbers are in the table (``technique_table(..., by=(..., "target_kind", ...))``)."""
     kinds = [k for k in ("atomic", "composition") if k in set(table["target_kind"])]
     if not kinds:
         return NoFigure("no targets")
-    fig = new_figure(5 * len(kinds), 3.4)
-    axes = fig.subplots(1, len(kinds), sharey=True, squeeze=False)
-    for ax, kind in zip(axes[0], kinds):
+    techniques = _order(table["technique"])
+    labels = []
+    for kind in kinds:
         f = table[table["target_kind"] == kind]
-        techniques = _order(f["technique"])
-        width = 0.8 / max(1, len(techniques))
-        x = np.arange(len(METRICS))
-        for i, tech in enumerate(techniques):
-            row = f[f["technique"] == tech].iloc[0]
-            vals = [row[m] for m in METRICS]
-            bars = ax.bar(
-                x + (i - (len(techniques) - 1) / 2) * width,
-                vals,
-                width,
-                color=pal.get(tech),
-                label=tech,
-            )
-            _bar_labels(ax, bars, vals)
         n = int(f["targets"].max()) if "targets" in f else None
-        ax.set_xticks(x, METRICS)
-        ax.set_title(
-            kind
-            + ("s" if kind == "composition" else " concepts")
-            + (f" (mean over {n} targets)" if n else ""),
-            fontsize=9,
-        )
-    axes[0][0].set_ylabel("rate")
-    axes[0][0].set_ylim(0, 1.15)
-    axes[0][-1].legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+        name = "atomic concepts" if kind == "atomic" else "compositions"
+        labels.append(name + (f" (mean over {n} targets)" if n else ""))
+    panel = len(techniques) * 11 / 72 + 0.2
+    fig = new_figure("column", figure_height(len(METRICS) * panel, 0, labels))
+    axes = panel_grid(fig, len(METRICS), 1)
+    y = np.arange(len(techniques))
+    handles = []
+    for ax, metric in zip(axes, METRICS):
+        points = []
+        for kind, label in zip(kinds, labels):
+            f = table[table["target_kind"] == kind].set_index("technique")
+            vals = np.array([_num(f[metric].get(t)) for t in techniques])
+            points.append(vals)
+            colour, marker = KIND_STYLE[kind]
+            (line,) = ax.plot(vals, y, ls="none", marker=marker, ms=4, color=colour, label=label)
+            if ax is axes[0]:
+                handles.append(line)
+        if len(points) == 2:  # the gap between the two
+            ax.hlines(y, np.fmin(*points), np.fmax(*points), color="0.7", lw=1, zorder=0)
+        ax.set_yticks(y, techniques)
+        ax.set_ylim(len(techniques) - 0.5, -0.5)
+        ax.set_title(metric, pad=2)
+        ax.grid(axis="x", color="0.92", lw=0.6)
+        ax.set_axisbelow(True)
+    axes[0].set_xlim(-0.02, 1.02)
+    axes[-1].set_xlabel("rate (mean over targets)")
+    legend_below(fig, handles, labels)
     return fig
 
 
+@paper_figure
 def plot_confidence_histograms(scores: pd.DataFrame):
-    """Histogram of the refusal confidence c(x) per technique (seed 001's view)."""
+    """Histogram of the refusal confidence c(x) per technique (seed 001's view), one panel per
+    technique, all on one scale."""
     pal = technique_palette()
     techniques = _order(scores["technique"])
-    fig = new_figure(2.6 * len(techniques), 2.8)
-    axes = fig.subplots(1, len(techniques), sharey=True, squeeze=False)
-    for ax, tech in zip(axes[0], techniques):
+    counts = {
+        t: int(scores.loc[scores["technique"] == t, "confidence"].notna().sum()) for t in techniques
+    }
+    titles = [f"{t}\nn={counts[t]} prompts" for t in techniques]
+    cols = panel_columns(titles, COLUMN)
+    rows = -(-len(techniques) // cols)
+    fig = new_figure("column", figure_height(rows * 1.05, 0, techniques))
+    axes = panel_grid(fig, len(techniques), cols)
+    handles = []
+    for ax, tech, title in zip(axes, techniques, titles):
         vals = scores.loc[scores["technique"] == tech, "confidence"].dropna()
-        ax.hist(vals, bins=np.linspace(-1, 1, 11), color=pal.get(tech))
-        ax.set_title(f"{tech} (n={len(vals)} prompts)", fontsize=8)
-        ax.set_xlabel("c(x)")
-    axes[0][0].set_ylabel("prompts")
+        _, _, bars = ax.hist(vals, bins=np.linspace(-1, 1, 11), color=pal.get(tech), label=tech)
+        handles.append(bars)
+        ax.set_title(title, pad=2)
+    for i, ax in enumerate(axes):
+        if i % cols == 0:
+            ax.set_ylabel("prompts")
+        if i + cols >= len(axes):
+            ax.set_xlabel("c(x)")
+    count_axis(axes[0].yaxis)
+    axes[0].set_xlim(-1, 1)
+    legend_below(fig, handles, techniques)
     return fig
 
 
+@paper_figure
 def plot_compliance(shares: pd.DataFrame):
-    """Stacked bars: % compliance / ambiguous / rejection / unscored per technique."""
+    """Stacked bars: % compliance / ambiguous / rejection / unscored of prompts per technique."""
     techniques = _order(shares["technique"])
     cols = ["compliance", "ambiguous", "rejection", "unscored"]
     colours = ["#4c9f70", "#c9c9c9", "#c0504d", "#eeeeee"]
-    fig = new_figure(6.8, 3.1)
+    n = [
+        int(shares.loc[shares["technique"] == t, "prompts"].iloc[0])
+        if "prompts" in shares
+        else None
+        for t in techniques
+    ]
+    fig = new_figure("column", figure_height(len(techniques) * 16 / 72 + 0.15, 0, cols))
     ax = fig.subplots()
-    bottom = np.zeros(len(techniques))
+    y = np.arange(len(techniques))
+    left = np.zeros(len(techniques))
+    handles = []
     for col, colour in zip(cols, colours):
         vals = np.array(
             [
@@ -290,28 +329,32 @@ def plot_compliance(shares: pd.DataFrame):
                 for t in techniques
             ]
         )
-        ax.bar(techniques, vals, bottom=bottom, label=col, color=colour)
-        bottom += vals
-    n = [
-        int(shares.loc[shares["technique"] == t, "prompts"].iloc[0])
-        if "prompts" in shares
-        else None
-        for t in techniques
-    ]
-    if all(v is not None for v in n):
-        ax.set_xticks(range(len(techniques)), [f"{t}\n(n={k})" for t, k in zip(techniques, n)])
-    ax.set_ylabel("% of prompts")
-    ax.set_ylim(0, 100)
-    ax.tick_params(axis="x", rotation=20)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+        handles.append(
+            ax.barh(y, vals, left=left, label=col, color=colour, edgecolor="white", linewidth=0.4)
+        )
+        left += vals
+    ax.set_yticks(
+        y,
+        [f"{t} (n={k})" for t, k in zip(techniques, n)]
+        if all(v is not None for v in n)
+        else techniques,
+    )
+    ax.set_ylim(len(techniques) - 0.5, -0.5)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlabel("% of prompts (n: prompts)")
+    ax.set_xlim(0, 100)
+    legend_below(fig, handles, cols)
     return fig
 
 
+@paper_figure
 def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
-    """One panel per SELECT metric: per technique, a bar for each model: the run's first
-    (hatched), then SELECT's released models; 95% t-intervals over concepts. ``table`` is
-    :func:`workbench.select.compare.side_by_side`'s; ``concepts`` picks the released rows over
-    the run's own targets (``same``) or every released concept (``all``)."""
+    """One panel per SELECT metric (on one scale): per technique, a marker for each model with
+    its 95% t-interval over concepts: the run's first (larger, outlined), then SELECT's released
+    models. ``table`` is :func:`workbench.select.compare.side_by_side`'s (the numbers are in
+    it); ``concepts`` picks the released rows over the run's own targets (``same``) or every
+    released concept (``all``). Many numbers side by side: drawn for a page's width
+    (``width="page"``)."""
     run = table[table["source"] == "run"]
     rel = table[(table["source"] == "release") & (table["concepts"] == concepts)]
     if run.empty:
@@ -323,45 +366,60 @@ def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
     run_models = set(run["model"])
     techniques = _order(t for t in data["technique"] if t in set(run["technique"]))
     metrics = [m for m in METRICS if m in set(data["metric"])]
-    fig = new_figure(3.6 * len(metrics) + 1.6, 3.4)
-    axes = np.atleast_1d(fig.subplots(1, len(metrics), sharey=True))
+    page = FIGURE_WIDTHS["page"]
+    n_run = int(run["n_concepts"].max())
+    n_rel = int(rel["n_concepts"].max())
+    caption = fit_lines(
+        [
+            f"this run ({n_run} concept{'s' if n_run != 1 else ''}) beside SELECT's released "
+            f"models ({'the same' if concepts == 'same' else 'all their'} {n_rel} concepts);",
+            "SELECT's aggregation, 95% t-intervals (drawn within [0, 1])",
+        ],
+        page - 0.1,
+        FONT_SIZE,
+    )
+    labels = [m + (" (this run)" if m in run_models else "") for m in models]
+    pitch = 6.5 / 72  # inches per model within a technique
+    axes_in = len(techniques) * max(len(models) * pitch / 0.8, 0.25) + 0.15
+    fig = new_figure("page", figure_height(axes_in, caption.count("\n") + 1, labels, inches=page))
+    axes = np.atleast_1d(fig.subplots(1, len(metrics), sharex=True, sharey=True))
     cmap = __import__("matplotlib").colormaps["tab10"]
     colors = {m: cmap(i % 10) for i, m in enumerate(models)}
-    width = 0.8 / len(models)
-    x = np.arange(len(techniques))
+    step = 0.8 / len(models)
+    y = np.arange(len(techniques))
+    handles = []
     for ax, metric in zip(axes, metrics):
         for i, model in enumerate(models):
             f = data[(data["model"] == model) & (data["metric"] == metric)].set_index("technique")
-            vals = [f["mean"].get(t, np.nan) for t in techniques]
-            errs = [0.0 if np.isnan(f["ci"].get(t, np.nan)) else f["ci"].get(t) for t in techniques]
+            vals = np.array([f["mean"].get(t, np.nan) for t in techniques], dtype=float)
+            errs = np.array([f["ci"].get(t, np.nan) for t in techniques], dtype=float)
+            errs = np.nan_to_num(errs)
             # a rate's interval drawn within [0, 1] (few concepts make t-intervals very wide)
-            lo = [min(e, v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
-            hi = [min(e, 1 - v) if not np.isnan(v) else 0.0 for v, e in zip(vals, errs)]
-            bars = ax.bar(
-                x + (i - (len(models) - 1) / 2) * width,
+            lo = np.where(np.isnan(vals), 0.0, np.minimum(errs, np.nan_to_num(vals)))
+            hi = np.where(np.isnan(vals), 0.0, np.minimum(errs, 1 - np.nan_to_num(vals)))
+            mine = model in run_models
+            marks = ax.errorbar(
                 vals,
-                width,
-                yerr=[lo, hi],
-                capsize=1.5,
+                y + (i - (len(models) - 1) / 2) * step,
+                xerr=[lo, hi],
+                fmt="D" if mine else "o",
+                ms=4.5 if mine else 3.5,
+                mec="black" if mine else colors[model],
+                mew=0.6,
+                capsize=1,
+                elinewidth=0.7,
                 color=colors[model],
-                error_kw={"lw": 0.6},
-                hatch="//" if model in run_models else None,
-                edgecolor="black" if model in run_models else None,
-                linewidth=0.4,
-                label=model + (" (this run)" if model in run_models else ""),
+                label=labels[i],
             )
-            _bar_labels(ax, bars, vals, [v + h for v, h in zip(vals, hi)])
-        ax.set_xticks(x, techniques, rotation=30, ha="right", fontsize=8)
-        ax.set_title(metric, fontsize=9, pad=2)
-        ax.set_ylim(0, 1.3)
-    axes[0].set_ylabel("rate")
-    n_run = int(run["n_concepts"].max())
-    n_rel = int(rel["n_concepts"].max())
-    fig.suptitle(
-        f"this run ({n_run} concept{'s' if n_run != 1 else ''}) beside SELECT's released "
-        f"models ({'the same' if concepts == 'same' else 'all their'} {n_rel} concepts); "
-        "SELECT's aggregation, 95% t-intervals (drawn within [0, 1])",
-        fontsize=8,
-    )
-    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+            if ax is axes[0]:
+                handles.append(marks)
+        ax.set_title(metric, pad=2)
+        ax.grid(axis="x", color="0.92", lw=0.6)
+        ax.set_axisbelow(True)
+        ax.set_xlabel("rate")
+    axes[0].set_yticks(y, techniques)
+    axes[0].set_ylim(len(techniques) - 0.5, -0.5)
+    axes[0].set_xlim(-0.02, 1.02)
+    fig.suptitle(caption, fontsize=FONT_SIZE)
+    legend_below(fig, handles, labels)
     return fig

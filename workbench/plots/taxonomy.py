@@ -1,10 +1,13 @@
-"""Figures about the benchmark's taxonomies."""
+"""Figures about the benchmark's taxonomies (drawn at one column's width:
+:mod:`workbench.plots.style`)."""
 
 from __future__ import annotations
 
 from workbench.plots.save import new_figure
+from workbench.plots.style import count_axis, figure_height, legend_below, paper_figure
 
 
+@paper_figure
 def plot_taxonomy_levels(bench, ax=None):
     """Concepts per taxonomy level, one bar group per root type (atomic) plus compositions."""
     import pandas as pd
@@ -20,10 +23,16 @@ def plot_taxonomy_levels(bench, ax=None):
         for c in bench.compositions
     ]
     frame = pd.DataFrame(rows).groupby(["level", "group"]).size().reset_index(name="concepts")
+    groups = list(dict.fromkeys(frame["group"]))
     if ax is None:
-        ax = new_figure(7, 3.5).subplots()
-    sns.barplot(frame, x="level", y="concepts", hue="group", ax=ax, palette="colorblind")
+        ax = new_figure("column", figure_height(1.9, 0, groups)).subplots()
+    sns.barplot(
+        frame, x="level", y="concepts", hue="group", ax=ax, palette="colorblind", errorbar=None
+    )
     ax.set_xlabel("taxonomy level (root = 0)")
     ax.set_ylabel("concepts")
-    ax.legend(title="", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    count_axis(ax.yaxis)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.get_legend().remove()
+    legend_below(ax.figure, handles, labels)
     return ax.figure
