@@ -494,13 +494,20 @@ class RefusalSuite:
         with atomic_file(self.run_dir / "misbehaviour.csv") as tmp:
             bad.to_csv(tmp, index=False, float_format="%.2f")
         figures: list[Path] = []
+
+        def save(fig, name: str) -> None:
+            # drawn for a paper's column and saved at exactly its width; the paths are said
+            # (a notebook shows the figure, then this line, as save_run_figure's own repr does)
+            saved = save_run_figure(fig, c.name, name, width="column")
+            if saved:
+                self._say("saved: " + ", ".join(str(p) for p in saved))
+            figures.extend(saved)
+
         for system in dict.fromkeys(scores["system"]):
-            figures += save_run_figure(
-                plot_confidence_histograms(scores, system, c.margin),
-                c.name,
-                f"confidence_{_slug(system)}",
+            save(
+                plot_confidence_histograms(scores, system, c.margin), f"confidence_{_slug(system)}"
             )
-        figures += save_run_figure(plot_source_rates(table), c.name, "source_rates")
+        save(plot_source_rates(table), "source_rates")
         return SuiteResult(self.run_dir, rows, scores, table, metrics, bad, figures)
 
 
