@@ -360,19 +360,17 @@ def edit_metrics_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def suite_scores(limit_drops: bool = False):
+def suite_scores(limit_drops: bool = False, sizes: tuple[int, int, int] = (8, 3, 12)):
     """The refusal suite's prompt scores and split table (from its own functions): a system on
-    a dataset of three splits; with ``limit_drops`` no may-refuse prompt has a scored sample
-    (as a small ``limit`` leaves it)."""
+    a dataset of three splits of ``sizes`` prompts; with ``limit_drops`` no may-refuse prompt
+    has a scored sample (as a small ``limit`` leaves it)."""
     from workbench.refusal.scores import prompt_scores, split_table
 
     rng = np.random.default_rng(0)
     rows = []
     for system in ("tiny", "tiny_steering_river"):
-        for expected, n, p in (
-            ("should_refuse", 8, 0.8),
-            ("may_refuse", 3, 0.5),
-            ("should_not_refuse", 12, 0.1),
+        for (expected, p), n in zip(
+            (("should_refuse", 0.8), ("may_refuse", 0.5), ("should_not_refuse", 0.1)), sizes
         ):
             for i in range(n):
                 for sample in range(3):
@@ -501,6 +499,10 @@ def _cases():
         "suite_confidence_unscored_split": lambda d: refusal.plot_confidence_histograms(
             suite_scores(limit_drops=True)[0], "tiny"
         ),
+        # a small limit: one prompt per split, the counts' axis still in whole prompts
+        "suite_confidence_one_prompt_each": lambda d: refusal.plot_confidence_histograms(
+            suite_scores(sizes=(1, 1, 1))[0], "tiny"
+        ),
         "source_rates": lambda d: refusal.plot_source_rates(suite_scores()[1]),
         "source_rates_unscored_split": lambda d: refusal.plot_source_rates(
             suite_scores(limit_drops=True)[1]
@@ -522,6 +524,7 @@ SHARED = {
     "against_release": "x",
     "suite_confidence": "y",
     "suite_confidence_unscored_split": "y",
+    "suite_confidence_one_prompt_each": "y",
     "source_rates": "x",
     "source_rates_unscored_split": "x",
     "gate_tradeoff": "y",

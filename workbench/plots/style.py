@@ -63,7 +63,9 @@ def count_axis(axis) -> None:
     """Integer ticks on an axis that counts things (prompts, questions, concepts)."""
     from matplotlib.ticker import MaxNLocator
 
-    axis.set_major_locator(MaxNLocator(nbins="auto", integer=True, min_n_ticks=3))
+    # min_n_ticks=1: with counts of 0-1 (a small limit) MaxNLocator would otherwise give up on
+    # integers for want of three of them, and tick 0.4, 0.8
+    axis.set_major_locator(MaxNLocator(nbins="auto", integer=True, min_n_ticks=1))
 
 
 def legend_columns(labels: Sequence[str], inches: float, size: float = FONT_SIZE) -> int:

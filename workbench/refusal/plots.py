@@ -66,7 +66,8 @@ def plot_confidence_histograms(scores: pd.DataFrame, system: str, margin: float 
     counts = []
     for g in groups.values():
         n, scored = len(g), int(g["confidence"].notna().sum())
-        counts.append(f"n={n} prompts" if scored == n else f"{scored} of {n} prompts scored")
+        prompts = "prompt" if n == 1 else "prompts"
+        counts.append(f"n={n} {prompts}" if scored == n else f"{scored} of {n} {prompts} scored")
     # two columns of panels when the titles fit them, or when one column would run too long
     cols = panel_columns([f"{s}\n{c}" for s, c in zip(splits, counts)], COLUMN)
     cols = 2 if len(splits) > 3 else cols
