@@ -530,3 +530,18 @@ def test_the_kernel_note_says_what_to_do_and_hides_while_the_widget_lives():
     assert f".{LIVE_CLASS}:not(.jupyter-widgets-disconnected)" in note  # hidden while alive
     text = re.sub(r"<[^>]+>", "", note.split("</style>", 1)[1])
     assert not any(ch.isdigit() for ch in text), text  # it states no count
+
+
+def test_a_current_labels_file_that_cannot_be_written_is_said_not_fatal(tmp_path):
+    """The log is what matters: a labels.current.csv that cannot be written (here: a folder
+    in its place) is said in the status; opening and labelling go on."""
+    path = tmp_path / "labels.jsonl"
+    Labeller(answer_rows(), path).keys.value = "c"
+    (tmp_path / "labels.current.csv").unlink()
+    (tmp_path / "labels.current.csv").mkdir()
+    again = Labeller(answer_rows(), path)
+    assert "could not update labels.current.csv" in again.status.value
+    again.keys.value = "r"
+    assert len(again.labels) == 2 and len(read_label_records(path)) == 2
+    assert "could not update labels.current.csv" in again.status.value
+    assert "(the label is in labels.jsonl)" in again.status.value

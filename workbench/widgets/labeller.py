@@ -168,7 +168,6 @@ class Labeller:
                     self.labels[r["key"]] = r["label"]
                 else:
                     self._other += 1
-            write_current_labels(self.path)  # in step with the log, whatever wrote the log
         self.groups: list[list[int]] = []
         self.index = 0
         self.focus = 0
@@ -178,6 +177,8 @@ class Labeller:
             if self.labels
             else f"labels are saved to {self.path}"
         )
+        if self.path.is_file():
+            self._write_current()  # in step with the log, whatever wrote the log
         wide = {"description_width": "initial"}
         order = list(dict.fromkeys(self.frame["technique"]))
         self.technique = w.SelectMultiple(
@@ -376,13 +377,13 @@ class Labeller:
                 self.labels.pop(r["label_key"], None)
             else:
                 self.labels[r["label_key"]] = label
-            self._write_current()
             technique = html.escape(str(r["technique"]))
             self._note = (
                 f"saved '{label}' for the {technique} answer"
                 if label
                 else f"withdrew the label of the {technique} answer"
             )
+            self._write_current()  # on failure, says so in place of the note
             for i, card in enumerate(self.cards):
                 if card.row == row:
                     self._render_card(card, i)
