@@ -90,8 +90,8 @@ class DemoOutcome:
             lines = [f"results equal the recorded ones ({RECORD}, measured on {ref})"]
             if self.figures_changed:
                 lines.append(
-                    "figures differ though every number is the same (another matplotlib or font "
-                    f"renders them): {', '.join(self.figures_changed)}"
+                    "figures differ though every number is the same (the figures' code, matplotlib "
+                    f"or the fonts changed): {', '.join(self.figures_changed)}"
                 )
             return "\n".join(lines)
         here = f"{self.machine.get('cpu')}, {self.machine.get('dtype')} ({self.machine.get('numerics')})"
