@@ -59,8 +59,9 @@ save_run_figure(fig, run_name, "answer_lengths")
 # ## What next
 #
 # - **The main experiment**: `make demo` runs `01_select_abstention` headless on the embedded
-#   model (techniques table, taxonomy levels, generalization errors, universality; about a quarter
-#   of an hour on two CPU cores); open `01_select_abstention.ipynb` here to change its parameters.
+#   model (techniques table, taxonomy levels, generalization errors, universality; 10 minutes on
+#   two CPU cores from an empty cache, measured); open `01_select_abstention.ipynb` here to
+#   change its parameters.
 # - **This notebook with other settings**: `python -m workbench params 00_quickstart` lists its
 #   parameters; `python -m workbench run 00_quickstart -p "questions=['Name a river.']"` runs it
 #   headless; any Hugging Face model id or local model directory works as `model`
