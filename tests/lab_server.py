@@ -122,3 +122,10 @@ def open_notebook(page, url: str, token: str, path: str, settle_ms: int = 3000) 
         ) from None
     page.wait_for_timeout(settle_ms)
     accept_dialog(page)
+
+
+def run_all_cells(page) -> None:
+    """Run > Run All Cells, taking the kernel JupyterLab offers if it asks."""
+    page.get_by_role("menuitem", name="Run").click()
+    page.get_by_text("Run All Cells", exact=True).click()
+    accept_dialog(page)

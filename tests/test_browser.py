@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
+from lab_server import jupyter_lab, launch_chromium, open_notebook, run_all_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -53,13 +53,8 @@ def notebook_page(lab, name: str):
         try:
             # JupyterLab may ask which kernel to start: open_notebook takes the notebook's own
             open_notebook(page, url, token, "10_steering_inspector.ipynb")
-            page.get_by_role("menuitem", name="Run").click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            accept_dialog(page)
+            run_all_cells(page)
             page.wait_for_selector(".jp-OutputArea-output .widget-vbox", timeout=180_000)
-            news = page.locator(".jp-toast-button", has_text="No")  # "notified about Jupyter news?"
-            if news.count():
-                news.first.click()
             yield page
         finally:
             # kept for a person to look at, whether the test passed or not

@@ -220,9 +220,6 @@ def _open_and_run(page, url: str, token: str) -> dict:
     widget_s = time.time() - started
     final = page.locator(".jp-OutputArea-output pre", has_text="steering inspector: ready in")
     final.first.wait_for(timeout=30_000)
-    news = page.locator(".jp-toast-button", has_text="No")  # "notified about Jupyter news?"
-    if news.count():
-        news.first.click()
     return {"seen": seen, "widget_s": widget_s, "final": final.first.inner_text()}
 
 

@@ -17,7 +17,7 @@ import time
 import pandas as pd
 import pytest
 
-from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
+from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook, run_all_cells
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 from test_labeller import QUESTIONS, answer_rows
 from workbench.scoring.labels import read_label_records
@@ -79,14 +79,9 @@ def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             open_notebook(page, url, token, NOTEBOOK)
-            page.get_by_role("menuitem", name="Run").click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            accept_dialog(page)
+            run_all_cells(page)
             widget = page.locator(".wb-labeller")
             widget.wait_for(timeout=180_000)
-            news = page.locator(".jp-toast-button", has_text="No")
-            if news.count():
-                news.first.click()
             status = widget.locator(".wb-status")
             _wait_text(status, r"0 of 9 answers labelled", 30)
             assert "question 1 of 3" in widget.locator(".wb-question").inner_text()

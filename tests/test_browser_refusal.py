@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
+from lab_server import jupyter_lab, launch_chromium, open_notebook, run_all_cells
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -55,14 +55,9 @@ def test_the_refusal_suite_reads_whole_at_1400_px(lab_06):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             open_notebook(page, url, token, NOTEBOOK)
-            page.get_by_role("menuitem", name="Run").click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            accept_dialog(page)
+            run_all_cells(page)
             last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
             _wait_text(last, r"unknownbench|keyword", 600)
-            news = page.locator(".jp-toast-button", has_text="No")
-            if news.count():
-                news.first.click()
 
             tables = page.locator(".jp-OutputArea-output table")
             misbehaviour = next(
