@@ -129,3 +129,23 @@ def run_all_cells(page) -> None:
     page.get_by_role("menuitem", name="Run").click()
     page.get_by_text("Run All Cells", exact=True).click()
     accept_dialog(page)
+
+
+@contextmanager
+def notebook_page(url: str, token: str, notebook: str, executable: str, final_shot: Path):
+    """Headless Chromium at 1,400 x 1,000 with ``notebook`` open and all its cells run; a
+    full-page screenshot goes to ``final_shot`` on exit, whether the test passed or not."""
+    from playwright.sync_api import sync_playwright
+
+    final_shot.parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = launch_chromium(p, executable)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            # JupyterLab may ask which kernel to start: open_notebook takes the notebook's own
+            open_notebook(page, url, token, notebook)
+            run_all_cells(page)
+            yield page
+        finally:
+            page.screenshot(path=str(final_shot), full_page=True)
+            browser.close()

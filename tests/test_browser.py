@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_server import jupyter_lab, launch_chromium, open_notebook, run_all_cells
+from lab_server import jupyter_lab, notebook_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -41,30 +41,19 @@ needs_chromium = pytest.mark.skipif(
 
 
 @contextmanager
-def notebook_page(lab, name: str):
-    """A page with notebook 10 open and all its cells run; a screenshot is kept on exit."""
-    from playwright.sync_api import sync_playwright
-
+def inspector_page(lab, name: str):
+    """A page with notebook 10 open and all its cells run, its widget shown; a screenshot is
+    kept on exit."""
     url, token, _ = lab
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = launch_chromium(p, CHROMIUM)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            # JupyterLab may ask which kernel to start: open_notebook takes the notebook's own
-            open_notebook(page, url, token, "10_steering_inspector.ipynb")
-            run_all_cells(page)
-            page.wait_for_selector(".jp-OutputArea-output .widget-vbox", timeout=180_000)
-            yield page
-        finally:
-            # kept for a person to look at, whether the test passed or not
-            page.screenshot(path=str(ARTIFACTS / f"{name}-final.png"), full_page=True)
-            browser.close()
+    final = ARTIFACTS / f"{name}-final.png"
+    with notebook_page(url, token, "10_steering_inspector.ipynb", CHROMIUM, final) as page:
+        page.wait_for_selector(".jp-OutputArea-output .widget-vbox", timeout=180_000)
+        yield page
 
 
 @needs_chromium
 def test_steering_inspector_renders_in_jupyterlab(lab):
-    with notebook_page(lab, "render") as page:
+    with inspector_page(lab, "render") as page:
         page.wait_for_selector(".jp-OutputArea-output img.widget-image", timeout=120_000)
         out = page.locator(".jp-OutputArea-output").last
         assert "Steering inspector" in out.inner_text()
@@ -117,7 +106,7 @@ def test_steering_inspector_survives_real_interaction(lab):
     shot = lambda page, step: page.screenshot(
         path=str(ARTIFACTS / f"interact-{step}.png"), full_page=True
     )
-    with notebook_page(lab, "interact") as page:
+    with inspector_page(lab, "interact") as page:
         out = page.locator(".jp-OutputArea-output").last
         _wait_text(out, r"ready: .*river", 600)
         shot(page, "1-river-ready")

@@ -17,7 +17,7 @@ import time
 import pandas as pd
 import pytest
 
-from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook, run_all_cells
+from lab_server import accept_dialog, jupyter_lab, notebook_page, open_notebook
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 from test_labeller import QUESTIONS, answer_rows
 from workbench.scoring.labels import read_label_records
@@ -67,140 +67,130 @@ def _agreement_row(widget, detector: str) -> list[str]:
 
 @needs_chromium
 def test_labelling_by_click_and_key_survives_a_kernel_restart(lab_on_run):
-    from playwright.sync_api import sync_playwright
-
     url, token, lab_log, labels_file = lab_on_run
     shot = lambda page, step: page.screenshot(
         path=str(ARTIFACTS / f"labeller-{step}.png"), full_page=True
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = launch_chromium(p, CHROMIUM)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_notebook(page, url, token, NOTEBOOK)
-            run_all_cells(page)
-            widget = page.locator(".wb-labeller")
-            widget.wait_for(timeout=180_000)
-            status = widget.locator(".wb-status")
-            _wait_text(status, r"0 of 9 answers labelled", 30)
-            assert "question 1 of 3" in widget.locator(".wb-question").inner_text()
-            cards = widget.locator(".wb-answer")
-            assert cards.count() == 3  # the three techniques' answers side by side
-            shot(page, "1-ready")
+    with notebook_page(url, token, NOTEBOOK, CHROMIUM, ARTIFACTS / "labeller-final.png") as page:
+        widget = page.locator(".wb-labeller")
+        widget.wait_for(timeout=180_000)
+        status = widget.locator(".wb-status")
+        _wait_text(status, r"0 of 9 answers labelled", 30)
+        assert "question 1 of 3" in widget.locator(".wb-question").inner_text()
+        cards = widget.locator(".wb-answer")
+        assert cards.count() == 3  # the three techniques' answers side by side
+        shot(page, "1-ready")
 
-            # by clicking: the first two answers
-            cards.nth(0).get_by_role("button", name="compliance (c)").click()
-            _wait_text(status, r"1 of 9 answers labelled", 30)
-            cards.nth(1).get_by_role("button", name="refusal (r)").click()
-            _wait_text(status, r"2 of 9 answers labelled", 30)
-            assert "label: refusal" in cards.nth(1).inner_text()
-            # by keyboard: the third answer (highlighted after the click), then the next question
-            keys = widget.get_by_placeholder("keys: click here")
-            keys.click()
-            page.keyboard.type("pcr")
-            _wait_text(status, r"5 of 9 answers labelled", 30)
-            _wait_text(widget.locator(".wb-question"), r"question 2 of 3", 30)
-            assert _labels(labels_file) == {
-                (0, "base"): "compliance",
-                (0, "steering"): "refusal",
-                (0, "few_shot_cot"): "partial",
-                (1, "base"): "compliance",
-                (1, "steering"): "refusal",
-            }
-            page.keyboard.press("b")
-            _wait_text(widget.locator(".wb-question"), r"question 1 of 3", 30)
-            assert "label: partial" in cards.nth(2).inner_text()
-            # the agreement table: phrase (stored decisions) agrees on all five, keyword misses the partial
-            _wait_text(widget.locator(".wb-agreement"), r"phrase\s+5\s+1\.00", 30)
-            assert _agreement_row(widget, "keyword")[:3] == ["keyword", "5", "0.80"]
-            assert _agreement_row(widget, "judge")[:2] == ["judge", "5"]
-            # the keys box shows the last key, not every key typed
-            assert keys.evaluate("e => getComputedStyle(e).color") == "rgba(0, 0, 0, 0)"
-            assert "key: b" in widget.inner_text()
-            # the labels as they stand, beside the log (which also holds the superseded ones)
-            assert "labels.current.csv" in status.inner_text()
-            assert len(pd.read_csv(labels_file.with_name("labels.current.csv"))) == 5
-            # layout: the whole labeller, agreement table included, fits in the window
-            widget.scroll_into_view_if_needed()
-            page.evaluate("document.querySelector('.wb-labeller').scrollIntoView()")
-            box = widget.bounding_box()
-            table = widget.locator(".wb-agreement").bounding_box()
-            (ARTIFACTS / "labeller-layout.json").write_text(
-                json.dumps({"labeller": box, "agreement": table})
-            )
-            assert box["height"] < 760, box
-            assert table["y"] + table["height"] <= 1000, (box, table)
-            tops = {round(c.get_by_role("button").first.bounding_box()["y"]) for c in cards.all()}
-            assert max(tops) - min(tops) <= 2, (
-                tops
-            )  # every card's buttons on one line (a focused card's border is 1 px wider)
-            shot(page, "2-labelled")
+        # by clicking: the first two answers
+        cards.nth(0).get_by_role("button", name="compliance (c)").click()
+        _wait_text(status, r"1 of 9 answers labelled", 30)
+        cards.nth(1).get_by_role("button", name="refusal (r)").click()
+        _wait_text(status, r"2 of 9 answers labelled", 30)
+        assert "label: refusal" in cards.nth(1).inner_text()
+        # by keyboard: the third answer (highlighted after the click), then the next question
+        keys = widget.get_by_placeholder("keys: click here")
+        keys.click()
+        page.keyboard.type("pcr")
+        _wait_text(status, r"5 of 9 answers labelled", 30)
+        _wait_text(widget.locator(".wb-question"), r"question 2 of 3", 30)
+        assert _labels(labels_file) == {
+            (0, "base"): "compliance",
+            (0, "steering"): "refusal",
+            (0, "few_shot_cot"): "partial",
+            (1, "base"): "compliance",
+            (1, "steering"): "refusal",
+        }
+        page.keyboard.press("b")
+        _wait_text(widget.locator(".wb-question"), r"question 1 of 3", 30)
+        assert "label: partial" in cards.nth(2).inner_text()
+        # the agreement table: phrase (stored decisions) agrees on all five, keyword misses the partial
+        _wait_text(widget.locator(".wb-agreement"), r"phrase\s+5\s+1\.00", 30)
+        assert _agreement_row(widget, "keyword")[:3] == ["keyword", "5", "0.80"]
+        assert _agreement_row(widget, "judge")[:2] == ["judge", "5"]
+        # the keys box shows the last key, not every key typed
+        assert keys.evaluate("e => getComputedStyle(e).color") == "rgba(0, 0, 0, 0)"
+        assert "key: b" in widget.inner_text()
+        # the labels as they stand, beside the log (which also holds the superseded ones)
+        assert "labels.current.csv" in status.inner_text()
+        assert len(pd.read_csv(labels_file.with_name("labels.current.csv"))) == 5
+        # layout: the whole labeller, agreement table included, fits in the window
+        widget.scroll_into_view_if_needed()
+        page.evaluate("document.querySelector('.wb-labeller').scrollIntoView()")
+        box = widget.bounding_box()
+        table = widget.locator(".wb-agreement").bounding_box()
+        (ARTIFACTS / "labeller-layout.json").write_text(
+            json.dumps({"labeller": box, "agreement": table})
+        )
+        assert box["height"] < 760, box
+        assert table["y"] + table["height"] <= 1000, (box, table)
+        tops = {round(c.get_by_role("button").first.bounding_box()["y"]) for c in cards.all()}
+        assert max(tops) - min(tops) <= 2, (
+            tops
+        )  # every card's buttons on one line (a focused card's border is 1 px wider)
+        shot(page, "2-labelled")
 
-            # the kernel restarts: the labeller says it needs the kernel, and takes no click
-            page.get_by_role("menuitem", name="Kernel").click()
-            page.get_by_text("Restart Kernel…", exact=True).click()
-            page.locator(".jp-Dialog .jp-mod-accept").click()
-            note = page.locator(".wb-kernel-note")
-            _wait_visible(note, 60)
-            assert "run this cell" in note.inner_text()
-            assert "wb-live" in widget.get_attribute("class")
-            assert "jupyter-widgets-disconnected" in widget.get_attribute("class")
-            cards.nth(0).get_by_role("button", name="refusal (r)").click(force=True)
-            page.wait_for_timeout(1000)
-            assert len(read_label_records(labels_file)) == 5  # nothing happened, nothing lost
-            shot(page, "3-kernel-restarted")
+        # the kernel restarts: the labeller says it needs the kernel, and takes no click
+        page.get_by_role("menuitem", name="Kernel").click()
+        page.get_by_text("Restart Kernel…", exact=True).click()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        note = page.locator(".wb-kernel-note")
+        _wait_visible(note, 60)
+        assert "run this cell" in note.inner_text()
+        assert "wb-live" in widget.get_attribute("class")
+        assert "jupyter-widgets-disconnected" in widget.get_attribute("class")
+        cards.nth(0).get_by_role("button", name="refusal (r)").click(force=True)
+        page.wait_for_timeout(1000)
+        assert len(read_label_records(labels_file)) == 5  # nothing happened, nothing lost
+        shot(page, "3-kernel-restarted")
 
-            # saved and opened again: the note, no "model not found", no stale count
-            page.keyboard.press("Control+s")
-            page.wait_for_timeout(2000)
-            open_notebook(page, url, token, NOTEBOOK)
-            note = page.locator(".wb-kernel-note")
-            _wait_visible(note, 60)
-            assert not page.get_by_text("model not found").first.is_visible()
-            outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
-            assert "no labels yet" not in outputs and "of 9 answers labelled" not in outputs
-            note.first.scroll_into_view_if_needed()
-            shot(page, "4-reopened")
+        # saved and opened again: the note, no "model not found", no stale count
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2000)
+        open_notebook(page, url, token, NOTEBOOK)
+        note = page.locator(".wb-kernel-note")
+        _wait_visible(note, 60)
+        assert not page.get_by_text("model not found").first.is_visible()
+        outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        assert "no labels yet" not in outputs and "of 9 answers labelled" not in outputs
+        note.first.scroll_into_view_if_needed()
+        shot(page, "4-reopened")
 
-            # the kernel dies (restart), everything runs again: labels are back
-            page.get_by_role("menuitem", name="Kernel").click()
-            page.get_by_text("Restart Kernel and Run All Cells…", exact=True).click()
-            accept_dialog(page)
-            _wait_text(page.locator(".wb-labeller .wb-status"), r"restored 5 labels", 180)
-            assert not page.locator(".wb-kernel-note").first.is_visible()  # alive: no note
-            widget = page.locator(".wb-labeller")
-            status = widget.locator(".wb-status")
-            assert "5 of 9 answers labelled" in status.inner_text()
-            question = widget.locator(".wb-question")
-            assert "question 2 of 3" in question.inner_text()  # where labelling stopped
-            cards = widget.locator(".wb-answer")
-            assert (
-                "label: compliance" in cards.nth(0).inner_text()
-                and "not labelled" in cards.nth(2).inner_text()
-            )
-            assert _agreement_row(widget, "phrase")[:3] == ["phrase", "5", "1.00"]
-            # the last cell: the labels file scored with the current rules, as the command does
-            last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
-            _wait_text(last, r"5 labelled answers in labels\.jsonl[\s\S]*phrase\s+5", 60)
-            shot(page, "5-restored")
+        # the kernel dies (restart), everything runs again: labels are back
+        page.get_by_role("menuitem", name="Kernel").click()
+        page.get_by_text("Restart Kernel and Run All Cells…", exact=True).click()
+        accept_dialog(page)
+        _wait_text(page.locator(".wb-labeller .wb-status"), r"restored 5 labels", 180)
+        assert not page.locator(".wb-kernel-note").first.is_visible()  # alive: no note
+        widget = page.locator(".wb-labeller")
+        status = widget.locator(".wb-status")
+        assert "5 of 9 answers labelled" in status.inner_text()
+        question = widget.locator(".wb-question")
+        assert "question 2 of 3" in question.inner_text()  # where labelling stopped
+        cards = widget.locator(".wb-answer")
+        assert (
+            "label: compliance" in cards.nth(0).inner_text()
+            and "not labelled" in cards.nth(2).inner_text()
+        )
+        assert _agreement_row(widget, "phrase")[:3] == ["phrase", "5", "1.00"]
+        # the last cell: the labels file scored with the current rules, as the command does
+        last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
+        _wait_text(last, r"5 labelled answers in labels\.jsonl[\s\S]*phrase\s+5", 60)
+        shot(page, "5-restored")
 
-            # labelling goes on: one more by key, and the table counts it
-            widget.get_by_placeholder("keys: click here").click()
-            page.keyboard.press("p")
-            _wait_text(status, r"6 of 9 answers labelled", 30)
-            _wait_text(widget.locator(".wb-agreement"), r"phrase\s+6\s+1\.00", 30)
-            assert _agreement_row(widget, "keyword")[:3] == ["keyword", "6", "0.67"]
-            assert _labels(labels_file)[(1, "few_shot_cot")] == "partial"
-            shot(page, "6-after-restart")
+        # labelling goes on: one more by key, and the table counts it
+        widget.get_by_placeholder("keys: click here").click()
+        page.keyboard.press("p")
+        _wait_text(status, r"6 of 9 answers labelled", 30)
+        _wait_text(widget.locator(".wb-agreement"), r"phrase\s+6\s+1\.00", 30)
+        assert _agreement_row(widget, "keyword")[:3] == ["keyword", "6", "0.67"]
+        assert _labels(labels_file)[(1, "few_shot_cot")] == "partial"
+        shot(page, "6-after-restart")
 
-            log = _log_console_text(page)
-            stderr = page.locator(
-                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
-            ).all_inner_texts()
-        finally:
-            page.screenshot(path=str(ARTIFACTS / "labeller-final.png"), full_page=True)
-            browser.close()
+        log = _log_console_text(page)
+        stderr = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).all_inner_texts()
     assert "Traceback" not in log and "No log messages" in log, log
     assert not any("Traceback" in t for t in stderr), stderr
     assert "Traceback" not in lab_log.read_text()

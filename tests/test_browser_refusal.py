@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from lab_server import jupyter_lab, launch_chromium, open_notebook, run_all_cells
+from lab_server import jupyter_lab, notebook_page
 from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -46,46 +46,36 @@ def _fits(page, locator) -> dict:
 
 @needs_chromium
 def test_the_refusal_suite_reads_whole_at_1400_px(lab_06):
-    from playwright.sync_api import sync_playwright
-
     url, token, lab_log = lab_06
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = launch_chromium(p, CHROMIUM)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_notebook(page, url, token, NOTEBOOK)
-            run_all_cells(page)
-            last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
-            _wait_text(last, r"unknownbench|keyword", 600)
+    with notebook_page(url, token, NOTEBOOK, CHROMIUM, ARTIFACTS / "refusal-final.png") as page:
+        last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
+        _wait_text(last, r"unknownbench|keyword", 600)
 
-            tables = page.locator(".jp-OutputArea-output table")
-            misbehaviour = next(
-                t for t in tables.all() if "verdict" in t.locator("th").all_inner_texts()
-            )
-            text = misbehaviour.inner_text()
-            for split in ("should_refuse", "may_refuse", "should_not_refuse"):
-                assert split in text, text  # limit 3 keeps one prompt of each split
-            for column in ("rejection %", "should be", "verdict"):
-                assert column in text
-            size = _fits(page, misbehaviour)
-            (ARTIFACTS / "refusal-layout.json").write_text(json.dumps({"misbehaviour": size}))
-            assert size["width"] <= size["area"], size  # nothing cut off, no scrolling
-            misbehaviour.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "refusal-1-misbehaviour.png"))
-            rates = tables.last
-            size = _fits(page, rates)
-            assert size["width"] <= size["area"], size
+        tables = page.locator(".jp-OutputArea-output table")
+        misbehaviour = next(
+            t for t in tables.all() if "verdict" in t.locator("th").all_inner_texts()
+        )
+        text = misbehaviour.inner_text()
+        for split in ("should_refuse", "may_refuse", "should_not_refuse"):
+            assert split in text, text  # limit 3 keeps one prompt of each split
+        for column in ("rejection %", "should be", "verdict"):
+            assert column in text
+        size = _fits(page, misbehaviour)
+        (ARTIFACTS / "refusal-layout.json").write_text(json.dumps({"misbehaviour": size}))
+        assert size["width"] <= size["area"], size  # nothing cut off, no scrolling
+        misbehaviour.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "refusal-1-misbehaviour.png"))
+        rates = tables.last
+        size = _fits(page, rates)
+        assert size["width"] <= size["area"], size
 
-            images = page.locator(".jp-OutputArea-output img")
-            assert images.count() >= 3  # two systems' histograms and the source rates
-            outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
-            assert outputs.count("saved:") >= 3, outputs[-3000:]
-            images.first.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "refusal-2-figures.png"))
-            log = _log_console_text(page)
-        finally:
-            page.screenshot(path=str(ARTIFACTS / "refusal-final.png"), full_page=True)
-            browser.close()
+        images = page.locator(".jp-OutputArea-output img")
+        assert images.count() >= 3  # two systems' histograms and the source rates
+        outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+        assert outputs.count("saved:") >= 3, outputs[-3000:]
+        images.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "refusal-2-figures.png"))
+        log = _log_console_text(page)
     assert "Traceback" not in log, log
     assert "Traceback" not in lab_log.read_text()

@@ -5,7 +5,8 @@ widget lives in the kernel: after a restart, or in the saved notebook opened aga
 shows "Error displaying widget: model not found" where the bar was. :class:`tqdm` here is
 ``tqdm.auto.tqdm`` with one change: in a notebook, closing a bar replaces its widget's output by
 the bar's last state as one line of text (``cells: 100%|##########| 12/12 [00:41<00:00]``; an
-empty one for ``leave=False``), which a saved notebook keeps, in JupyterLab and under papermill. In a terminal it is ``tqdm.auto.tqdm`` unchanged.
+empty one for ``leave=False``), which a saved notebook keeps, in JupyterLab and under papermill.
+In a terminal it is ``tqdm.auto.tqdm`` unchanged.
 """
 
 from __future__ import annotations

@@ -136,10 +136,10 @@ class RefusalSuite:
             limit = c.limit if ref.limit is None else ref.limit
             data, dropped = data.limited(limit, c.sampling.seed)
             if dropped:
+                n = len(data.splits) + len(dropped)
                 print(
-                    f"[{c.name}] limit {limit} < {len(data.splits) + len(dropped)} splits of "
-                    f"{ref.name}: {', '.join(dropped)} left out (a limit of at least "
-                    f"{len(data.splits) + len(dropped)} keeps every split)",
+                    f"[{c.name}] limit {limit} < {n} splits of {ref.name}: "
+                    f"{', '.join(dropped)} left out (a limit of at least {n} keeps every split)",
                     file=sys.stderr,
                 )
             self.datasets.append(data)
