@@ -35,7 +35,7 @@ verify: setup
 # Fill the README's and the docs' tables of measured numbers from the runs' records
 # (docs/results/, data/reference/verify.json); a test fails while one differs.
 tables: setup
-	$(PY) -m workbench.tables.measured
+	$(PY) -m workbench tables
 
 # The documentation site (mkdocs.yml, docs/) into site/; strict: any warning fails it.
 docs: setup

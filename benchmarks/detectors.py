@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             from types import SimpleNamespace
 
             from workbench.scoring.detectors import detectors_for
-            from workbench.select.protocol import read_protocol
+            from workbench.taxonomy.select_format.protocol import read_protocol
 
             sel = next(
                 (root / n for n in ("SELECT", "select") if (root / n / "templates").is_dir()), None

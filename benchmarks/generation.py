@@ -9,7 +9,7 @@ this CPU's matmul roofline measured in the same run; fp32 against bf16; peak res
 
     python benchmarks/generation.py [--model NAME] [--max-new-tokens 48] [--batch-size 64]
         [--record]   also write docs/results/generation.json (the docs' speed table is filled
-                     from it: python -m workbench.tables.measured)
+                     from it: python -m workbench tables)
 """
 
 from __future__ import annotations

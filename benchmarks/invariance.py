@@ -9,7 +9,7 @@ first-token logits between batch 1 and batch 64, and the time of each batch-64 p
     python benchmarks/invariance.py [--record] [--skip-batch-1 bfloat16]
 
 ``--record`` writes ``docs/results/invariance.json``, from which the docs' table is filled
-(``python -m workbench.tables.measured``).
+(``python -m workbench tables``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ steered answers equal the engine's.
 
     python benchmarks/steering.py [--concept wn:09411430-n] [--max-new-tokens 48] [--no-vllm]
         [--repeats 2] [--record]   (--record writes docs/results/steering.json, the docs'
-        steering speed table: python -m workbench.tables.measured)
+        steering speed table: python -m workbench tables)
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # runs, so it lives in an environment of its own (.venv-vllm) with the workbench installed
 # beside it. On a machine with an NVIDIA GPU it is vLLM's CUDA build, in the same kind of
 # environment (its torch and transformers pins need not match the lock). The workbench reaches
-# it there (tests, benchmarks, python -m workbench.backends.serve) by running its scripts with
+# it there (tests, benchmarks, python -m workbench serve) by running its scripts with
 # that environment's python; to load "vllm:<model>" in the main environment's notebooks, install
 # it there too where the pins agree (pip install -e ".[vllm]").
 #

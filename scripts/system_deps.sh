@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages some tests and rebuilds use (Debian/Ubuntu). Installs only what is missing,
 # only when it can (root and apt-get); otherwise says what to install and carries on.
-#   wordnet-base   WordNet 3.0 database: rebuilding data/ (python -m workbench.taxonomy build)
+#   wordnet-base   WordNet 3.0 database: rebuilding data/ (python -m workbench taxonomy build)
 #   chromium       the browser test that opens JupyterLab (tests/test_browser.py)
 #   texlive-latex-recommended  pdflatex with booktabs: the test that compiles the LaTeX tables
 #                  (tests/test_tables_latex.py; without it the tables are string-checked only)

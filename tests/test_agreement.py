@@ -95,9 +95,9 @@ def test_shipped_labelled_set_is_large_varied_and_split():
 
 
 def test_agreement_command_prints_every_detector(capsys):
-    from workbench.scoring.__main__ import main
+    from workbench.cli import main
 
-    assert main(["agreement", "--split", "dev"]) == 0
+    assert main(["scoring", "agreement", "--split", "dev"]) == 0
     out = capsys.readouterr().out
     for name in ("phrase", "keyword", "unknownbench", "per style", "partial"):
         assert name in out

@@ -1,11 +1,13 @@
 """The package's shape, read from its imports (no module is imported): no file-level import
-circle, and no import from a lower layer to a higher one.
+circle, no circle between folders, and no import from a folder of a lower layer to a folder of a
+higher one.
 
 Layers follow the flow of data (taxonomy -> questions -> technique -> generations -> scores ->
 tables -> figures), with the engines every stage generates through beneath them and the
-orchestration that runs whole experiments above them. A module may import modules of its own
-layer or of lower ones. Every module must be placed: a new module is a new line in LAYERS (or
-falls under its package's prefix).
+orchestration that runs whole experiments above them. Each folder of the package (a top-level
+module counts as a folder of its own) sits in exactly one layer, and a module may import modules
+of its own folder, of folders of its own layer or of lower ones. Every folder must be placed: a
+new folder is a new line in LAYERS.
 """
 
 from __future__ import annotations
@@ -20,80 +22,50 @@ PACKAGE = ROOT / "workbench"
 
 #: Layers, lowest first.
 ORDER = (
-    "core",  # errors, paths, files, paper protocols as data
-    "engines",  # models, the generation engine, back ends, adapters
-    "taxonomy",  # concepts, questions, published data sets
-    "techniques",  # abstention techniques, steering, editors
+    "core",  # errors, paths, files, the registry type, paper protocols as data
+    "engines",  # models, the generation engine, back ends, adapters, steering vectors
+    "taxonomy",  # concepts, questions
+    "techniques",  # abstention techniques
     "scores",  # detectors, judges, metrics
     "tables",  # summaries and imported results
     "figures",  # plots
-    "runs",  # grids, suites and evaluations that run the stages above
-    "interface",  # command lines, notebooks, widgets, test helpers
+    "runs",  # grids, suites and paper workflows that run the stages above
+    "interface",  # the command line, notebooks, widgets, test helpers
 )
 
-#: Module prefix -> layer; the longest matching prefix wins.
+#: Folder (a subpackage or a top-level module of ``workbench``) -> its layer.
 LAYERS = {
-    "workbench": "core",
-    "workbench.errors": "core",
-    "workbench.paths": "core",
-    "workbench.code_reading": "core",
-    "workbench.yamlfile": "core",
-    "workbench.fieldtypes": "core",
-    "workbench.runlock": "core",
-    "workbench.progress": "core",
-    "workbench.releases": "core",
-    "workbench.releases.known": "interface",
-    "workbench.releases.__main__": "interface",
-    "workbench.select": "core",
-    "workbench.select.protocol": "core",
-    "workbench.select.prompts": "core",
-    "workbench.select.sampling": "taxonomy",
-    "workbench.select.refusal": "scores",
-    "workbench.select.results": "tables",
-    "workbench.select.compare": "tables",
-    "workbench.models": "engines",
-    "workbench.generation": "engines",
-    "workbench.backends": "engines",
-    "workbench.backends.serve": "interface",
-    "workbench.finetuning": "engines",
-    "workbench.taxonomy": "taxonomy",
-    "workbench.taxonomy.__main__": "interface",
-    "workbench.unknown": "runs",
-    "workbench.unknown.datasets": "taxonomy",
-    "workbench.unknown.names": "taxonomy",
-    "workbench.unknown.measures": "scores",
-    "workbench.unknown.__main__": "interface",
-    "workbench.editing": "runs",
-    "workbench.editing.data": "taxonomy",
-    "workbench.editing.corpus": "taxonomy",
-    "workbench.editing.editors": "techniques",
-    "workbench.editing.presets": "scores",  # settings of editors and of scoring
-    "workbench.editing.taxi": "techniques",
-    "workbench.editing.scoring": "scores",
-    "workbench.refusal": "runs",
-    "workbench.refusal.datasets": "taxonomy",
-    "workbench.refusal.scores": "scores",
-    "workbench.refusal.plots": "figures",
-    "workbench.refusal.views": "figures",
-    "workbench.techniques": "techniques",
-    "workbench.steering": "techniques",
-    # the gate's math and an abstainer as data: what an engine runs inside itself (vLLM's workers)
-    "workbench.steering.spec": "engines",
-    "workbench.steering.concept": "engines",
-    "workbench.steering.gate": "engines",
-    "workbench.steering.evaluation": "runs",
-    "workbench.scoring": "scores",
-    "workbench.scoring.__main__": "interface",
-    "workbench.tables": "tables",
-    "workbench.plots": "figures",
-    "workbench.experiments": "runs",
-    "workbench.experiments.demo": "interface",  # runs the demo notebook
-    "workbench.widgets": "interface",
-    "workbench.widgets.live": "interface",
-    "workbench.notebooks": "interface",
-    "workbench.lab_extension": "interface",
-    "workbench.__main__": "interface",
-    "workbench.testing": "interface",
+    "workbench": "interface",  # the package's __init__: the front door, imported lazily
+    "errors": "core",
+    "paths": "core",
+    "registry": "core",
+    "code_reading": "core",
+    "yamlfile": "core",
+    "fieldtypes": "core",
+    "runlock": "core",
+    "progress": "core",
+    "releases": "core",
+    "select": "taxonomy",  # SELECT's prompts and its sampling of questions from a benchmark
+    "models": "engines",
+    "generation": "engines",
+    "backends": "engines",
+    "finetuning": "engines",
+    "steering": "engines",
+    "taxonomy": "taxonomy",
+    "techniques": "techniques",
+    "scoring": "scores",
+    "tables": "tables",
+    "plots": "figures",
+    "experiments": "runs",
+    "refusal": "runs",  # seed 001's suite: its data sets, scores, views and runs
+    "unknown": "runs",  # UnknownBench: its data sets, measures and runs
+    "editing": "runs",  # taxi: its data, editors, scores and evaluation
+    "cli": "interface",
+    "notebooks": "interface",
+    "widgets": "interface",
+    "lab_extension": "interface",
+    "testing": "interface",
+    "__main__": "interface",
 }
 
 
@@ -146,11 +118,34 @@ def import_graph() -> dict[str, set[str]]:
     return {m: imports_of(m, p, modules) for m, p in modules.items()}
 
 
+def folder_of(module: str) -> str:
+    """``workbench.x.y`` -> ``x``; the package itself -> ``workbench``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
 def layer_of(module: str) -> str | None:
-    best = max(
-        (p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None
-    )
-    return LAYERS[best] if best else None
+    return LAYERS.get(folder_of(module))
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Folder -> the other folders its modules import."""
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        here = folder_of(m)
+        out.setdefault(here, set()).update(folder_of(t) for t in targets if folder_of(t) != here)
+    return out
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a module to a module of a folder in a higher layer."""
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return [
+        f"{m} ({folder_of(m)}: {layer_of(m)}) imports {t} ({folder_of(t)}: {layer_of(t)})"
+        for m, targets in sorted(graph.items())
+        for t in sorted(targets)
+        if rank[layer_of(t)] > rank[layer_of(m)]
+    ]
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -188,9 +183,11 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return comps
 
 
-def test_every_module_has_a_layer():
-    missing = [m for m in module_files() if layer_of(m) is None]
-    assert not missing, f"modules with no layer in LAYERS: {missing}"
+def test_every_folder_has_a_layer():
+    missing = sorted({folder_of(m) for m in module_files() if layer_of(m) is None})
+    assert not missing, f"folders with no layer in LAYERS: {missing}"
+    stale = sorted(set(LAYERS) - {folder_of(m) for m in module_files()})
+    assert not stale, f"LAYERS names folders that do not exist: {stale}"
 
 
 def test_no_import_circle():
@@ -198,15 +195,25 @@ def test_no_import_circle():
     assert not cycles, "import circles between files: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
+def test_no_circle_between_folders():
+    cycles = find_cycles(folder_graph(import_graph()))
+    assert not cycles, "folders importing each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
 def test_lower_layers_never_import_higher_ones():
-    rank = {name: i for i, name in enumerate(ORDER)}
-    bad = [
-        f"{m} ({layer_of(m)}) imports {t} ({layer_of(t)})"
-        for m, targets in sorted(import_graph().items())
-        for t in sorted(targets)
-        if rank[layer_of(t)] > rank[layer_of(m)]
-    ]
+    bad = upward_imports(import_graph())
     assert not bad, "imports from a lower layer to a higher one:\n" + "\n".join(bad)
+
+
+def test_a_planted_upward_import_is_found(tmp_path):
+    """The check reads the real package: one planted import from a low folder (errors) to a
+    high one (cli) is reported, and only that one."""
+    graph = import_graph()
+    graph["workbench.errors"] = graph["workbench.errors"] | {"workbench.cli"}
+    assert upward_imports(graph) == [
+        "workbench.errors (errors: core) imports workbench.cli (cli: interface)"
+    ]
+    assert find_cycles(folder_graph(graph))  # errors -> cli -> errors
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ def test_every_root_has_concepts_at_several_levels(bench):
 
 def test_stats_command_prints_json():
     r = subprocess.run(
-        [sys.executable, "-m", "workbench.taxonomy", "stats", "--json"],
+        [sys.executable, "-m", "workbench", "taxonomy", "stats", "--json"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -87,5 +87,5 @@ def test_rebuild_is_deterministic_and_matches_the_shipped_data(tmp_path, bench, 
     mb = json.loads((b / "manifest.json").read_text())
     assert ma["content_hash"] == mb["content_hash"]
     assert ma["content_hash"] == bench.manifest["content_hash"], (
-        "data/ is stale: rebuild it with python -m workbench.taxonomy build"
+        "data/ is stale: rebuild it with python -m workbench taxonomy build"
     )

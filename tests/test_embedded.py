@@ -36,9 +36,9 @@ def test_later_loads_read_the_cache_not_the_gguf(monkeypatch, embedded):
 
     from workbench.backends import load_model
     from workbench.models.loading import embedded_cache_dir
-    from workbench.models.registry import REGISTRY
+    from workbench.models.registry import MODELS
 
-    assert (embedded_cache_dir(REGISTRY["smollm2-135m-instruct"]) / "workbench.json").is_file()
+    assert (embedded_cache_dir(MODELS["smollm2-135m-instruct"]) / "workbench.json").is_file()
     real = transformers.AutoModelForCausalLM.from_pretrained.__func__
 
     def guarded(cls, *args, **kwargs):

@@ -271,7 +271,7 @@ def select():
         technique_table,
         universality,
     )
-    from workbench.select.compare import side_by_side, technique_summary
+    from workbench.tables.select_compare import side_by_side, technique_summary
 
     rows = select_rows()
     atoms = rows[rows["target_kind"] == "atomic"]

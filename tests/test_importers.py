@@ -171,17 +171,20 @@ def test_select_without_train_file_uses_extra_queries(tmp_path):
 
 
 def test_import_select_command_writes_a_benchmark_directory(tmp_path):
-    from workbench.taxonomy.__main__ import main
+    from workbench.cli import main
 
     root = write_release(tmp_path / "clone")
-    assert main(["import-select", str(root), "--out", str(tmp_path / "bench")]) == 0
+    assert main(["taxonomy", "import-select", str(root), "--out", str(tmp_path / "bench")]) == 0
     bench = load_benchmark(tmp_path / "bench")
     assert len(bench.atomic) == 17 and len(bench.compositions) == 12
     assert bench.manifest["files"]["examples"]["path"] == "examples.jsonl"
     assert bench.examples.keys() == import_select(root).examples.keys()
     assert bench.answers == import_select(root).answers
     assert bench.content_hash() == bench.manifest["content_hash"]
-    assert main(["import-select", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(["taxonomy", "import-select", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")])
+        == 2
+    )
 
 
 def test_select_malformed_files_are_named(tmp_path):

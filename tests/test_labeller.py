@@ -350,13 +350,24 @@ def test_a_labels_file_is_a_labelled_set(lab, tmp_path):
 
 
 def test_agreement_command_reads_files_per_source_and_family(lab, tmp_path, capsys):
-    from workbench.scoring.__main__ import main
+    from workbench.cli import main
 
     lab.keys.value = "crpc"
     other = _other_model_file(tmp_path / "other.jsonl")
     csv = tmp_path / "agreement.csv"
     assert (
-        main(["agreement", "--labels", str(lab.path), "--labels", str(other), "--csv", str(csv)])
+        main(
+            [
+                "scoring",
+                "agreement",
+                "--labels",
+                str(lab.path),
+                "--labels",
+                str(other),
+                "--csv",
+                str(csv),
+            ]
+        )
         == 0
     )
     out = capsys.readouterr().out
@@ -375,13 +386,13 @@ def test_agreement_command_reads_files_per_source_and_family(lab, tmp_path, caps
     assert set(table["by"]) == {"all", "source", "family", "style"}
     family = table[(table["by"] == "family") & (table["detector"] == "phrase")].set_index("group")
     assert family.loc["llama", "n"] == 2 and family.loc["smollm", "n"] == 4
-    assert main(["agreement", "--labels", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["scoring", "agreement", "--labels", str(tmp_path / "missing.jsonl")]) == 2
 
 
 def test_agreement_command_keeps_the_shipped_set_default(capsys):
-    from workbench.scoring.__main__ import main
+    from workbench.cli import main
 
-    assert main(["agreement"]) == 0
+    assert main(["scoring", "agreement"]) == 0
     out = capsys.readouterr().out
     assert "split=test" in out and "embedded" in out and "written" in out and "smollm" in out
 
@@ -470,7 +481,7 @@ def test_refusal_suite_rows_split_by_dataset_split(tmp_path):
 def test_the_labels_as_they_stand_are_kept_beside_the_log(lab, tmp_path, capsys):
     """The log gets a line per change; the current-labels CSV one row per labelled answer, the
     last label of each, withdrawn ones left out: what pandas users expect to load."""
-    from workbench.scoring.__main__ import main
+    from workbench.cli import main
     from workbench.scoring.labels import current_labels_path
 
     lab.keys.value = "crp"  # question 1: three labels
@@ -493,10 +504,10 @@ def test_the_labels_as_they_stand_are_kept_beside_the_log(lab, tmp_path, capsys)
     assert by_csv.sort_index().equals(by_log)
     # a log written by anything else: the command writes its table, and says what it dropped
     out = tmp_path / "export.csv"
-    assert main(["labels", str(lab.path), "--out", str(out)]) == 0
+    assert main(["scoring", "labels", str(lab.path), "--out", str(out)]) == 0
     assert "2 labels as they stand" in capsys.readouterr().out
     assert pd.read_csv(out).equals(current)
-    assert main(["labels", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["scoring", "labels", str(tmp_path / "missing.jsonl")]) == 2
     assert "no labels file" in capsys.readouterr().err
 
 

@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
+from workbench.cli import demo
 from workbench.errors import WorkbenchError
-from workbench.experiments import demo
 from workbench.tables import measured
 
 

@@ -7,7 +7,7 @@ from workbench.backends import load_model
 from workbench.errors import ChatTemplateError, ModelLoadError
 from workbench.models import render_chat, supports_system_prompt
 from workbench.models.loading import resolve_dtype
-from workbench.models.registry import REGISTRY, ModelSpec
+from workbench.models.registry import MODELS, ModelSpec
 from workbench.testing import NO_SYSTEM_TEMPLATE, save_tiny, tiny_lm, tiny_tokenizer
 
 
@@ -41,8 +41,10 @@ def test_missing_package_gives_the_install_command(monkeypatch):
         gguf_file="ghost.gguf",
         description="",
     )
-    monkeypatch.setitem(REGISTRY, "ghost", spec)
-    with pytest.raises(ModelLoadError, match="pip install --no-deps ghost-pkg==1.0"):
+    with (
+        MODELS.override("ghost", spec),
+        pytest.raises(ModelLoadError, match="pip install --no-deps ghost-pkg==1.0"),
+    ):
         load_model("ghost")
 
 

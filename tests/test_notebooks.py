@@ -276,7 +276,7 @@ def test_the_quickstart_ends_pointing_to_what_next():
     commands the command line has."""
     import re
 
-    from workbench.__main__ import main
+    from workbench.cli import main
     from workbench.notebooks import load_notebook
 
     last = load_notebook("00_quickstart").cells[-1]

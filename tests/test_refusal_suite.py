@@ -19,7 +19,7 @@ import pytest
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.paths import repo_root
 from workbench.refusal import (
-    REGISTRY,
+    DATASETS,
     SAMPLING_PRESETS,
     SEED_PROTOCOL,
     DatasetError,
@@ -268,7 +268,7 @@ def test_missing_dataset_says_where_to_download_it(tmp_path):
 
 
 def test_every_registered_dataset_has_an_expected_behaviour_and_a_source():
-    for spec in REGISTRY.values():
+    for spec in DATASETS.values():
         assert spec.source and spec.pattern
         assert (
             spec.expected in ("should_refuse", "may_refuse", "should_not_refuse")
@@ -590,7 +590,7 @@ def slow(frame, path):  # each chunk takes a while, so the kill lands mid-run
     time.sleep(0.4)
 
 suite._write_atomic = slow
-from workbench.__main__ import main
+from workbench.cli import main
 sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 """
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from taxi_release import published_size_rows, taxi_rows, write_taxi_release
+from workbench.cli.releases import RELEASE_MODULES, register_all
 from workbench.editing import load_taxi
 from workbench.errors import WorkbenchError
 from workbench.releases import (
@@ -15,17 +16,25 @@ from workbench.releases import (
     ReleaseManifest,
     check_release,
     compare,
+    published,
 )
-from workbench.releases.known import PUBLISHED
+
+register_all()
+
+
+def test_the_command_line_knows_every_registered_kind():
+    """The kinds ``releases check`` offers (without importing the loaders) are the registered
+    ones."""
+    assert sorted(RELEASE_MODULES) == sorted(register_all())
 
 
 def test_published_manifests_hold_the_counts_of_the_releases():
-    ub = PUBLISHED["unknownbench"]
+    ub = published("unknownbench")
     assert ub.total() == 13319 and len(ub.files) == 6
-    taxi = PUBLISHED["taxi"].files["edits-evaluation.json"]
+    taxi = published("taxi").files["edits-evaluation.json"]
     assert taxi["items"] == 5560 and taxi["parts"]["edits"] == 976
     assert sum(v for k, v in taxi["parts"].items() if k.endswith(" queries")) == 5560
-    sel = PUBLISHED["select"].files
+    sel = published("select").files
     assert sel["atoms/data.json"] == {
         "items": 394,
         "parts": {"queries": 394 * 30, "extra_queries": 394 * 20},
@@ -34,12 +43,12 @@ def test_published_manifests_hold_the_counts_of_the_releases():
         "queries": 156 * 20,
         "extra_queries": 156 * 10,
     }
-    assert PUBLISHED["select"].total() is None  # each file counts the same concepts
-    assert PUBLISHED["select-results"].total() == 144
+    assert published("select").total() is None  # each file counts the same concepts
+    assert published("select-results").total() == 144
 
 
 def test_select_results_expected_from_the_published_config_are_the_144_files(tmp_path):
-    from workbench.select.results import expected_files
+    from workbench.tables.select_results import expected_files
 
     models = {
         "Gemma-2-IT-2B": "google/gemma-2-2b-it",
@@ -69,14 +78,14 @@ def test_select_results_expected_from_the_published_config_are_the_144_files(tmp
     files, _ = expected_files(tmp_path)
     by_folder = pd.Series([f.relpath.split("/")[1] for f in files]).value_counts().to_dict()
     assert by_folder == {
-        k.split("/")[1]: v["items"] for k, v in PUBLISHED["select-results"].files.items()
+        k.split("/")[1]: v["items"] for k, v in published("select-results").files.items()
     }
 
 
 def test_the_published_select_release_checks_concepts_files_and_questions():
     counts = {
         rel: Found(f["items"], dict(f.get("parts") or {}))
-        for rel, f in PUBLISHED["select"].files.items()
+        for rel, f in published("select").files.items()
     }
     counts["atoms/data.train.json"] = Found(394)  # its size is not in the manifest: not compared
     assert check_release("select", "/x", counts) == "whole"
@@ -151,11 +160,14 @@ def test_a_release_manifest_must_be_of_its_kind(tmp_path):
 
 
 def test_release_cli_checks_and_describes(tmp_path, capsys):
-    from workbench.releases.known import main
+    from workbench.cli import main
 
     write_taxi_release(tmp_path / "datasets", describe=False)
-    assert main(["check", "taxi", str(tmp_path)]) == 1
+    assert main(["releases", "check", "taxi", str(tmp_path)]) == 2
     assert "incomplete against the published release" in capsys.readouterr().err
-    assert main(["describe", "taxi", str(tmp_path)]) == 0
-    assert main(["check", "taxi", str(tmp_path / "datasets" / "edits-evaluation.json")]) == 0
+    assert main(["releases", "describe", "taxi", str(tmp_path)]) == 0
+    assert (
+        main(["releases", "check", "taxi", str(tmp_path / "datasets" / "edits-evaluation.json")])
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[-1].startswith("whole (as ")

@@ -33,7 +33,7 @@ def test_a_complete_release_imports_without_fallbacks(tmp_path):
 
 
 def test_a_missing_atoms_train_file_warns_names_the_fallback_and_is_recorded(tmp_path, capsys):
-    from workbench.taxonomy.__main__ import main
+    from workbench.cli import main
 
     root = write_release(tmp_path / "clone", drop=("atoms/data.train.json",))
     # a file of the release missing: an error in one line naming it and how to allow it
@@ -57,16 +57,26 @@ def test_a_missing_atoms_train_file_warns_names_the_fallback_and_is_recorded(tmp
     assert any(a.concept_id in bench.compositions for a in bench.answers.values())
     assert [f.split(" ")[0] for f in bench.manifest["fallbacks"]] == ["atoms/data.train.json"]
     # the command prints it, and the written manifest keeps it for later runs
-    assert main(["import-select", str(root), "--out", str(tmp_path / "bench")]) == 2
+    assert main(["taxonomy", "import-select", str(root), "--out", str(tmp_path / "bench")]) == 2
     assert "error: select at" in capsys.readouterr().err
     assert (
-        main(["import-select", str(root), "--out", str(tmp_path / "bench"), "--allow-partial"]) == 0
+        main(
+            [
+                "taxonomy",
+                "import-select",
+                str(root),
+                "--out",
+                str(tmp_path / "bench"),
+                "--allow-partial",
+            ]
+        )
+        == 0
     )
     captured = capsys.readouterr()
     assert "warning: atoms/data.train.json is missing" in captured.err
     assert "release: partial: missing atoms/data.train.json" in captured.out
     assert load_benchmark(tmp_path / "bench").manifest["fallbacks"] == bench.manifest["fallbacks"]
-    assert main(["stats", "--data", str(tmp_path / "bench")]) == 0
+    assert main(["taxonomy", "stats", "--data", str(tmp_path / "bench")]) == 0
     assert "fallback: atoms/data.train.json is missing" in capsys.readouterr().out
 
 
@@ -175,7 +185,7 @@ def test_a_hash_mismatch_in_an_imported_directory_suggests_reimporting(tmp_path)
     with pytest.raises(
         WorkbenchError,
         match=r"does not match the manifest's hash .* re-import it with: "
-        r"python -m workbench\.taxonomy import-select "
+        r"python -m workbench taxonomy import-select "
         f"{release} --out {out}$",
     ) as e:
         load_benchmark(out)

@@ -10,15 +10,15 @@ import pytest
 from select_protocol_fixture import CONTRACTIONS, KEYWORDS, TEMPLATES, write_protocol_files
 from select_release import write_release
 from workbench.errors import WorkbenchError
-from workbench.select.protocol import (
+from workbench.taxonomy import load_benchmark, save_benchmark
+from workbench.taxonomy.select_format import import_select
+from workbench.taxonomy.select_format.protocol import (
     ProtocolError,
     SelectProtocol,
     load_protocol,
     read_protocol,
     write_protocol,
 )
-from workbench.taxonomy import load_benchmark, save_benchmark
-from workbench.taxonomy.select_format import import_select
 
 
 @pytest.fixture

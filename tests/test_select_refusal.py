@@ -16,8 +16,8 @@ from workbench.scoring.detectors import (
     detector_decisions,
     detectors_for,
 )
-from workbench.select.protocol import read_protocol
-from workbench.select.refusal import SelectRefusalRule, response_text
+from workbench.scoring.select_refusal import SelectRefusalRule, response_text
+from workbench.taxonomy.select_format.protocol import read_protocol
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_check_detector_needs_the_protocol(protocol):
     with pytest.raises(
         ConfigError,
         match=r"refused_select_heuristic' needs SELECT's refusal keywords: "
-        r"import the release with `python -m workbench.taxonomy import-select",
+        r"import the release with `python -m workbench taxonomy import-select",
     ) as e:
         check_detector("refused_select_heuristic", bench=without)
     assert "\n" not in str(e.value)

@@ -162,35 +162,39 @@ def test_a_failing_cell_is_recorded_and_the_grid_goes_on(
                 raise RuntimeError("out of memory, say")
             return super().build(lm, bench, data, directory, seed=seed, progress=progress)
 
-    monkeypatch.setitem(TECHNIQUES, "broken", Broken)
-    cfg = grid("f", release_dir, techniques=["broken", "zero_shot"])
-    runner = Runner(cfg, root=tmp_path, progress=False)
-    with pytest.raises(
-        CellFailures,
-        match=r"1 of 4 cells failed .*broken / yago:River \(seed 0\): "
-        "RuntimeError: out of memory, say",
-    ):
-        runner.run()
-    done = runner.results()
-    assert len(done.groupby(["technique", "target"])) == 3
-    errors = [
-        json.loads(line) for line in (tmp_path / "f" / "errors.jsonl").read_text().splitlines()
-    ]
-    assert [(e["technique"], e["target"], e["error"]) for e in errors] == [
-        ("broken", "yago:River", "RuntimeError")
-    ]
-    assert "Traceback" in errors[0]["traceback"]
-    monkeypatch.setitem(TECHNIQUES, "broken", Base)  # fixed: a rerun does only the failed cell
-    calls = []
-    original = Runner.run_cell
-    monkeypatch.setattr(
-        Runner, "run_cell", lambda self, lm, cell: calls.append(cell) or original(self, lm, cell)
-    )
-    assert (
-        len(Runner(cfg, root=tmp_path, progress=False).run().groupby(["technique", "target"])) == 4
-    )
-    assert [(c.technique, c.target) for c in calls] == [("broken", "yago:River")]
-    assert not (tmp_path / "f" / "errors.jsonl").exists()
+    with TECHNIQUES.override("broken", Broken):
+        cfg = grid("f", release_dir, techniques=["broken", "zero_shot"])
+        runner = Runner(cfg, root=tmp_path, progress=False)
+        with pytest.raises(
+            CellFailures,
+            match=r"1 of 4 cells failed .*broken / yago:River \(seed 0\): "
+            "RuntimeError: out of memory, say",
+        ):
+            runner.run()
+        done = runner.results()
+        assert len(done.groupby(["technique", "target"])) == 3
+        errors = [
+            json.loads(line) for line in (tmp_path / "f" / "errors.jsonl").read_text().splitlines()
+        ]
+        assert [(e["technique"], e["target"], e["error"]) for e in errors] == [
+            ("broken", "yago:River", "RuntimeError")
+        ]
+        assert "Traceback" in errors[0]["traceback"]
+    # fixed: a rerun does only the failed cell
+    with TECHNIQUES.override("broken", Base):
+        calls = []
+        original = Runner.run_cell
+        monkeypatch.setattr(
+            Runner,
+            "run_cell",
+            lambda self, lm, cell: calls.append(cell) or original(self, lm, cell),
+        )
+        assert (
+            len(Runner(cfg, root=tmp_path, progress=False).run().groupby(["technique", "target"]))
+            == 4
+        )
+        assert [(c.technique, c.target) for c in calls] == [("broken", "yago:River")]
+        assert not (tmp_path / "f" / "errors.jsonl").exists()
 
 
 def test_cell_hash_covers_benchmark_content_without_a_manifest(tmp_path, release_dir):

@@ -16,7 +16,7 @@ from select_results_fixture import (
     write_results_release,
 )
 from workbench.scoring.metrics import select_table, select_wide, technique_table
-from workbench.select import results as sr
+from workbench.tables import select_results as sr
 from workbench.taxonomy import import_select, save_benchmark
 
 T975_DF1 = 12.706204736174707  # Student-t 97.5% quantile, one degree of freedom
@@ -328,7 +328,7 @@ def test_read_results_names_what_is_wrong(tmp_path):
 
 
 def test_cli_imports_and_prints_selects_table(release, tmp_path, capsys):
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     fx, bench = release
     save_benchmark(bench, tmp_path / "bench")

@@ -17,7 +17,6 @@ from select_release import write_release
 from workbench.errors import ConfigError
 from workbench.finetuning import lora_target_modules
 from workbench.generation import GenerationConfig
-from workbench.select.protocol import SelectProtocol
 from workbench.steering import (
     Condition,
     collect_activations,
@@ -28,6 +27,7 @@ from workbench.steering import (
 from workbench.steering.concept import ConceptVectors
 from workbench.taxonomy.questions import ReferenceAnswer
 from workbench.taxonomy.select_format import import_select
+from workbench.taxonomy.select_format.protocol import SelectProtocol
 from workbench.techniques import ArtifactStore, get_technique
 from workbench.techniques.data import (
     select_contrast_data,
@@ -251,7 +251,7 @@ def test_a_missing_protocol_is_a_one_line_config_error_before_any_model_loads(
         )
     msg = str(err.value)
     assert "\n" not in msg and "needs SELECT's protocol text" in msg
-    assert "python -m workbench.taxonomy import-select" in msg and "data_dir=DIR" in msg
+    assert "python -m workbench taxonomy import-select" in msg and "data_dir=DIR" in msg
 
 
 def test_new_parameters_leave_old_artifact_hashes_alone():

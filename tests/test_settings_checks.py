@@ -95,7 +95,7 @@ def test_values_of_the_right_type_pass(value, annotation):
 
 
 def test_grid_do_sample_as_text_is_an_error_not_sampling(tmp_path, capsys):
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     cfg = tmp_path / "grid.yaml"
     cfg.write_text('name: typed\ntechniques: [base]\ndo_sample: "no"\n')
@@ -205,7 +205,7 @@ def test_the_shipped_configs_and_presets_still_pass():
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "{}\n"])
 def test_an_empty_grid_file_is_an_error_not_the_default_grid(tmp_path, capsys, text):
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     cfg = tmp_path / "empty.yaml"
     cfg.write_text(text)
@@ -246,7 +246,7 @@ def no_kernel(monkeypatch, tmp_path):
 def test_notebook_parameters_naming_models_concepts_and_detectors_are_checked_first(
     capsys, no_kernel, notebook, parameter, message
 ):
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
     assert line.startswith(f"error: notebook {notebook}: ") and message in line
@@ -377,7 +377,7 @@ def release(tmp_path_factory):
 
 
 def import_results(release, runs: Path, *extra: str, run: str = "sel") -> int:
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     clone, bench = release
     args = ["import-select-results", str(clone), "--benchmark", str(bench), "--run", run]
@@ -418,7 +418,7 @@ def test_a_benchmark_without_the_releases_targets_is_an_error_not_a_table(
     assert (
         line.startswith("error: the benchmark ") and "holds none of the release's targets" in line
     )
-    assert "python -m workbench.taxonomy import-select" in line
+    assert "python -m workbench taxonomy import-select" in line
     assert not (tmp_path / "runs").exists()
 
 
@@ -433,13 +433,13 @@ def test_two_imports_of_one_run_the_second_says_who_holds_it(release, tmp_path, 
 
     script = (
         "import sys, time\n"
-        "import workbench.select.results as sr\n"
+        "import workbench.tables.select_results as sr\n"
         "real = sr.import_file\n"
         "def slow(task):\n"
         "    time.sleep(0.5)\n"
         "    return real(task)\n"
         "sr.import_file = slow\n"
-        "from workbench.__main__ import main\n"
+        "from workbench.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     clone, bench = release
@@ -501,7 +501,7 @@ NOT_A_FOLDER = "a-file is a file, not a folder"
 
 def test_grid_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
     import workbench.backends
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     monkeypatch.setattr(
         workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
@@ -515,7 +515,7 @@ def test_grid_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypa
 
 def test_refusal_eval_into_an_unwritable_folder(tmp_path, capsys, under_a_file, monkeypatch):
     import workbench.backends
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     monkeypatch.setattr(
         workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
@@ -529,18 +529,20 @@ def test_refusal_eval_into_an_unwritable_folder(tmp_path, capsys, under_a_file, 
 
 
 def test_agreement_csv_into_an_unwritable_folder(capsys, under_a_file):
-    from workbench.scoring.__main__ import main
+    from workbench.cli import main
 
-    line = one_error_line(capsys, main(["agreement", "--csv", str(under_a_file / "a.csv")]))
+    line = one_error_line(
+        capsys, main(["scoring", "agreement", "--csv", str(under_a_file / "a.csv")])
+    )
     assert line.startswith(f"error: cannot write to the folder of the --csv file {under_a_file}")
     assert line.endswith(NOT_A_FOLDER)
 
 
 def test_taxonomy_import_select_into_an_unwritable_folder(capsys, release, under_a_file):
-    from workbench.taxonomy.__main__ import main
+    from workbench.cli import main
 
     clone, _ = release
-    status = main(["import-select", str(clone), "--out", str(under_a_file / "bench")])
+    status = main(["taxonomy", "import-select", str(clone), "--out", str(under_a_file / "bench")])
     line = one_error_line(capsys, status)
     assert line.startswith("error: cannot write to the benchmark folder --out ")
     assert line.endswith(NOT_A_FOLDER)
@@ -553,7 +555,7 @@ def test_import_select_results_into_an_unwritable_folder(capsys, release, under_
 
 
 def test_a_notebook_into_an_unwritable_runs_folder(capsys, no_kernel, under_a_file, monkeypatch):
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     monkeypatch.setenv("WORKBENCH_RUNS", str(under_a_file))
     line = one_error_line(capsys, main(["run", "00_quickstart"]))
@@ -563,14 +565,16 @@ def test_a_notebook_into_an_unwritable_runs_folder(capsys, no_kernel, under_a_fi
 
 def test_unknownbench_build_into_an_unwritable_folder(capsys, under_a_file, monkeypatch):
     import workbench.unknown.datasets
-    from workbench.unknown.__main__ import main
+    from workbench.cli import main
 
     monkeypatch.setattr(
         workbench.unknown.datasets,
         "build_unknown_dataset",
         lambda **k: pytest.fail("the build started"),
     )
-    line = one_error_line(capsys, main(["build", "--out", str(under_a_file / "unknown")]))
+    line = one_error_line(
+        capsys, main(["unknown", "build", "--out", str(under_a_file / "unknown")])
+    )
     assert line.startswith("error: cannot write to the dataset folder --out ")
     assert line.endswith(NOT_A_FOLDER)
 
@@ -628,7 +632,7 @@ def slow(frame, path):  # each chunk takes a while, so the interrupt lands mid-r
     time.sleep(0.4)
 
 suite._write_atomic = slow
-from workbench.__main__ import main
+from workbench.cli import main
 sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 """
 
@@ -793,7 +797,7 @@ def test_a_grid_stops_at_the_first_endpoint_that_is_down(tmp_path, capsys, monke
     import json
     import time
 
-    from workbench.__main__ import main
+    from workbench.cli import main
 
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     url = _dead_endpoint()

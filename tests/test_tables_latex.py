@@ -83,7 +83,7 @@ def _summaries():
     from workbench.editing.evaluate import edit_metrics
     from workbench.experiments.report import summary_table
     from workbench.scoring.metrics import select_table, technique_table
-    from workbench.select.compare import side_by_side, technique_summary
+    from workbench.tables.select_compare import side_by_side, technique_summary
     from workbench.unknown import summarize_unknown
 
     rows = _select_rows()

@@ -18,7 +18,7 @@ from workbench.editing import (
 )
 from workbench.editing.corpus import context_templates, sample_texts
 from workbench.editing.presets import (
-    PRESETS,
+    EDITING_PRESETS,
     TAXI_DEPTH,
     WORKBENCH_IKE,
     check_against_clone,
@@ -247,7 +247,7 @@ def test_the_readme_table_matches_the_preset():
     readme = (repo_root() / "docs" / "taxi.md").read_text()
     assert "taxi's protocol, setting by setting" in readme
     table = readme.split("taxi's protocol, setting by setting", 1)[1]
-    taxi = PRESETS["taxi"]
+    taxi = EDITING_PRESETS["taxi"]
     for key in ("normalization", "slots", "subjects"):
         assert f"`{key}={taxi[key]}`" in table, key
     for editor in ("ft", "rome"):

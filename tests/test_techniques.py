@@ -90,7 +90,7 @@ def test_a_new_technique_is_one_class_and_one_registration(bench, store):
         ab = get_technique("echo", word="nope").prepare(tiny_lm(), bench, "river", store=store)
         assert ab.generate(Q) == ["nope", "nope"]
     finally:
-        TECHNIQUES.pop("echo")
+        TECHNIQUES.unregister("echo")
 
 
 def test_training_data_never_contains_evaluation_questions(bench):

@@ -124,7 +124,7 @@ def test_rebuild_is_deterministic_and_fake_names_absent_from_wordnet(tmp_path, w
 
     shipped = json.loads((repo_root() / "data" / "unknown" / "manifest.json").read_text())
     assert ma["content_hash"] == shipped["content_hash"], (
-        "data/unknown is stale: python -m workbench.unknown build"
+        "data/unknown is stale: python -m workbench unknown build"
     )
     vocab = WordNet().vocabulary()
     fakes = [i.prompt for i in load_unknownbench(a).select("NEC", "unanswerable")]
@@ -399,23 +399,22 @@ def test_a_malformed_gold_answer_is_an_error_naming_file_and_line(tmp_path):
 
 def test_a_newer_release_is_an_error_saying_how_to_allow_it(tmp_path, capsys):
     from unknown_release import write_unknownbench_release
-    from workbench.releases import ReleaseError
-    from workbench.releases.known import PUBLISHED
-    from workbench.releases.known import main as releases_main
+    from workbench.cli import main as releases_main
+    from workbench.releases import ReleaseError, published
 
-    counts = {rel: f["items"] for rel, f in PUBLISHED["unknownbench"].files.items()}
+    counts = {rel: f["items"] for rel, f in published("unknownbench").files.items()}
     root = write_unknownbench_release(tmp_path / "ub", {**counts, "NEC/NEC_answerable.json": 2100})
     with pytest.raises(
         ReleaseError,
         match=r"differs from the published release .*NEC/NEC_answerable\.json "
         r"has 2,100 where the manifest lists 2,072 items; if this is a "
-        r"newer release, describe it with `python -m workbench\.releases "
+        r"newer release, describe it with `python -m workbench releases "
         r"describe unknownbench ",
     ):
         load_unknownbench(root)
-    assert releases_main(["check", "unknownbench", str(root)]) == 1
+    assert releases_main(["releases", "check", "unknownbench", str(root)]) == 2
     assert "differs from the published release" in capsys.readouterr().err
-    assert releases_main(["describe", "unknownbench", str(root)]) == 0
+    assert releases_main(["releases", "describe", "unknownbench", str(root)]) == 0
     ds = load_unknownbench(root)
     assert (
         len(ds.items) == 13347

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.releases import PUBLISHED
+import workbench.unknown.datasets  # noqa: F401  (registers unknownbench)
+from workbench.releases import published
 
 
 def _row(task: str, partition: str, i: int) -> dict:
@@ -26,7 +27,7 @@ def _row(task: str, partition: str, i: int) -> dict:
 def write_unknownbench_release(root: Path, counts: dict[str, int] | None = None) -> Path:
     """Write the release under ``root`` (``counts``: items per release-relative file, by
     default the published ones) and return ``root``."""
-    counts = counts or {rel: f["items"] for rel, f in PUBLISHED["unknownbench"].files.items()}
+    counts = counts or {rel: f["items"] for rel, f in published("unknownbench").files.items()}
     for rel, n in counts.items():
         task, name = rel.split("/")
         partition = "unanswerable" if "unanswerable" in name else "answerable"

@@ -258,7 +258,7 @@ def _check_concepts(
             except WorkbenchError as e:
                 raise ConfigError(
                     f"notebook {name}: parameter {key!r}: {e} (find ids: python -m "
-                    "workbench.taxonomy find TEXT)"
+                    "workbench taxonomy find TEXT)"
                 ) from None
 
 

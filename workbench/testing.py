@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from workbench.backends.hf import HFModel
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -537,8 +542,8 @@ def register_test_techniques() -> None:
         name = "sleepy"
         Params = SleepyParams
 
-        def build(self, lm, bench, data, directory, *, seed, progress):
-            time.sleep(self.params.seconds)
+        def build(self, lm: Backend, bench: Benchmark, data, directory, *, seed, progress):
+            time.sleep(cast(SleepyParams, self.params).seconds)
             return BaseAbstainer(lm, data.target)
 
 

@@ -16,14 +16,14 @@
 # with `export_figures=True`).
 #
 # `data_dir` picks the benchmark (empty: the shipped WordNet one; or a directory written by
-# `python -m workbench.taxonomy import-select`), `preset` the technique protocol (`workbench`
+# `python -m workbench taxonomy import-select`), `preset` the technique protocol (`workbench`
 # or `select`), `technique_params` overrides per technique (`{"steering": {"strength": 0.8}}`).
 
 # %% tags=["parameters"]
 run_name = "demo"  # results go to runs/<run_name>/
 models = ["smollm2-135m-instruct"]  # registered names, local paths or hub ids
 techniques = ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"]  # base: the unmodified model
-targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]  # river, scientist, movie (find ids: python -m workbench.taxonomy find TEXT)
+targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]  # river, scientist, movie (find ids: python -m workbench taxonomy find TEXT)
 data_dir = ""  # benchmark directory; empty: the shipped WordNet one (or one written by import-select)
 preset = "workbench"  # protocol: workbench defaults, or select (SELECT's code, setting by setting)
 seeds = None  # None: the preset's (select: SELECT's five run seeds)
@@ -62,7 +62,7 @@ from workbench.plots.select import (
     plot_technique_metrics,
     plot_universality,
 )
-from workbench.select.compare import side_by_side, technique_summary, wide
+from workbench.tables.select_compare import side_by_side, technique_summary, wide
 from workbench.scoring.metrics import (
     by_level,
     generalization_errors,

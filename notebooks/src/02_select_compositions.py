@@ -58,7 +58,7 @@ from workbench.plots.select import (
     plot_technique_metrics,
 )
 from workbench.scoring.metrics import by_level, technique_table
-from workbench.select.compare import technique_summary
+from workbench.tables.select_compare import technique_summary
 
 run = notebook_run(run_name, preset, models=models, techniques=techniques, targets=targets,
                    seeds=seeds, n_target=n_target, n_descendant=n_descendant,

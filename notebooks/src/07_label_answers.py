@@ -16,7 +16,7 @@
 # Each label is saved at once to a labels file (JSON Lines), so nothing is lost if the kernel
 # dies; running the notebook again restores them. Under the answers, every detector's agreement
 # with your labels (and the judge's, when the rows carry `refused_judge`) updates as you go.
-# The same file feeds `python -m workbench.scoring agreement --labels FILE`.
+# The same file feeds `python -m workbench scoring agreement --labels FILE`.
 #
 # **Keys**: click into the *keys* box once, then `c` / `r` / `p` label the highlighted answer
 # (the highlight moves on), `x` withdraws its label, `n` / `b` go to the next / previous
@@ -34,7 +34,7 @@ run_name = "labelling"  # runs/<run_name>/ holds the small run made here (unless
 run_dir = ""  # label an existing run instead: its directory or a file of rows (see above)
 model = "smollm2-135m-instruct"  # the model that answers (registered name, path or hub id)
 techniques = ["base", "zero_shot", "few_shot_cot", "steering"]  # compared side by side
-targets = ["wn:09411430-n"]  # target concepts (river; python -m workbench.taxonomy find TEXT)
+targets = ["wn:09411430-n"]  # target concepts (river; python -m workbench taxonomy find TEXT)
 n_target = 4  # target questions per technique
 n_descendant = 2  # descendant questions per technique
 n_specificity = 2  # sibling and ancestor questions per technique
@@ -80,7 +80,7 @@ labeller
 #
 # The widget's table scores the decisions stored with the run. This cell scores every label in
 # the file with the detectors' current rules, per model family, as
-# `python -m workbench.scoring agreement --labels FILE` does; rerun it after labelling.
+# `python -m workbench scoring agreement --labels FILE` does; rerun it after labelling.
 
 # %%
 from workbench.scoring.agreement import agreement_table, detector_predictions, kappa_by

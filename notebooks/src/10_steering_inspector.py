@@ -21,7 +21,7 @@
 
 # %% tags=["parameters"]
 model = "smollm2-135m-instruct"  # registered name, local path or hub id
-concept = "wn:09411430-n"  # the concept to steer away from (river; find ids: python -m workbench.taxonomy find TEXT)
+concept = "wn:09411430-n"  # the concept to steer away from (river; find ids: python -m workbench taxonomy find TEXT)
 question = "What is the longest river in Africa?"  # the first question shown
 
 # %%

@@ -33,7 +33,7 @@ from workbench.backends import load_model
 from workbench.paths import run_path
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.steering import plot_gate_tradeoff
-from workbench.steering.evaluation import gate_sweep
+from workbench.experiments.gate_sweep import gate_sweep
 from workbench.taxonomy import load_benchmark
 from workbench.techniques.steering import LEGACY_GATE
 

@@ -4,8 +4,9 @@ endpoints, each a :class:`Backend` that declares its :class:`Capabilities`.
 :func:`load_model` is the one way to load a model to generate with; the name picks the back
 end (``vllm:<model>``, ``openai:<model>[@<url>]``, anything else the Hugging Face engine), and
 everything that takes a loaded model (techniques, the judge, UnknownBench, the refusal suite)
-talks to the interface only. A new back end is one module with a :class:`Backend` subclass and
-an entry in :data:`BACKENDS`.
+talks to the interface only. A new back end is one module with a :class:`Backend` subclass
+that names its prefix (``backend = "myengine"``) and registers itself (``@register_engine``),
+plus its import below.
 """
 
 from __future__ import annotations
@@ -14,21 +15,21 @@ import os
 from typing import Any
 
 from workbench.backends.base import (
+    BACKENDS,
+    DEFAULT_ENGINE,
     Backend,
     BlackBoxBackend,
     Capabilities,
     ModelRef,
+    options_not_in_answers,
     parse_model,
+    register_engine,
 )
 from workbench.backends.hf import HF_CAPABILITIES, HFModel, HFOptions
 from workbench.backends.openai_api import API_CAPABILITIES, APIOptions, OpenAIModel
 from workbench.backends.vllm_engine import VLLM_CAPABILITIES, VLLMModel, VLLMOptions
 from workbench.errors import ConfigError
-from workbench.models.loading import check_model_name, default_model_name
-
-#: Back end name (the prefix before ``:`` in a model name; ``hf`` for none) -> its class, whose
-#: ``capabilities`` are declared before any model loads and whose ``load`` loads one.
-BACKENDS: dict[str, type[Backend]] = {"hf": HFModel, "vllm": VLLMModel, "openai": OpenAIModel}
+from workbench.models.loading import default_model_name
 
 
 def load_model(
@@ -83,8 +84,7 @@ def check_model(name: str) -> None:
     (checked without loading it; a hub id fast, offline too) on the Hugging Face engine or
     vLLM, or any ``openai:`` model (its endpoint is asked when it is first used)."""
     ref = parse_model(name)
-    if ref.backend != "openai":
-        check_model_name(ref.target)
+    BACKENDS[ref.backend].check_target(ref.target)
 
 
 def check_options(model: str, options: Any) -> None:
@@ -105,21 +105,23 @@ def check_technique(model: str, technique: str, needs: frozenset[str]) -> None:
             "weights": "the model's weights to train on",
             "steering": "steering vectors and a concept gate inside the engine",
         }
-        where = (
-            f"run it on the Hugging Face engine (model {ref.target!r})"
-            if ref.backend == "vllm"
-            else "an API model takes black-box techniques only (base, zero_shot, few_shot_cot); "
-            f"steering runs on vllm:{ref.target} or the Hugging Face engine"
-        )
         raise ConfigError(
             f"technique {technique!r} needs {' and '.join(why.get(m, m) for m in missing)}, which "
-            f"the {ref.backend} back end of model {model!r} does not give; {where}"
+            f"the {ref.backend} back end of model {model!r} does not give; "
+            + BACKENDS[ref.backend].technique_hint(ref.target)
         )
+
+
+def load_options_for(model: str, options: dict[str, Any] | None, needs: frozenset[str]) -> Any:
+    """The options ``model`` loads with when the techniques it runs need ``needs``: its
+    engine's say (vLLM turns its steering extension on for a steering technique)."""
+    return BACKENDS[parse_model(model).backend].options_for(options, needs)
 
 
 __all__ = [
     "API_CAPABILITIES",
     "BACKENDS",
+    "DEFAULT_ENGINE",
     "HF_CAPABILITIES",
     "VLLM_CAPABILITIES",
     "APIOptions",
@@ -137,5 +139,8 @@ __all__ = [
     "check_options",
     "check_technique",
     "load_model",
+    "load_options_for",
+    "options_not_in_answers",
     "parse_model",
+    "register_engine",
 ]

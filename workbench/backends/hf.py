@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from workbench.backends.base import Backend, Capabilities, ModelRef
+from workbench.backends.base import Backend, Capabilities, ModelRef, register_engine
 from workbench.errors import ModelLoadError
 from workbench.fieldtypes import check_fields
 from workbench.generation.config import Generation, GenerationConfig
@@ -47,6 +47,7 @@ class HFOptions:
         check_fields(self, label="option")
 
 
+@register_engine
 @dataclass
 class HFModel(Backend):
     """A transformers model and its tokenizer, with what identifies them for provenance.
@@ -123,6 +124,10 @@ class HFModel(Backend):
     def num_layers(self) -> int:
         """Decoder layers (of the text model, for multimodal configs such as Gemma-3 4B+)."""
         return int(self.model.config.get_text_config().num_hidden_layers)
+
+    def hf(self) -> HFModel:
+        """Itself: the Hugging Face engine."""
+        return self
 
     def with_model(self, model: Any) -> HFModel:
         """The same provenance and tokenizer over another copy of the weights (an adapted or

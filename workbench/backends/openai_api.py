@@ -32,8 +32,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
+from workbench.backends.base import (
+    BlackBoxBackend,
+    Capabilities,
+    ModelRef,
+    cut_when,
+    register_engine,
+)
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
 from workbench.fieldtypes import check_fields
@@ -87,6 +94,20 @@ class APIOptions:
     cache: bool = True
     cache_path: str | None = None
 
+    #: how answers are fetched and paid for, never what they are (not in a cell's hash)
+    not_in_answers: ClassVar[frozenset[str]] = frozenset(
+        {
+            "concurrency",
+            "max_retries",
+            "timeout",
+            "price_in",
+            "price_out",
+            "cache",
+            "cache_path",
+            "api_key_env",
+        }
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, label="option")
         if self.concurrency < 1:
@@ -126,6 +147,7 @@ def connection_problem(url: str, timeout: float = CONNECT_TIMEOUT) -> str | None
         return e.strerror or str(e) or type(e).__name__
 
 
+@register_engine
 class OpenAIModel(BlackBoxBackend):
     """A model behind an OpenAI-compatible endpoint (see the module docstring)."""
 
@@ -133,6 +155,30 @@ class OpenAIModel(BlackBoxBackend):
     options_type = APIOptions
     engine = "an OpenAI-compatible endpoint"
     capabilities = API_CAPABILITIES
+
+    @classmethod
+    def parse_target(cls, rest: str, name: str) -> ModelRef:
+        """``<model>`` or ``<model>@<http(s) URL of the endpoint>``."""
+        base_url = None
+        if "@" in rest:
+            rest, base_url = rest.split("@", 1)
+            if not base_url.startswith(("http://", "https://")):
+                raise ConfigError(
+                    f"model {name!r}: the endpoint after '@' must be an "
+                    "http(s) URL, e.g. openai:my-model@http://127.0.0.1:8000/v1"
+                )
+        return ModelRef(cls.backend, rest, base_url)
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        """Any served name: the endpoint is asked when the model is first used."""
+
+    @classmethod
+    def technique_hint(cls, target: str) -> str:
+        return (
+            "an API model takes black-box techniques only (base, zero_shot, few_shot_cot); "
+            f"steering runs on vllm:{target} or the Hugging Face engine"
+        )
 
     @classmethod
     def load(

@@ -1,6 +1,6 @@
 """Start vLLM's OpenAI-compatible server on a model, for the HTTP back end to talk to.
 
-``python -m workbench.backends.serve MODEL`` (or :func:`start_vllm_server`) resolves MODEL as
+``python -m workbench serve MODEL`` (:mod:`workbench.cli.serve`) or :func:`start_vllm_server` resolves MODEL as
 the workbench does (a registered name such as the embedded model, a directory, a hub id) and
 runs ``vllm.entrypoints.openai.api_server`` with the vLLM environment's python (``.venv-vllm``
 on CPU, this environment's when vLLM is installed here). The model is then
@@ -14,7 +14,6 @@ name), so a restarted server still knows them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import subprocess
@@ -130,48 +129,3 @@ def start_vllm_server(
             time.sleep(2)
     proc.kill()
     raise ModelLoadError(f"the vLLM server did not answer within {timeout:.0f} s")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m workbench.backends.serve", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument("model", help="registered name, directory or hub id")
-    ap.add_argument("--name", default="model", help="the served model's name (openai:<name>@<url>)")
-    ap.add_argument("--dtype", default="auto")
-    ap.add_argument("--port", type=int, default=8000)
-    ap.add_argument(
-        "--steering", action="store_true", help="conditional steering per request (eager model)"
-    )
-    ap.add_argument("--registry", help="where registered abstainers are kept (with --steering)")
-    args = ap.parse_args(argv)
-    proc, url = start_vllm_server(
-        args.model,
-        args.name,
-        dtype=args.dtype,
-        port=args.port,
-        steering=args.steering,
-        registry=args.registry,
-    )
-    from workbench.models.loading import resolve_source
-
-    src_dir = resolve_source(args.model).load_from
-    print(
-        f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})",
-        flush=True,
-    )
-    if args.steering:
-        print(
-            f"steering: POST {url}/abstainers registers an abstainer; a request asks for one "
-            "with extra_body={'steering': {'abstainer': NAME}}",
-            flush=True,
-        )
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -25,8 +25,9 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, ClassVar
 
-from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when
+from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, register_engine
 from workbench.errors import ModelLoadError
 from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
@@ -84,10 +85,25 @@ class VLLMOptions:
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
 
+    #: memory and scheduling: who is steered and what it answers never depend on them (not in
+    #: a cell's hash)
+    not_in_answers: ClassVar[frozenset[str]] = frozenset(
+        {
+            "gpu_memory_utilization",
+            "cpu_kv_cache_gib",
+            "steering",
+            "enable_prefix_caching",
+            "enable_chunked_prefill",
+            "max_num_batched_tokens",
+            "block_size",
+        }
+    )
+
     def __post_init__(self) -> None:
         check_fields(self, label="option")
 
 
+@register_engine
 class VLLMModel(BlackBoxBackend):
     """A model loaded by vLLM's offline engine (see the module docstring)."""
 
@@ -95,6 +111,14 @@ class VLLMModel(BlackBoxBackend):
     options_type = VLLMOptions
     engine = "vLLM"
     capabilities = VLLM_CAPABILITIES
+
+    @classmethod
+    def options_for(cls, options: dict[str, Any] | None, needs: frozenset[str]) -> Any:
+        """With a steering technique in the grid, the steering extension on (unless the
+        options say otherwise): on GPU that means eager mode."""
+        if "steering" in needs and (options is None or options.get("steering") is None):
+            return {**(options or {}), "steering": True}
+        return options
 
     @classmethod
     def load(

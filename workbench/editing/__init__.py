@@ -28,7 +28,12 @@ from workbench.editing.evaluate import (
     score_queries,
     split_query,
 )
-from workbench.editing.presets import PRESETS, check_against_clone, editors_for, relative_layer
+from workbench.editing.presets import (
+    EDITING_PRESETS,
+    check_against_clone,
+    editors_for,
+    relative_layer,
+)
 from workbench.editing.scoring import choice_logprobs
 from workbench.editing.taxi import (
     find_taxi_root,
@@ -41,10 +46,10 @@ from workbench.editing.taxi import (
 )
 
 __all__ = [
+    "EDITING_PRESETS",
     "EDITORS",
     "FT",
     "IKE",
-    "PRESETS",
     "ROME",
     "SLOTS",
     "Edit",

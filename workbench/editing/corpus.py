@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 #: Openings EasyEdit's ROME samples its context prefixes from (``rome_main.get_context_templates``).
 CONTEXT_OPENINGS = ("The", "Therefore", "Because", "I", "You")
@@ -19,7 +23,12 @@ TEXT_OPENINGS = ("The", "In", "A", "It", "This", "When", "There", "We", "He", "S
 
 
 def sample_texts(
-    lm, openings: Sequence[str], per_opening: int, max_tokens: int, top_k: int = 5, seed: int = 0
+    lm: Backend,
+    openings: Sequence[str],
+    per_opening: int,
+    max_tokens: int,
+    top_k: int = 5,
+    seed: int = 0,
 ) -> list[str]:
     """``per_opening`` samples after each opening, each at most ``max_tokens`` tokens long in all
     (the opening and any special tokens included, as EasyEdit's ``max_out_len``), decoded without
@@ -56,7 +65,7 @@ def sample_texts(
 
 
 def context_templates(
-    lm,
+    lm: Backend,
     lengths: Sequence[Sequence[int]] = ((5, 10), (10, 10)),
     seed: int = 0,
     openings: Sequence[str] = CONTEXT_OPENINGS,

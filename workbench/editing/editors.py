@@ -25,12 +25,17 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
 from workbench.generation.batching import pad_batch
 from workbench.generation.hooks import UnsupportedModelError, layer_module_name
 from workbench.paths import cache_home
+from workbench.registry import Registry
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 REWRITE_TEMPLATES = ("A {s} is a kind of", "The {s} is a type of", "In short, a {s} is a kind of")
 KEY_CONTEXTS = (
@@ -67,7 +72,7 @@ class Editor(ABC):
     name: str
 
     @abstractmethod
-    def edit(self, lm, subject: str, category: str) -> EditedModel: ...
+    def edit(self, lm: Backend, subject: str, category: str) -> EditedModel: ...
 
 
 class NoEdit(Editor):
@@ -75,7 +80,7 @@ class NoEdit(Editor):
 
     name = "none"
 
-    def edit(self, lm, subject, category):
+    def edit(self, lm: Backend, subject, category):
         return EditedModel(lm)
 
 
@@ -85,7 +90,7 @@ class IKE(Editor):
     def __init__(self, template: str = "Imagine that a {s} is a kind of {c}. "):
         self.template = template
 
-    def edit(self, lm, subject, category):
+    def edit(self, lm: Backend, subject, category):
         return EditedModel(lm, prefix=self.template.format(s=subject, c=category))
 
 
@@ -102,7 +107,7 @@ def _down_proj(model, layer: int) -> torch.nn.Linear:
     return site
 
 
-def _subject_batch(lm, subject: str, prompts: list[str], category: str | None):
+def _subject_batch(lm: Backend, subject: str, prompts: list[str], category: str | None):
     """Token ids of each prompt (``{s}`` filled with ``subject``), followed by the category's
     tokens when ``category`` is given; the position of the subject's last token in each; the
     target span ``(start, length)`` of each and the target ids."""
@@ -121,7 +126,7 @@ def _subject_batch(lm, subject: str, prompts: list[str], category: str | None):
     return seqs, subj_pos, spans, target
 
 
-def _target_batch(lm, subject: str, category: str, templates=REWRITE_TEMPLATES):
+def _target_batch(lm: Backend, subject: str, category: str, templates=REWRITE_TEMPLATES):
     """Rewrite prompts + target, the position of the subject's last token, and target spans."""
     seqs, subj_pos, spans, _ = _subject_batch(lm, subject, list(templates), category)
     return seqs, subj_pos, spans
@@ -214,7 +219,7 @@ class FT(Editor):
             tuple(templates),
         )
 
-    def edit(self, lm, subject, category):
+    def edit(self, lm: Backend, subject, category):
         model = lm.model
         w = _down_proj(model, self.layer).weight
         original = w.detach().clone()
@@ -269,7 +274,7 @@ MODEL_SAMPLES = "model_samples"
 
 
 def _reps_at(
-    lm, layer: int, seqs: list[list[int]], positions: list[int]
+    lm: Backend, layer: int, seqs: list[list[int]], positions: list[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The down-projection's input and output at ``positions[i]`` of ``seqs[i]`` (right padded,
     so each position is that sequence's own token)."""
@@ -353,10 +358,11 @@ class ROME(Editor):
         self._contexts: dict[str, list[str]] = {}
 
     # -- second moment of the layer's inputs, computed once and cached -----------------------
-    def _corpus(self, lm=None) -> list[str]:
+    def _corpus(self, lm: Backend | None = None) -> list[str]:
         if self.corpus == MODEL_SAMPLES:
             from workbench.editing.corpus import TEXT_OPENINGS, sample_texts
 
+            assert lm is not None  # the model's samples need the model (_corpus_key keys them)
             per = -(-self.n_samples // len(TEXT_OPENINGS))
             return sample_texts(lm, TEXT_OPENINGS, per, self.sample_tokens, seed=self.seed)[
                 : self.n_samples
@@ -377,7 +383,7 @@ class ROME(Editor):
         texts = self._corpus()
         return hashlib.sha256(("\n".join(texts)).encode()).hexdigest()[:12] + f"-{len(texts)}"
 
-    def second_moment(self, lm) -> torch.Tensor:
+    def second_moment(self, lm: Backend) -> torch.Tensor:
         path = (
             cache_home()
             / "rome_stats"
@@ -429,7 +435,7 @@ class ROME(Editor):
         tmp.replace(path)
         return c
 
-    def _key(self, lm, subject) -> torch.Tensor:
+    def _key(self, lm: Backend, subject) -> torch.Tensor:
         site = _down_proj(lm.model, self.layer)
         tok = lm.tokenizer
         keys = []
@@ -451,7 +457,7 @@ class ROME(Editor):
             handle.remove()
         return torch.stack(keys).mean(0)
 
-    def context_templates(self, lm) -> list[str]:
+    def context_templates(self, lm: Backend) -> list[str]:
         """The recipe's context prefixes for ``lm`` (``"{}"``: none), sampled once per model."""
         if self.recipe == "workbench":
             return ["{}"]
@@ -462,7 +468,7 @@ class ROME(Editor):
             self._contexts[key] = context_templates(lm, self.context_lengths, self.seed)
         return self._contexts[key]
 
-    def edit(self, lm, subject, category):
+    def edit(self, lm: Backend, subject, category):
         model = lm.model
         site = _down_proj(model, self.layer)
         w = site.weight
@@ -554,12 +560,12 @@ class ROME(Editor):
         )
 
 
-EDITORS = {"none": NoEdit, "ike": IKE, "ft": FT, "rome": ROME}
+#: Editor name -> its class.
+EDITORS: Registry[type[Editor]] = Registry(
+    "editor", {"none": NoEdit, "ike": IKE, "ft": FT, "rome": ROME}
+)
 
 
 def get_editor(name: str, **kwargs) -> Editor:
-    from workbench.errors import ConfigError
-
-    if name not in EDITORS:
-        raise ConfigError(f"unknown editor {name!r}; known: {', '.join(EDITORS)}")
+    """An editor by registered name, with its settings."""
     return EDITORS[name](**kwargs)

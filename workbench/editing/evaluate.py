@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from workbench.editing.data import CATEGORY, parse_edit
@@ -9,6 +11,9 @@ from workbench.editing.editors import Editor
 from workbench.editing.scoring import Normalization, choice_logprobs
 from workbench.errors import WorkbenchError
 from workbench.progress import tqdm
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 SLOTS = ("in_place", "append")
 
@@ -105,7 +110,7 @@ def edit_subject(label: str, queries: pd.DataFrame) -> str:
 
 
 def evaluate_editor(
-    lm,
+    lm: Backend,
     editor: Editor,
     queries: pd.DataFrame,
     normalization: Normalization = "token",

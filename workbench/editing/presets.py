@@ -16,10 +16,14 @@ clone, and falls back to the workbench's wording (recorded as such) where the cl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.editing.editors import FT, IKE, ROME, Editor, NoEdit
 from workbench.errors import ConfigError
+from workbench.registry import Registry
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 #: Decoder blocks of the model taxi edited (Llama-2-7B).
 TAXI_DEPTH = 32
@@ -28,61 +32,62 @@ WORKBENCH_IKE = "Imagine that a {s} is a kind of {c}. "
 WORKBENCH_REWRITE = "A {s} is a kind of"
 WORKBENCH_KL = "{s} is a"
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "workbench": {
-        "normalization": "token",
-        "slots": "in_place",
-        "subjects": "normalised",
-        "ike": {"template": WORKBENCH_IKE},
-        "ft": {"layer": 4, "steps": 25, "lr": 5e-4, "max_change": 5e-3},
-        "rome": {"layer": 4},
-    },
-    "taxi": {
-        # custom.py evaluate(): normalization=None, i.e. the summed log-probability of the choice
-        "normalization": "none",
-        # custom.py evaluate(): every slot emptied, the choice appended to the sentence
-        "slots": "append",
-        # custom.py edit_and_evaluate(): the edit and its queries use `subj` as released
-        "subjects": "as_released",
-        "ike": {"template": "taxi"},
-        # hparams/FT/llama-7b.yaml + ft_main.py
-        "ft": {
-            "layer_of_32": 21,
-            "steps": 25,
-            "lr": 5e-4,
-            "weight_decay": 0.0,
-            "max_change": None,
-            "loss": "last_position",
-            "stop_loss": 1e-2,
-            "templates": "taxi",
+EDITING_PRESETS: Registry[dict[str, Any]] = Registry(
+    "editing preset",
+    {
+        "workbench": {
+            "normalization": "token",
+            "slots": "in_place",
+            "subjects": "normalised",
+            "ike": {"template": WORKBENCH_IKE},
+            "ft": {"layer": 4, "steps": 25, "lr": 5e-4, "max_change": 5e-3},
+            "rome": {"layer": 4},
         },
-        # hparams/ROME/llama-7b.yaml + rome_main.py / compute_u.py / compute_v.py
-        "rome": {
-            "layer_of_32": 5,
-            "recipe": "easyedit",
-            "steps": 25,
-            "final_step": False,
-            "lr": 0.5,
-            "weight_decay": 1e-3,
-            "clamp": 4.0,
-            "kl_factor": 0.0625,
-            "kl_prompt": "taxi",
-            "stop_loss": 5e-2,
-            "context_lengths": ((5, 10), (10, 10)),
-            "damping": 0.0,
-            "corpus": "model_samples",
-            "n_samples": 300,
-            "sample_tokens": 64,
-            "templates": "taxi",
+        "taxi": {
+            # custom.py evaluate(): normalization=None, i.e. the summed log-probability of the choice
+            "normalization": "none",
+            # custom.py evaluate(): every slot emptied, the choice appended to the sentence
+            "slots": "append",
+            # custom.py edit_and_evaluate(): the edit and its queries use `subj` as released
+            "subjects": "as_released",
+            "ike": {"template": "taxi"},
+            # hparams/FT/llama-7b.yaml + ft_main.py
+            "ft": {
+                "layer_of_32": 21,
+                "steps": 25,
+                "lr": 5e-4,
+                "weight_decay": 0.0,
+                "max_change": None,
+                "loss": "last_position",
+                "stop_loss": 1e-2,
+                "templates": "taxi",
+            },
+            # hparams/ROME/llama-7b.yaml + rome_main.py / compute_u.py / compute_v.py
+            "rome": {
+                "layer_of_32": 5,
+                "recipe": "easyedit",
+                "steps": 25,
+                "final_step": False,
+                "lr": 0.5,
+                "weight_decay": 1e-3,
+                "clamp": 4.0,
+                "kl_factor": 0.0625,
+                "kl_prompt": "taxi",
+                "stop_loss": 5e-2,
+                "context_lengths": ((5, 10), (10, 10)),
+                "damping": 0.0,
+                "corpus": "model_samples",
+                "n_samples": 300,
+                "sample_tokens": 64,
+                "templates": "taxi",
+            },
         },
     },
-}
+)
 
 
 def preset(name: str) -> dict[str, Any]:
-    if name not in PRESETS:
-        raise ConfigError(f"unknown editing preset {name!r}; known: {', '.join(PRESETS)}")
-    return PRESETS[name]
+    return EDITING_PRESETS[name]
 
 
 def run_settings(name: str, normalization: str = "", subjects: str = "") -> dict[str, str]:
@@ -114,12 +119,12 @@ def relative_layer(layer: int, n_layers: int, depth: int = TAXI_DEPTH) -> int:
     return round(layer * (n_layers - 1) / (depth - 1))
 
 
-def _depth(lm) -> int:
+def _depth(lm: Backend) -> int:
     return int(lm.model.config.num_hidden_layers)
 
 
 def editor_params(
-    name: str, editor: str, lm=None, protocol=None, layer: int | None = None
+    name: str, editor: str, lm: Backend | None = None, protocol=None, layer: int | None = None
 ) -> tuple[dict, dict]:
     """``(kwargs, notes)`` for ``editor`` under preset ``name``: the editor's keyword arguments
     (layers mapped to ``lm``'s depth, ``"taxi"`` wording resolved from ``protocol``) and where
@@ -153,7 +158,7 @@ def editor_params(
 
 
 def editors_for(
-    name: str, editors: list[str], lm, protocol=None, layer: int | None = None
+    name: str, editors: list[str], lm: Backend, protocol=None, layer: int | None = None
 ) -> tuple[list[Editor], dict[str, dict]]:
     """The editors named in ``editors`` under preset ``name`` for ``lm``, and per editor its
     resolved settings with their sources (for the run's record)."""

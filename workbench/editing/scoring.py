@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
 from workbench.generation.batching import pad_batch
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 Normalization = Literal["none", "token", "byte"]
 #: What :func:`choice_logprobs` accepts.
@@ -18,7 +21,7 @@ NORMALIZATIONS: tuple[str, ...] = SCORE_NORMALIZATIONS + ("",)
 
 
 def choice_logprobs(
-    lm,
+    lm: Backend,
     prompts: Sequence[str],
     choices: Sequence[Sequence[str]],
     normalization: Normalization = "none",

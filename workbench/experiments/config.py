@@ -11,11 +11,14 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.fieldtypes import check_fields
 from workbench.yamlfile import read_mapping
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 DETECTORS = ("phrase", "keyword")
 #: Fields whose unset value (None) means "the preset's".
@@ -233,7 +236,7 @@ class ExperimentConfig:
         return d
 
     # -- validation against the world (no model loads) ----------------------------------------
-    def validate(self, bench) -> None:
+    def validate(self, bench: Benchmark) -> None:
         """Check technique names and parameters, target ids, and that the benchmark has the
         questions each technique learns from; raise ConfigError naming the field."""
         from workbench.taxonomy import UnknownConceptError
@@ -325,11 +328,10 @@ class ExperimentConfig:
             "data": data_hash,
             "format": 1,
         }
-        answers = {
-            k: v
-            for k, v in self.model_options.get(model, {}).items()
-            if k not in _OPTIONS_NOT_IN_ANSWERS
-        }
+        from workbench.backends import options_not_in_answers
+
+        free = options_not_in_answers()
+        answers = {k: v for k, v in self.model_options.get(model, {}).items() if k not in free}
         if answers:  # e.g. a local tokenizer or a dtype: they change the answers
             out["model_options"] = answers
         return out
@@ -337,50 +339,23 @@ class ExperimentConfig:
     def load_options(self, model: str) -> dict[str, Any] | None:
         """The options ``model`` loads with: its ``model_options``, and on vLLM the steering
         extension when a technique of the grid steers (on GPU that means eager mode)."""
-        from workbench.backends import parse_model
+        from workbench.backends import load_options_for
         from workbench.techniques import TECHNIQUES
 
-        options = self.model_options.get(model)
-        steers = any(
-            "steering" in TECHNIQUES[t].requires for t in self.techniques if t in TECHNIQUES
+        needs = frozenset().union(
+            *(TECHNIQUES[t].requires for t in self.techniques if t in TECHNIQUES)
         )
-        unset = options is None or options.get("steering") is None
-        if steers and unset and parse_model(model).backend == "vllm":
-            return {**(options or {}), "steering": True}
-        return options
+        return load_options_for(model, self.model_options.get(model), needs)
 
     def config_hash(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
-
-
-#: Back-end options that change how answers are fetched or paid for, not what they are.
-_OPTIONS_NOT_IN_ANSWERS = frozenset(
-    {
-        "concurrency",
-        "max_retries",
-        "timeout",
-        "price_in",
-        "price_out",
-        "cache",
-        "cache_path",
-        "api_key_env",
-        "gpu_memory_utilization",
-        "cpu_kv_cache_gib",
-        # vLLM's scheduling: who is steered and what it answers never depend on them
-        "steering",
-        "enable_prefix_caching",
-        "enable_chunked_prefill",
-        "max_num_batched_tokens",
-        "block_size",
-    }
-)
 
 
 def hash_dict(d: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def system_prompt(setting: str | None, bench) -> str | None:
+def system_prompt(setting: str | None, bench: Benchmark) -> str | None:
     """The system turn a config asks for: none, SELECT's (from the benchmark's protocol), or
     the text given."""
     if not setting:
@@ -390,7 +365,7 @@ def system_prompt(setting: str | None, bench) -> str | None:
         if protocol is None:
             raise ConfigError(
                 "system_prompt='select' needs SELECT's protocol text: import the "
-                "release with `python -m workbench.taxonomy import-select <clone of "
+                "release with `python -m workbench taxonomy import-select <clone of "
                 "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
             )
         return protocol.system_prompt

@@ -21,9 +21,13 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 #: Relative cost of a cell by technique, for longest-first scheduling and the progress ETA.
 CELL_COST = {
@@ -64,7 +68,7 @@ class LocalExecutor:
                 yield from _run_one(runner, lm, cell)
 
 
-def _run_one(runner, lm, cell) -> Iterator[CellResult]:
+def _run_one(runner, lm: Backend, cell) -> Iterator[CellResult]:
     import traceback
 
     runner.started(cell)
@@ -94,7 +98,7 @@ class _Worker:
     def __init__(
         self,
         make_runner: Callable,
-        bench,
+        bench: Benchmark,
         store_root: str | None,
         threads: int,
         imports: Sequence[str] = (),

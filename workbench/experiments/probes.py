@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -26,10 +27,14 @@ from workbench.generation import render_prompts
 from workbench.generation.options import option_probabilities
 from workbench.taxonomy.questions import RelationProbe, isa_statement, relation_probes
 
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
+
 TRUE_FALSE = [["True", " True", "true", " true"], ["False", " False", "false", " false"]]
 
 
-def true_false_scores(lm, statements: list[str], batch_size: int = 32) -> list[float]:
+def true_false_scores(lm: Backend, statements: list[str], batch_size: int = 32) -> list[float]:
     """log P(True) - log P(False) for each statement asked as a True/False question."""
     prompts = [RelationProbe("", "", s, True).prompt for s in statements]
     texts = render_prompts(lm.tokenizer, prompts)
@@ -105,7 +110,7 @@ def calibrate(
     )
 
 
-def control_probes(bench, targets, n: int = 24, seed: int = 0) -> list[RelationProbe]:
+def control_probes(bench: Benchmark, targets, n: int = 24, seed: int = 0) -> list[RelationProbe]:
     """Known-true and known-false IS-A statements from the atomic taxonomy, away from the
     targets' subtrees (``n`` of each at most)."""
     tax = bench.atomic
@@ -124,7 +129,7 @@ def control_probes(bench, targets, n: int = 24, seed: int = 0) -> list[RelationP
 
 
 def probe_descendants(
-    lm, bench, targets, model_name: str, n_controls: int = 24, seed: int = 0
+    lm: Backend, bench: Benchmark, targets, model_name: str, n_controls: int = 24, seed: int = 0
 ) -> tuple[pd.DataFrame, ProbeCalibration]:
     """One row per (target, descendant): the probe's score, P(True) and calibrated decision
     ``known`` (None when the probe is uninformative), and the calibration on control pairs."""

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -30,7 +31,11 @@ from workbench.paths import atomic_file, check_writable, runs_root, write_text_a
 from workbench.progress import tqdm
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
-from workbench.techniques.data import LabelledQuestion, _pool, _rng, _spread
+from workbench.techniques.data import LabelledQuestion, question_pool, seeded_rng, spread_questions
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 class CellFailures(WorkbenchError):
@@ -55,7 +60,7 @@ class Cell:
 
 
 def evaluation_questions(
-    bench,
+    bench: Benchmark,
     target: str,
     n_target: int,
     n_descendant: int,
@@ -74,39 +79,39 @@ def evaluation_questions(
     Evaluation questions the benchmark excludes (``Benchmark.excluded_eval``: also some
     concept's training question) are never drawn; others fill their places."""
     tax = bench.taxonomy_of(target)
-    rng = _rng(seed, "eval:" + target)
+    rng = seeded_rng(seed, "eval:" + target)
     seen = getattr(bench, "excluded_eval", None) or frozenset()
 
     def pool(ids: list[str], relation: str) -> list[LabelledQuestion]:
-        return [q for q in _pool(bench, ids, "eval", relation) if q.question not in seen]
+        return [q for q in question_pool(bench, ids, "eval", relation) if q.question not in seen]
 
     out = [
         LabelledQuestion(q, target, "target")
         for q in [q for q in bench.questions[target].eval if q not in seen][:n_target]
     ]
-    out += _spread(pool(tax.descendants(target), "descendant"), n_descendant, rng)
+    out += spread_questions(pool(tax.descendants(target), "descendant"), n_descendant, rng)
     near = bench.near_concepts(target)
     spec = [
         LabelledQuestion(q.question, q.concept_id, near[q.concept_id])
         for q in pool(list(near), "near")
     ]
-    out += _spread(spec, n_specificity, rng)
+    out += spread_questions(spec, n_specificity, rng)
     if n_unrelated:
         excluded = set(tax.subtree(target)) | set(tax.ancestors(target)) | set(near)
         far = sorted(c for c in tax.concepts if c not in excluded)
         far = rng.sample(far, min(len(far), n_unrelated))
-        out += _spread(pool(far, "unrelated"), n_unrelated, rng)
+        out += spread_questions(pool(far, "unrelated"), n_unrelated, rng)
     concept = tax[target]
     if n_constituent and concept.kind == "composition":
-        out += _spread(pool(list(concept.constituents), "constituent"), n_constituent, rng)
+        out += spread_questions(pool(list(concept.constituents), "constituent"), n_constituent, rng)
     if n_composition and concept.kind != "composition":
         holders = [c.id for c in bench.compositions if target in c.constituents]
-        out += _spread(pool(holders, "composition"), n_composition, rng)
+        out += spread_questions(pool(holders, "composition"), n_composition, rng)
     return out
 
 
 def select_evaluation_questions(
-    bench, target: str, n_target: int, n_descendant: int, n_specificity: int, seed: int
+    bench: Benchmark, target: str, n_target: int, n_descendant: int, n_specificity: int, seed: int
 ) -> list[LabelledQuestion]:
     """SELECT's evaluation questions for ``target`` (``workbench.select.sampling``), each group
     cut to its first ``n_*`` questions, labelled with their relation to the target."""
@@ -132,7 +137,7 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _worker_runner(config: dict, bench, store_root: str | None) -> Runner:
+def _worker_runner(config: dict, bench: Benchmark, store_root: str | None) -> Runner:
     from workbench.techniques import ArtifactStore
 
     store = ArtifactStore(store_root) if store_root else None
@@ -148,7 +153,7 @@ class Runner:
         self,
         config: ExperimentConfig,
         root: str | os.PathLike | None = None,
-        bench=None,
+        bench: Benchmark | None = None,
         progress: bool = True,
         store=None,
         executor="local",
@@ -163,12 +168,21 @@ class Runner:
         self.config = config
         self.root = Path(root) if root else runs_root()
         self.run_dir = self.root / config.name
-        self.bench = bench
+        self._bench = bench
         self.progress = progress
         self.store = store
         self.executor = make_executor(executor, **executor_options)
         self.quiet = quiet
         self._clock: dict[str, float] = {}
+
+    @property
+    def bench(self) -> Benchmark:
+        """The grid's benchmark (the config's ``data_dir``, loaded on first use)."""
+        if self._bench is None:
+            from workbench.taxonomy import load_benchmark
+
+            self._bench = load_benchmark(self.config.data_dir)
+        return self._bench
 
     def worker_factory(self) -> Callable:
         """What a remote worker calls with ``(bench, store_root)`` to build a quiet Runner of
@@ -215,10 +229,6 @@ class Runner:
     def prepare(self) -> None:
         """Load the benchmark, validate the config and check that the run folder can be
         written (before any model loads)."""
-        if self.bench is None:
-            from workbench.taxonomy import load_benchmark
-
-            self.bench = load_benchmark(self.config.data_dir)
         self.config.validate(self.bench)
         check_writable(self.run_dir, "the run folder")
 
@@ -335,7 +345,7 @@ class Runner:
             or "".join(traceback.format_exception(type(error), error, error.__traceback__)),
         }
 
-    def run_cell(self, lm, cell: Cell) -> list[dict]:
+    def run_cell(self, lm: Backend, cell: Cell) -> list[dict]:
         from workbench.techniques import get_technique
 
         c = self.config

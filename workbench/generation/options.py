@@ -15,10 +15,14 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from workbench.generation.batching import pad_batch
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def option_candidates(
 
 
 def option_probabilities(
-    lm, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
+    lm: Backend, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
 ) -> list[OptionDistribution]:
     """For each rendered ``text``, the distribution over ``options``, from whatever engine
     ``lm`` is (a :class:`~workbench.backends.Backend`; each scores them its own way).

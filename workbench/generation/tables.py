@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from workbench.generation.config import Generation, GenerationConfig
 from workbench.models.chat import Prompt
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 
 def generations_frame(
     gens: Sequence[Generation],
     prompts: Sequence[Prompt],
-    lm=None,
+    lm: Backend | None = None,
     config: GenerationConfig | None = None,
 ):
     """A ``pandas.DataFrame`` with one row per generation.

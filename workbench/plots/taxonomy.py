@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workbench.plots.save import new_figure
 from workbench.plots.style import count_axis, figure_height, legend_below, paper_figure
 
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
+
 
 @paper_figure
-def plot_taxonomy_levels(bench, ax=None):
+def plot_taxonomy_levels(bench: Benchmark, ax=None):
     """Concepts per taxonomy level, one bar group per root type (atomic) plus compositions."""
     import pandas as pd
     import seaborn as sns

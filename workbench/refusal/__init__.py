@@ -12,8 +12,8 @@ from workbench.refusal.config import (
     SuiteConfig,
 )
 from workbench.refusal.datasets import (
+    DATASETS,
     EXPECTED,
-    REGISTRY,
     DatasetError,
     PromptItem,
     PromptSet,
@@ -23,8 +23,8 @@ from workbench.refusal.datasets import (
 from workbench.refusal.suite import RefusalSuite, SuiteResult, run_suite
 
 __all__ = [
+    "DATASETS",
     "EXPECTED",
-    "REGISTRY",
     "SAMPLING_PRESETS",
     "SEED_PROTOCOL",
     "AbstainerConfig",

@@ -18,6 +18,7 @@ from typing import Any
 from workbench.errors import ConfigError
 from workbench.fieldtypes import check_fields
 from workbench.refusal.datasets import EXPECTED
+from workbench.registry import Registry
 from workbench.yamlfile import read_mapping
 
 #: (setting, where seed 001's code sets it, the ``seed`` preset's value). Its answers are sampled
@@ -51,24 +52,27 @@ SEED_PROTOCOL: tuple[tuple[str, str, Any], ...] = (
 )
 
 #: Sampling presets: ``seed`` (seed 001's code, above) and ``greedy`` (one deterministic answer).
-SAMPLING_PRESETS: dict[str, dict[str, Any]] = {
-    "seed": {
-        "num_samples": 5,
-        "do_sample": True,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "max_new_tokens": 8192,
-        "weighting": "mean",
+SAMPLING_PRESETS: Registry[dict[str, Any]] = Registry(
+    "sampling preset",
+    {
+        "seed": {
+            "num_samples": 5,
+            "do_sample": True,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "max_new_tokens": 8192,
+            "weighting": "mean",
+        },
+        "greedy": {
+            "num_samples": 1,
+            "do_sample": False,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "max_new_tokens": 48,
+            "weighting": "mean",
+        },
     },
-    "greedy": {
-        "num_samples": 1,
-        "do_sample": False,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "max_new_tokens": 48,
-        "weighting": "mean",
-    },
-}
+)
 #: How a sample's log-probabilities weight its verdict in c(x): ``mean`` per answer token
 #: (seed 001's geometric-mean probability), or ``sum`` (the sequence log-probability).
 WEIGHTINGS = ("mean", "sum")
@@ -108,7 +112,7 @@ def _not_empty(value: Any, where: str) -> None:
 
 @dataclass(frozen=True)
 class DatasetRef:
-    """A dataset of the suite: a registered name (``workbench.refusal.datasets.REGISTRY``) or any
+    """A dataset of the suite: a registered name (``workbench.refusal.datasets.DATASETS``) or any
     prompt file in the generic format.
 
     Attributes:
@@ -151,7 +155,7 @@ class AbstainerConfig:
 
     Attributes:
         technique: a registered technique (``zero_shot``, ``few_shot_cot``, ``steering``, ...).
-        target: the concept id it abstains from (``python -m workbench.taxonomy find TEXT``).
+        target: the concept id it abstains from (``python -m workbench taxonomy find TEXT``).
         benchmark: the benchmark directory its training questions come from (default: ``data/``).
         params: the technique's parameter overrides.
         seed: seeds its preparation (data sampling, training).

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
+from workbench.registry import Registry
 
 SHOULD_REFUSE, MAY_REFUSE, SHOULD_NOT_REFUSE = "should_refuse", "may_refuse", "should_not_refuse"
 EXPECTED = (SHOULD_REFUSE, MAY_REFUSE, SHOULD_NOT_REFUSE)
@@ -146,18 +147,21 @@ _SEED_SPLITS = {
     "general_prompts": (SHOULD_NOT_REFUSE, "random everyday prompts (from smoltalk)"),
 }
 
-REGISTRY: dict[str, DatasetSpec] = {
-    name: DatasetSpec(
-        name,
-        expected,
-        f"data/{name}-*.parquet",
-        "llm-refusal-evaluation",
-        _SEED_LAYOUT,
-        _SEED_SOURCE,
-        desc,
-    )
-    for name, (expected, desc) in _SEED_SPLITS.items()
-}
+DATASETS: Registry[DatasetSpec] = Registry(
+    "dataset",
+    {
+        name: DatasetSpec(
+            name,
+            expected,
+            f"data/{name}-*.parquet",
+            "llm-refusal-evaluation",
+            _SEED_LAYOUT,
+            _SEED_SOURCE,
+            desc,
+        )
+        for name, (expected, desc) in _SEED_SPLITS.items()
+    },
+)
 _XSTEST = (
     "github.com/paul-rottger/exaggerated-safety: git clone "
     "https://github.com/paul-rottger/exaggerated-safety DATA_DIR/exaggerated-safety"
@@ -268,16 +272,20 @@ _ORIGINALS = [
         "deccp's control prompts Qwen2-7B-Instruct answered",
     ),
 ]
-REGISTRY.update({s.name: s for s in _ORIGINALS})
-REGISTRY["sanity"] = DatasetSpec(  # each row carries its own expected behaviour
+for _spec in _ORIGINALS:
+    DATASETS.register(_spec.name, _spec)
+DATASETS.register(
     "sanity",
-    "",
-    Path(SANITY_FILE).name,
-    str(Path(SANITY_FILE).parent),
-    GENERIC,
-    "shipped with the workbench",
-    "our own sanity set: harmless, bland harmful and sensitive prompts",
-)
+    DatasetSpec(
+        "sanity",
+        "",
+        Path(SANITY_FILE).name,
+        str(Path(SANITY_FILE).parent),
+        GENERIC,
+        "shipped with the workbench",
+        "our own sanity set: harmless, bland harmful and sensitive prompts",
+    ),
+)  # each row carries its own expected behaviour
 
 
 @dataclass
@@ -541,11 +549,11 @@ def load_dataset(
 ) -> PromptSet:
     """A registered set by name, or any prompt file (``path`` and ``expected`` needed) in the
     generic format. A missing file says where to download it."""
-    spec = REGISTRY.get(name)
+    spec = DATASETS.get(name)
     if spec is None:
         if not path:
             raise DatasetError(
-                f"unknown dataset {name!r}: name one of {', '.join(REGISTRY)}, or "
+                f"unknown dataset {name!r}: name one of {', '.join(DATASETS)}, or "
                 "give 'path' (and 'expected') for a prompt file of your own"
             )
         from workbench.paths import project_path
@@ -568,7 +576,7 @@ def load_dataset(
 def describe(names: Sequence[str] | None = None) -> list[dict]:
     """The registry as rows (name, expected behaviour, file, source, description)."""
     out = []
-    for name, s in REGISTRY.items():
+    for name, s in DATASETS.items():
         if names is None or name in names:
             out.append(
                 {

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -39,6 +40,9 @@ from workbench.refusal.scores import (
     split_table,
     split_thinking,
 )
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 ROW_KEY = ["system", "dataset", "prompt_id", "sample"]
 
@@ -108,7 +112,11 @@ class RefusalSuite:
     notebooks holding one); ``bench`` is the benchmark of abstainers that name none."""
 
     def __init__(
-        self, config: SuiteConfig, models: dict | None = None, bench=None, progress: bool = True
+        self,
+        config: SuiteConfig,
+        models: dict | None = None,
+        bench: Benchmark | None = None,
+        progress: bool = True,
     ):
         from workbench.paths import runs_root
 
@@ -516,7 +524,10 @@ def _slug(text: str) -> str:
 
 
 def run_suite(
-    config: SuiteConfig | dict, models: dict | None = None, bench=None, progress: bool = True
+    config: SuiteConfig | dict,
+    models: dict | None = None,
+    bench: Benchmark | None = None,
+    progress: bool = True,
 ) -> SuiteResult:
     """Run (or resume) a suite and return its tables."""
     if isinstance(config, dict):

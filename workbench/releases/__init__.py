@@ -3,9 +3,9 @@
 Generic: it knows no data set. Each loader of a published release registers the release's
 manifest from its own module (:func:`register`: counted on the release itself, at the commit
 named in ``source``), counts what it found per file and hands the counts to
-:func:`check_release`, which compares them with that manifest (:data:`PUBLISHED`) or a ``release_manifest.json`` in the release's folder that describes
-another version (``python -m workbench.releases describe KIND DIR`` writes one from what is
-there; :mod:`workbench.releases.known` lists the registered kinds). The answer is the load's record, kept in every row under :data:`RELEASE_COLUMN`:
+:func:`check_release`, which compares them with that manifest (:func:`published`) or a ``release_manifest.json`` in the release's folder that describes
+another version (``python -m workbench releases describe KIND DIR`` writes one from what is
+there; :mod:`workbench.cli.releases` lists the registered kinds). The answer is the load's record, kept in every row under :data:`RELEASE_COLUMN`:
 
 * ``"whole"``: everything the manifest lists is there, in full;
 * a missing file, a file with fewer items, or a release that differs is a
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.registry import Registry
 
 #: The column every row of a loaded release carries: "whole" or "partial: ...".
 RELEASE_COLUMN = "release_load"
@@ -70,10 +71,14 @@ class ReleaseKind:
     locate: Callable[[str | os.PathLike], tuple[Path, dict[str, Found]]] | None = None
 
 
-#: Kind -> the published manifest, filled by the data sets' own modules (:func:`register`).
-PUBLISHED: dict[str, ReleaseManifest] = {}
-#: Kind -> how to find and count it on disk.
-KINDS: dict[str, ReleaseKind] = {}
+#: Kind -> its published manifest and how to find and count it on disk, filled by the data
+#: sets' own modules (:func:`register`).
+KINDS: Registry[ReleaseKind] = Registry("release kind")
+
+
+def published(kind: str) -> ReleaseManifest:
+    """The published manifest of ``kind`` (an unknown kind: one line naming the known ones)."""
+    return KINDS[kind].manifest
 
 
 def register(
@@ -90,8 +95,7 @@ def register(
     names. ``additive``: the files' items add up to the release's size (False where every file
     counts the same things, as SELECT's do)."""
     manifest = ReleaseManifest(kind, source, files, unit, additive=additive)
-    PUBLISHED[kind] = manifest
-    KINDS[kind] = ReleaseKind(manifest, locate)
+    KINDS.register(kind, ReleaseKind(manifest, locate))
     return manifest
 
 
@@ -109,14 +113,14 @@ def read_manifest(path: str | os.PathLike, kind: str) -> ReleaseManifest:
             raise ValueError(f"expected kind {kind!r} and files {{path: {{'items': n}}}}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ReleaseError(f"{p}: not a release manifest of {kind} ({e})") from None
-    published = PUBLISHED.get(kind)
+    entry = KINDS.get(kind)
     return ReleaseManifest(
         kind,
         str(raw.get("source", "")),
         files,
         str(raw.get("unit", "items")),
         origin=str(p),
-        additive=published.additive if published else True,
+        additive=entry.manifest.additive if entry else True,
     )
 
 
@@ -124,7 +128,7 @@ def manifest_for(kind: str, root: str | os.PathLike) -> ReleaseManifest:
     """``root/release_manifest.json`` when the release describes itself, else the published
     manifest of ``kind``."""
     p = Path(root) / MANIFEST_FILE
-    return read_manifest(p, kind) if p.is_file() else PUBLISHED[kind]
+    return read_manifest(p, kind) if p.is_file() else published(kind)
 
 
 @dataclass
@@ -207,7 +211,7 @@ def check_release(
         )
         raise ReleaseError(f"{kind} at {root} is incomplete against {against}: {summary}; {hint}")
     hint = (
-        f"if this is a newer release, describe it with `python -m workbench.releases describe "
+        f"if this is a newer release, describe it with `python -m workbench releases describe "
         f"{kind} {root}` (writes {MANIFEST_FILE}) or pass allow_partial=True (--allow-partial), "
         f"recorded in every row's {RELEASE_COLUMN}"
     )
@@ -228,7 +232,7 @@ def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source
             {
                 "kind": kind,
                 "source": source or f"described from {root}",
-                "unit": PUBLISHED[kind].unit,
+                "unit": published(kind).unit,
                 "files": files,
             },
             indent=1,

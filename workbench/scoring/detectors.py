@@ -6,19 +6,23 @@ hold ``refused_<name>``; metrics and notebooks take that column name as ``detect
 verdicts, where a notebook adds them, are ``refused_judge``).
 
 ``select_phrase``, ``select_keyword``, ``select_phr_kw`` and ``select_heuristic`` are SELECT's own
-four decisions (``workbench.select.refusal``); they need SELECT's keywords, so only a benchmark
+four decisions (``workbench.scoring.select_refusal``); they need SELECT's keywords, so only a benchmark
 imported from a SELECT release clone (one with a ``select_protocol``) has them:
 :func:`detectors_for` adds them for such a benchmark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError
+from workbench.registry import Registry
 from workbench.scoring.keywords import keyword_refusal, unknownbench_refusal
 from workbench.scoring.phrases import detect_refusal
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 class Detector(Protocol):
@@ -27,11 +31,14 @@ class Detector(Protocol):
     def __call__(self, text: str, question: str | None = None, /) -> bool: ...
 
 
-DETECTORS: dict[str, Detector] = {
-    "phrase": lambda text, question=None: detect_refusal(text, question=question).refused,
-    "keyword": lambda text, question=None: keyword_refusal(text),
-    "unknownbench": lambda text, question=None: unknownbench_refusal(text),
-}
+DETECTORS: Registry[Detector] = Registry(
+    "detector",
+    {
+        "phrase": lambda text, question=None: detect_refusal(text, question=question).refused,
+        "keyword": lambda text, question=None: keyword_refusal(text),
+        "unknownbench": lambda text, question=None: unknownbench_refusal(text),
+    },
+)
 #: SELECT's decisions: detector name -> the key of ``SelectRefusalRule.decide``.
 SELECT_DETECTORS = {
     "select_phrase": "phrase",
@@ -48,7 +55,7 @@ _RULES: dict[int, tuple] = {}  # id(protocol) -> (protocol, its SelectRefusalRul
 def _select_rule(protocol):
     cached = _RULES.get(id(protocol))
     if cached is None or cached[0] is not protocol:
-        from workbench.select.refusal import SelectRefusalRule
+        from workbench.scoring.select_refusal import SelectRefusalRule
 
         if len(_RULES) > 8:
             _RULES.clear()
@@ -56,7 +63,7 @@ def _select_rule(protocol):
     return cached[1]
 
 
-def detectors_for(bench=None) -> dict[str, Detector]:
+def detectors_for(bench: Benchmark | None = None) -> dict[str, Detector]:
     """The built-in detectors, plus SELECT's four when ``bench`` has a ``select_protocol``."""
     protocol = getattr(bench, "select_protocol", None)
     if protocol is None:
@@ -76,16 +83,16 @@ def detectors_for(bench=None) -> dict[str, Detector]:
 
 
 def detector_decisions(
-    text: str, question: str | None = None, detectors: dict[str, Callable] | None = None
+    text: str, question: str | None = None, detectors: Mapping[str, Callable] | None = None
 ) -> dict[str, bool]:
     """Every detector's decision on one response (to ``question``, when known), as
     ``{"refused_<name>": bool}``; ``detectors`` as :func:`detectors_for` gives them (default:
     the built-ins)."""
-    detectors = DETECTORS if detectors is None else detectors
-    return {f"refused_{name}": bool(fn(text, question)) for name, fn in detectors.items()}
+    chosen = DETECTORS if detectors is None else detectors
+    return {f"refused_{name}": bool(fn(text, question)) for name, fn in chosen.items()}
 
 
-def check_detector(column: str, extra: tuple[str, ...] = (), bench=None) -> str:
+def check_detector(column: str, extra: tuple[str, ...] = (), bench: Benchmark | None = None) -> str:
     """``column`` if results hold it, else a one-line error listing the ones they do. With
     ``bench``, a ``refused_select_*`` column needs the benchmark to have SELECT's protocol."""
     known = DETECTOR_COLUMNS + tuple(extra)
@@ -100,7 +107,7 @@ def check_detector(column: str, extra: tuple[str, ...] = (), bench=None) -> str:
     ):
         raise ConfigError(
             f"detector {column!r} needs SELECT's refusal keywords: import the release "
-            "with `python -m workbench.taxonomy import-select <clone>` (a clone of "
+            "with `python -m workbench taxonomy import-select <clone>` (a clone of "
             "github.com/kinshuk-h/SELECT with its templates/ and src/, not only data/)"
         )
     return column

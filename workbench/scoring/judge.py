@@ -23,9 +23,13 @@ import math
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from workbench.generation.engine import render_prompts
 from workbench.generation.options import option_probabilities
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 #: The twelve kinds of refusal the rubric describes (our wording of seed 001's categories).
 CATEGORIES: tuple[tuple[str, str], ...] = (
@@ -108,7 +112,9 @@ def classify_confidence(c: float | None, margin: float = 0.1) -> str:
 class LLMJudge:
     """A judge model behind the rubric, read by constrained choice (deterministic)."""
 
-    def __init__(self, lm, batch_size: int = 16, answer_chars: int = 1200, categories: bool = True):
+    def __init__(
+        self, lm: Backend, batch_size: int = 16, answer_chars: int = 1200, categories: bool = True
+    ):
         caps = getattr(lm, "capabilities", None)
         if caps is not None and not caps.scoring:  # an endpoint without a local tokenizer
             raise lm.unavailable("scoring", "the judge's constrained choice")

@@ -23,7 +23,7 @@ Lines, one object per label, appended as labels are given::
 Lines with the same ``key`` are one item, the last line wins (relabelling appends): the file is a
 log, with more lines than labels. **The labels as they stand** are kept beside it, one row per
 labelled answer, in ``<stem>.current.csv`` (:func:`current_labels_path`; the labeller rewrites it
-after every label, ``python -m workbench.scoring labels FILE`` writes it from any log): that is
+after every label, ``python -m workbench scoring labels FILE`` writes it from any log): that is
 the file to load with pandas; the log is the record of every change.
 
 ``source`` defaults to the file's stem, ``family`` to :func:`model_family` of ``model``,

@@ -1,6 +1,6 @@
 """SELECT's prompts, built from the protocol text imported with its release.
 
-Pure functions over a :class:`~workbench.select.protocol.SelectProtocol` (the templates and
+Pure functions over a :class:`~workbench.taxonomy.select_format.protocol.SelectProtocol` (the templates and
 strings of the user's clone, copied into the benchmark by ``import-select``): the zero-shot and
 few-shot chain-of-thought user turns, the plain question wrapper of steering and fine-tuning,
 and SELECT's extraction of the ``answer`` field from a chain-of-thought reply.
@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import regex
 
 from workbench.errors import ConfigError
 
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
+
 #: What a preset needing the protocol says when the benchmark has none.
 IMPORT_HINT = (
-    "import the release with `python -m workbench.taxonomy import-select <clone of "
+    "import the release with `python -m workbench taxonomy import-select <clone of "
     "kinshuk-h/SELECT> --out DIR` and use data_dir=DIR"
 )
 
@@ -25,7 +29,7 @@ IMPORT_HINT = (
 QUESTION = "{question}"
 
 
-def require_protocol(bench, what: str):
+def require_protocol(bench: Benchmark, what: str):
     """The benchmark's SELECT protocol, or a one-line error naming ``what`` needs it."""
     protocol = getattr(bench, "select_protocol", None)
     if protocol is None:
@@ -36,7 +40,7 @@ def require_protocol(bench, what: str):
     return protocol
 
 
-def concept_description(bench, concept_id: str) -> str:
+def concept_description(bench: Benchmark, concept_id: str) -> str:
     """How SELECT names a concept in prompts: its name, then "in the context of" and its
     ancestors' names, root first (compositions: the name alone)."""
     c = bench.concept(concept_id)

@@ -18,6 +18,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 #: The seed of SELECT's released runs (its ``generate.py --seed``).
 SELECT_RUN_SEED = 20240828
@@ -31,7 +35,7 @@ def run_seeds(seed: int = SELECT_RUN_SEED, n: int = SELECT_NUM_SEEDS) -> tuple[i
     return tuple(rng.randint(100000 + i * 100000, 100000 + (i + 1) * 100000) for i in range(n))
 
 
-def sort_key(bench, concept_id: str) -> tuple[str, ...]:
+def sort_key(bench: Benchmark, concept_id: str) -> tuple[str, ...]:
     """The key SELECT sorts candidate concepts by: ``(id,)`` for an atom, ``(relation template,
     released id)`` for a composition."""
     c = bench.concept(concept_id)
@@ -40,7 +44,7 @@ def sort_key(bench, concept_id: str) -> tuple[str, ...]:
     return (concept_id,)
 
 
-def sample_pool(bench, concept_ids, k: int, seed: int) -> list[tuple[str, str]]:
+def sample_pool(bench: Benchmark, concept_ids, k: int, seed: int) -> list[tuple[str, str]]:
     """``(question, concept id)`` pairs: SELECT's ``sample_queries`` over the concepts'
     evaluation questions (sorted concepts, pooled questions, ``random.sample`` after seeding)."""
     ordered = sorted(concept_ids, key=lambda c: sort_key(bench, c))
@@ -50,7 +54,7 @@ def sample_pool(bench, concept_ids, k: int, seed: int) -> list[tuple[str, str]]:
     return random.Random(seed).sample(pool, k)
 
 
-def queries_per_concept(bench, concept_id: str) -> int:
+def queries_per_concept(bench: Benchmark, concept_id: str) -> int:
     """SELECT's ``num_queries`` for the concept's partition: its concepts' number of evaluation
     questions (the most common count, which every released concept has)."""
     tax = bench.taxonomy_of(concept_id)
@@ -68,7 +72,7 @@ class SelectSample:
     specificity: list[tuple[str, str]]
 
 
-def select_sample(bench, target: str, seed: int = SELECT_RUN_SEED) -> SelectSample:
+def select_sample(bench: Benchmark, target: str, seed: int = SELECT_RUN_SEED) -> SelectSample:
     """SELECT's three evaluation sets for ``target``: all of its questions (abstention),
     ``num_queries`` sampled from its descendants' (generalization; none for a leaf) and from its
     specificity set's (siblings and ancestors; for compositions also the compositions of its

@@ -12,7 +12,7 @@ Memory is linear in the number of prompts: the result is prompts x layers x hidd
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
@@ -21,6 +21,9 @@ from workbench.generation.engine import render_prompts
 from workbench.generation.hooks import UnsupportedModelError, decoder_blocks, layer_module_name
 from workbench.models.chat import Prompt
 from workbench.progress import tqdm
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 Pooling = Literal["last", "mean"]
 
@@ -59,7 +62,7 @@ def hidden_of(output) -> torch.Tensor:
 
 
 def collect_activations(
-    lm,
+    lm: Backend,
     prompts: Sequence[Prompt],
     layers: Sequence[int],
     *,

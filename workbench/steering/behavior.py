@@ -11,13 +11,16 @@ benchmark and tests measure that it does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from workbench.generation import GenerationConfig, generate
 from workbench.models.chat import render_chat
 from workbench.steering.activations import collect_activations
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 #: Abstention openings used for the behaviour vector and as fine-tuning targets.
 ABSTENTIONS: tuple[str, ...] = (
@@ -30,7 +33,7 @@ ABSTENTIONS: tuple[str, ...] = (
 
 
 def fit_refusal_vector(
-    lm,
+    lm: Backend,
     questions: Sequence[str],
     layers: Sequence[int],
     comply_tokens: int = 16,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -40,6 +41,9 @@ from workbench.models.chat import Prompt
 from workbench.steering.activations import collect_activations, hidden_of
 from workbench.steering.concept import Condition
 from workbench.steering.spec import SteerSpec
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 
 @dataclass
@@ -79,7 +83,11 @@ class ConditionalSteerer:
     last_votes: torch.Tensor | None = None
 
     def decide(
-        self, lm, prompts: Sequence[Prompt], system: str | None = None, batch_size: int = 32
+        self,
+        lm: Backend,
+        prompts: Sequence[Prompt],
+        system: str | None = None,
+        batch_size: int = 32,
     ) -> torch.Tensor:
         """One boolean per prompt: is it about the concept? (Always True without a condition.)"""
         if self.condition is None:
@@ -91,7 +99,7 @@ class ConditionalSteerer:
 
     def generate(
         self,
-        lm,
+        lm: Backend,
         prompts: Sequence[Prompt],
         config: GenerationConfig | None = None,
         *,
@@ -156,7 +164,7 @@ class ConditionalSteerer:
             hooks.append(ForwardHook(layer_module_name(model, layer), vote, prefix_safe=True))
         return hooks, fired, votes
 
-    def _decide_then_steer(self, lm, prompts, config, progress, **kwargs):
+    def _decide_then_steer(self, lm: Backend, prompts, config, progress, **kwargs):
         """One generation: the first prompt pass votes; prompts that fired get a second,
         steered prompt pass and are steered at every step; the others are untouched."""
         hooks, fired, self.last_votes = self._vote_hooks(lm.model, len(prompts))

@@ -8,9 +8,9 @@ taking that table exactly as its function returns it:
 :func:`select_latex`           :func:`workbench.scoring.metrics.select_table` (SELECT's
                                aggregation: Student-t over concepts)
 :func:`technique_latex`        :func:`~workbench.scoring.metrics.technique_table` or
-                               :func:`workbench.select.compare.technique_summary`
+                               :func:`workbench.tables.select_compare.technique_summary`
                                (``<metric>_lo`` / ``_hi`` bounds)
-:func:`side_by_side_latex`     :func:`workbench.select.compare.side_by_side`
+:func:`side_by_side_latex`     :func:`workbench.tables.select_compare.side_by_side`
 :func:`unknown_latex`          :func:`workbench.unknown.summarize_unknown`
 :func:`editing_latex`          :func:`workbench.editing.edit_metrics`
 :func:`concepts_latex`         :func:`workbench.experiments.report.summary_table` (per
@@ -260,7 +260,7 @@ def side_by_side_latex(
     percent: bool = True,
     digits: int = 1,
 ) -> str:
-    """:func:`workbench.select.compare.side_by_side`: the run's models beside SELECT's released
+    """:func:`workbench.tables.select_compare.side_by_side`: the run's models beside SELECT's released
     ones, per concept set; the best per column within each concept set in bold."""
     keys = ["concepts", "source", "model", "technique"]
     flat, metrics = _mean_ci_wide(table, keys)

@@ -10,7 +10,7 @@ A generated table sits in a Markdown page between two markers::
 Each name is a function of :data:`TABLES` that renders its block from a record the run wrote
 (``docs/results/*.json``: ``make demo``, ``benchmarks/generation.py --record``; the verify
 reference ``data/reference/verify.json``), with the machine, dtype and versions that measured it.
-``python -m workbench.tables.measured`` rewrites every block; ``--check`` lists the blocks whose
+``python -m workbench tables`` rewrites every block; ``--check`` lists the blocks whose
 text is not what their record gives (a test runs it).
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -196,7 +195,7 @@ TABLES: dict[str, Callable[[], str]] = {
 }
 
 
-def _shown(page: Path) -> str:
+def shown(page: Path) -> str:
     return str(page.relative_to(repo_root())) if page.is_relative_to(repo_root()) else str(page)
 
 
@@ -231,7 +230,7 @@ def stale(paths: list[Path] | None = None) -> list[str]:
         text = page.read_text()
         for m in BLOCK.finditer(text):
             if fill(m.group(0), rendered) != m.group(0):
-                out.append(f"{_shown(page)}: {m['name']}")
+                out.append(f"{shown(page)}: {m['name']}")
     return out
 
 
@@ -247,24 +246,3 @@ def fill_pages(paths: list[Path] | None = None, names: set[str] | None = None) -
             page.write_text(new)
             changed.append(page)
     return changed
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--check"]:
-        bad = stale()
-        for line in bad:
-            print(f"stale: {line}")
-        print(f"{len(bad)} measured table(s) differ from their records" if bad else "up to date")
-        return 1 if bad else 0
-    if argv:
-        raise WorkbenchError("usage: python -m workbench.tables.measured [--check]")
-    for page in fill_pages():
-        print(f"filled {_shown(page)}")
-    return 0
-
-
-if __name__ == "__main__":
-    from workbench.errors import run_command
-
-    sys.exit(run_command(main))

@@ -16,7 +16,6 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.paths import repo_root
-from workbench.select.protocol import load_protocol, write_protocol
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
 from workbench.taxonomy.compositions import (
     DEFAULT_TEMPLATES,
@@ -37,6 +36,7 @@ from workbench.taxonomy.questions import (
     save_jsonl,
 )
 from workbench.taxonomy.questions.sets import _normalize
+from workbench.taxonomy.select_format.protocol import load_protocol, write_protocol
 
 FILES = {
     "atomic": "taxonomy_atomic.json",
@@ -61,7 +61,7 @@ class Benchmark:
 
     ``examples`` (few-shot examples by target concept) and ``answers`` (reference replies by
     training question) are present when the benchmark ships them (SELECT's release does).
-    ``select_protocol`` is SELECT's protocol text (a ``workbench.select.protocol.SelectProtocol``)
+    ``select_protocol`` is SELECT's protocol text (a ``workbench.taxonomy.select_format.protocol.SelectProtocol``)
     when the benchmark was imported from a clone of SELECT's repository, else None.
     """
 
@@ -259,7 +259,7 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
     if not mpath.is_file():
         raise WorkbenchError(
             f"no benchmark in {d} (missing {FILES['manifest']}); "
-            "build one with: python -m workbench.taxonomy build"
+            "build one with: python -m workbench taxonomy build"
         )
     manifest = json.loads(mpath.read_text())
     if verify:
@@ -306,10 +306,10 @@ def _rebuild_hint(manifest: dict, directory: Path) -> str:
     if manifest.get("builder") == "workbench.taxonomy.import_select":
         release = manifest.get("release_dir") or "<clone of kinshuk-h/SELECT>"
         return (
-            "re-import it with: python -m workbench.taxonomy import-select "
+            "re-import it with: python -m workbench taxonomy import-select "
             f"{release} --out {directory}"
         )
-    return "rebuild with: python -m workbench.taxonomy build"
+    return "rebuild with: python -m workbench taxonomy build"
 
 
 def build_default_benchmark(

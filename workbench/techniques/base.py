@@ -13,12 +13,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig
+from workbench.registry import Registry
 from workbench.techniques.artifacts import ArtifactStore, check_meta
 from workbench.techniques.data import TargetData, target_data
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 Nature = Literal["inference-time", "fine-tuning"]
 Access = Literal["black-box", "white-box"]
@@ -113,11 +118,11 @@ class Technique(ABC, Generic[P]):
         }
 
     # -- preparation ------------------------------------------------------------------------------
-    def requirements(self, bench, target: str) -> list[str]:
+    def requirements(self, bench: Benchmark, target: str) -> list[str]:
         """The target's question splits this technique needs (``needs`` unless overridden)."""
         return list(self.needs)
 
-    def check_data(self, bench, target: str) -> None:
+    def check_data(self, bench: Benchmark, target: str) -> None:
         """Fail with one line naming the concept and split when the benchmark lacks questions
         ``prepare`` would learn from: called before any model loads."""
         concept = bench.concept(target)
@@ -127,15 +132,15 @@ class Technique(ABC, Generic[P]):
                 raise ConfigError(
                     f"technique {self.name!r} needs {split} questions about {target!r} "
                     f"({concept.name}) and the benchmark has none; import a release with its "
-                    "training questions (python -m workbench.taxonomy import-select) or write them "
+                    "training questions (python -m workbench taxonomy import-select) or write them "
                     "with a question generator (workbench.taxonomy.build_question_bank)"
                 )
 
-    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+    def data(self, bench: Benchmark, target: str, seed: int = 0) -> TargetData:
         """The training material (overridable for techniques that need other proportions)."""
         return target_data(bench, target, seed=seed)
 
-    def meta(self, lm, data: TargetData, seed: int) -> dict[str, Any]:
+    def meta(self, lm: Backend, data: TargetData, seed: int) -> dict[str, Any]:
         return {
             "technique": self.name,
             "version": ARTIFACT_VERSION,
@@ -149,8 +154,8 @@ class Technique(ABC, Generic[P]):
 
     def prepare(
         self,
-        lm,
-        bench,
+        lm: Backend,
+        bench: Benchmark,
         target: str,
         *,
         seed: int = 0,
@@ -188,27 +193,33 @@ class Technique(ABC, Generic[P]):
 
     @abstractmethod
     def build(
-        self, lm, bench, data: TargetData, directory: Path | None, *, seed: int, progress: bool
+        self,
+        lm: Backend,
+        bench: Benchmark,
+        data: TargetData,
+        directory: Path | None,
+        *,
+        seed: int,
+        progress: bool,
     ) -> Abstainer | None:
         """Compute the artifact into ``directory`` (or, without artifacts, return the abstainer)."""
 
-    def load(self, lm, bench, data: TargetData, directory: Path) -> Abstainer:
+    def load(self, lm: Backend, bench: Benchmark, data: TargetData, directory: Path) -> Abstainer:
         raise NotImplementedError(f"{self.name} saves no artifacts")
 
 
-TECHNIQUES: dict[str, type[Technique]] = {}
+#: Technique name -> its class (a new technique: one module with a class and ``@register``).
+TECHNIQUES: Registry[type[Technique]] = Registry("technique")
+
+T = TypeVar("T", bound=type[Technique])
 
 
-def register(cls: type[Technique]) -> type[Technique]:
+def register(cls: T) -> T:
     """Class decorator adding a technique to the registry under ``cls.name``."""
-    if cls.name in TECHNIQUES and TECHNIQUES[cls.name] is not cls:
-        raise ValueError(f"technique name {cls.name!r} is already registered")
-    TECHNIQUES[cls.name] = cls
+    TECHNIQUES.register(cls.name, cls)
     return cls
 
 
 def get_technique(name: str, **params: Any) -> Technique:
     """A technique by registered name, with parameter overrides."""
-    if name not in TECHNIQUES:
-        raise ConfigError(f"unknown technique {name!r}; known: {', '.join(sorted(TECHNIQUES))}")
     return TECHNIQUES[name](**params)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate
 from workbench.select import prompts as select_prompts
 from workbench.techniques.base import Abstainer, Params, Technique, register
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ class BaseParams(Params):
 class BaseAbstainer(Abstainer):
     technique = "base"
 
-    def __init__(self, lm, target: str, template: str = select_prompts.QUESTION):
+    def __init__(self, lm: Backend, target: str, template: str = select_prompts.QUESTION):
         self.lm, self.target, self.template = lm, target, template
 
     def generate(self, questions, config=None, progress=True, **kwargs):
@@ -50,12 +54,12 @@ class Base(Technique[Params]):
     Params: ClassVar[type[Params]] = BaseParams
     saves_artifacts = False
 
-    def requirements(self, bench, target: str) -> list[str]:
+    def requirements(self, bench: Benchmark, target: str) -> list[str]:
         if getattr(self.params, "protocol", "") == "select":
             select_prompts.require_protocol(bench, "base with protocol='select'")
         return []
 
-    def build(self, lm, bench, data, directory, *, seed, progress):
+    def build(self, lm: Backend, bench: Benchmark, data, directory, *, seed, progress):
         if getattr(self.params, "protocol", "") == "select":
             protocol = select_prompts.require_protocol(bench, "base with protocol='select'")
             return BaseAbstainer(lm, data.target, select_prompts.plain_prompt(protocol))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from workbench.taxonomy.benchmark import Benchmark
 from workbench.taxonomy.questions import FewShotExample, ReferenceAnswer
-from workbench.taxonomy.questions.sets import _rng
+from workbench.taxonomy.questions.sets import seeded_rng
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class LabelledQuestion:
         return self.relation in ("target", "descendant")
 
 
-def _pool(bench: Benchmark, ids: list[str], split: str, relation: str) -> list[LabelledQuestion]:
+def question_pool(
+    bench: Benchmark, ids: list[str], split: str, relation: str
+) -> list[LabelledQuestion]:
     return [
         LabelledQuestion(q, c, relation)
         for c in ids
@@ -43,7 +45,9 @@ def _pool(bench: Benchmark, ids: list[str], split: str, relation: str) -> list[L
     ]
 
 
-def _spread(pool: list[LabelledQuestion], n: int, rng: random.Random) -> list[LabelledQuestion]:
+def spread_questions(
+    pool: list[LabelledQuestion], n: int, rng: random.Random
+) -> list[LabelledQuestion]:
     """Up to ``n`` questions spread over as many concepts as possible (round robin)."""
     by_concept: dict[str, list[LabelledQuestion]] = {}
     for q in pool:
@@ -118,7 +122,7 @@ def target_data(
     way.
     """
     tax = bench.taxonomy_of(target)
-    rng = _rng(seed, target)
+    rng = seeded_rng(seed, target)
     desc = tax.descendants(target)
     near_rel = bench.near_concepts(target)
     near = list(near_rel)
@@ -126,20 +130,24 @@ def target_data(
     far = sorted(c for c in tax.concepts if c not in excluded)
 
     def related(split: str, n_t: int, n_d: int) -> list[LabelledQuestion]:
-        d = _spread(_pool(bench, desc, split, "descendant"), n_d, rng)
-        t = _spread(_pool(bench, [target], split, "target"), n_t + (n_d - len(d)), rng)
+        d = spread_questions(question_pool(bench, desc, split, "descendant"), n_d, rng)
+        t = spread_questions(
+            question_pool(bench, [target], split, "target"), n_t + (n_d - len(d)), rng
+        )
         return t + d
 
     def unrelated(split: str, n_f: int, n_n: int) -> list[LabelledQuestion]:
         pool = [
             LabelledQuestion(q.question, q.concept_id, near_rel[q.concept_id])
-            for q in _pool(bench, near, split, "near")
+            for q in question_pool(bench, near, split, "near")
         ]
-        nq = _spread(pool, n_n, rng)
+        nq = spread_questions(pool, n_n, rng)
         far_ids = rng.sample(far, min(len(far), n_f + n_n - len(nq)))
-        fq = _spread(_pool(bench, far_ids, split, "unrelated"), n_f + n_n - len(nq), rng)
+        fq = spread_questions(
+            question_pool(bench, far_ids, split, "unrelated"), n_f + n_n - len(nq), rng
+        )
         rest = [q for q in pool if q not in nq]
-        return nq + fq + _spread(rest, n_f + n_n - len(nq) - len(fq), rng)
+        return nq + fq + spread_questions(rest, n_f + n_n - len(nq) - len(fq), rng)
 
     half = max(1, n_val // 2)
     related_train = related("train", n_target, n_descendant)

@@ -25,6 +25,7 @@ import json
 import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -42,6 +43,10 @@ from workbench.techniques.data import (
     select_tuning_data,
     target_data,
 )
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ _ADDED = {"mixture": "workbench", "prompt_template": "", "dpo_init": "merged"}
 class _ServedAdapter:
     """A back end (vLLM) answering through a LoRA adapter directory over its base weights."""
 
-    def __init__(self, lm, adapter: Path):
+    def __init__(self, lm: Backend, adapter: Path):
         self.lm, self.adapter = lm, str(adapter)
         self.backend, self.tokenizer = lm.backend, lm.tokenizer
         self.capabilities, self.name = lm.capabilities, lm.name
@@ -120,7 +125,7 @@ class FineTunedAbstainer(Abstainer):
 
     def __init__(
         self,
-        lm,
+        lm: Backend,
         technique: str,
         target: str,
         model,
@@ -128,7 +133,7 @@ class FineTunedAbstainer(Abstainer):
         system: str | None = None,
     ):
         self.technique, self.target = technique, target
-        self.adapted = (
+        self.adapted: _ServedAdapter | Backend | None = (
             _ServedAdapter(lm, model) if isinstance(model, Path) else lm.with_model(model)
         )
         self.template, self.system = template, system
@@ -153,7 +158,7 @@ def _wrap(template: str | None, question: str) -> str:
     return question if template is None else template.replace(select_prompts.QUESTION, question)
 
 
-def _protocol(technique: Technique[SFTParams], bench):
+def _protocol(technique: Technique[SFTParams], bench: Benchmark):
     """SELECT's protocol when the technique's parameters need its text (else None)."""
     p = technique.params
     if p.mixture != "select" and not p.prompt_template:
@@ -177,13 +182,13 @@ def _protocol(technique: Technique[SFTParams], bench):
     return protocol
 
 
-def _template(technique: Technique[SFTParams], bench) -> str | None:
+def _template(technique: Technique[SFTParams], bench: Benchmark) -> str | None:
     protocol = _protocol(technique, bench)
     return select_prompts.plain_prompt(protocol) if technique.params.prompt_template else None
 
 
 def _select_data(
-    technique: Technique[SFTParams], bench, target: str, seed: int, dpo: bool
+    technique: Technique[SFTParams], bench: Benchmark, target: str, seed: int, dpo: bool
 ) -> TargetData:
     """SELECT's mixture, with the protocol text it used recorded for the artifact's hash."""
     protocol = _protocol(technique, bench)
@@ -203,7 +208,9 @@ def _select_data(
     return data
 
 
-def _check_select(technique: Technique[SFTParams], bench, target: str, dpo: bool) -> None:
+def _check_select(
+    technique: Technique[SFTParams], bench: Benchmark, target: str, dpo: bool
+) -> None:
     """The protocol, and a reference answer for every question SELECT's mixture may use."""
     _protocol(technique, bench)
     if technique.params.mixture != "select":
@@ -227,7 +234,7 @@ def _answer(data: TargetData, question: str) -> str:
     return data.answers[question].comply
 
 
-def _own_answers(lm, questions: list[str], tokens: int) -> list[str]:
+def _own_answers(lm: Backend, questions: list[str], tokens: int) -> list[str]:
     gens = generate(lm, questions, GenerationConfig(max_new_tokens=tokens), progress=False)
     return [g.text for g in gens]
 
@@ -237,7 +244,11 @@ class ReferenceFallbackWarning(UserWarning):
 
 
 def comply_answers(
-    lm, data: TargetData, questions: list[str], params: SFTParams, technique: str = "fine-tuning"
+    lm: Backend,
+    data: TargetData,
+    questions: list[str],
+    params: SFTParams,
+    technique: str = "fine-tuning",
 ) -> list[str]:
     """Compliant answers to ``questions``: the benchmark's reference answers (``reference``,
     where it has them; a :class:`ReferenceFallbackWarning` counts the others) or the model's
@@ -256,7 +267,7 @@ def comply_answers(
     return [ref[q].comply if q in ref else own[q] for q in questions]
 
 
-def _check_reference(technique: Technique[SFTParams], bench) -> None:
+def _check_reference(technique: Technique[SFTParams], bench: Benchmark) -> None:
     """``comply_answers="reference"`` on a benchmark without reference answers: an error."""
     if technique.params.comply_answers == "reference" and not bench.answers:
         raise ConfigError(
@@ -274,17 +285,17 @@ def _apply_adapter(model, directory: Path):
         return PeftModel.from_pretrained(model, str(directory)).merge_and_unload()
 
 
-def _fresh_copy(lm):
+def _fresh_copy(lm: Backend):
     return copy.deepcopy(lm.model)
 
 
-def _trainable(lm):
+def _trainable(lm: Backend):
     """The Hugging Face model to train on: ``lm`` itself, or the same weights behind a back end
     that serves adapters (vLLM). On CPU the copy trains in fp32 whatever ``lm`` runs in."""
     return lm if lm.capabilities.activations else lm.hf()
 
 
-def _train_copy(lm):
+def _train_copy(lm: Backend):
     model = _fresh_copy(_trainable(lm))
     if (
         next(model.parameters()).device.type == "cpu"
@@ -294,7 +305,7 @@ def _train_copy(lm):
     return model
 
 
-def _serves_adapters(lm) -> bool:
+def _serves_adapters(lm: Backend) -> bool:
     """Whether ``lm`` answers through adapter directories (an engine without the torch module
     in hand, e.g. vLLM) rather than through an adapted copy of its weights."""
     return not lm.capabilities.activations
@@ -311,7 +322,7 @@ class _LoRATechnique(Technique[SFTParams]):
     needs = ("train",)
     dpo = False
 
-    def check_data(self, bench, target: str) -> None:
+    def check_data(self, bench: Benchmark, target: str) -> None:
         super().check_data(bench, target)
         if self.params.mixture != "select":
             _check_reference(self, bench)
@@ -325,12 +336,12 @@ class SFT(_LoRATechnique):
 
     name = "sft"
 
-    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+    def data(self, bench: Benchmark, target: str, seed: int = 0) -> TargetData:
         if self.params.mixture == "select":
             return _select_data(self, bench, target, seed, dpo=False)
         return _with_prompt(self, bench, target_data(bench, target, seed=seed))
 
-    def pairs(self, lm, data: TargetData) -> list[tuple[str, str]]:
+    def pairs(self, lm: Backend, data: TargetData) -> list[tuple[str, str]]:
         """(question, reply) training pairs, questions unwrapped; SELECT's mixture: each
         positive with each of its refusal templates, then each negative with its reference
         answer, in the shuffled order."""
@@ -348,7 +359,7 @@ class SFT(_LoRATechnique):
         keep = list(zip(keep_q, comply_answers(lm, data, keep_q, self.params, self.name)))
         return related + keep
 
-    def build(self, lm, bench, data, directory: Path | None, *, seed, progress):
+    def build(self, lm: Backend, bench: Benchmark, data, directory: Path | None, *, seed, progress):
         assert directory is not None  # the adapter is saved: prepare passes a directory
         pairs = self.pairs(lm, data)
         template = _template(self, bench)
@@ -365,7 +376,7 @@ class SFT(_LoRATechnique):
         del model
         gc.collect()
 
-    def load(self, lm, bench, data, directory: Path) -> Abstainer:
+    def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> Abstainer:
         if _serves_adapters(lm):
             return _abstainer(self, lm, bench, data, directory / "adapter")
         model = _apply_adapter(_fresh_copy(lm), directory / "adapter").eval()
@@ -379,7 +390,7 @@ class SFTDPO(_LoRATechnique):
     name = "sft_dpo"
     dpo = True
 
-    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+    def data(self, bench: Benchmark, target: str, seed: int = 0) -> TargetData:
         if self.params.mixture == "select":
             return _select_data(self, bench, target, seed, dpo=True)
         return _with_prompt(self, bench, target_data(bench, target, seed=seed))
@@ -389,12 +400,12 @@ class SFTDPO(_LoRATechnique):
         sft.store = self.store
         return sft
 
-    def _sft_dir(self, lm, bench, data, seed) -> Path:
+    def _sft_dir(self, lm: Backend, bench: Benchmark, data, seed) -> Path:
         sft = self._sft()
         sft.prepare(lm, bench, data.target, seed=seed, store=self.store).close()
         return sft.store.path_for(sft.meta(lm, sft.data(bench, data.target, seed=seed), seed))
 
-    def triples(self, lm, data: TargetData, sft_pairs: list) -> list[tuple[str, str, str]]:
+    def triples(self, lm: Backend, data: TargetData, sft_pairs: list) -> list[tuple[str, str, str]]:
         """(question, chosen, rejected), questions unwrapped. SELECT's mixture: each positive
         with 2 templates (chosen: the refusal, rejected: its reference answer), each negative
         with 3 (the reverse), in the shuffled order; else from the SFT pairs."""
@@ -422,7 +433,7 @@ class SFTDPO(_LoRATechnique):
         ]
         return triples
 
-    def build(self, lm, bench, data, directory: Path | None, *, seed, progress):
+    def build(self, lm: Backend, bench: Benchmark, data, directory: Path | None, *, seed, progress):
         assert directory is not None  # the adapter is saved: prepare passes a directory
         sft_dir = self._sft_dir(lm, bench, data, seed)
         triples = self.triples(lm, data, json.loads((sft_dir / "pairs.json").read_text()))
@@ -451,7 +462,7 @@ class SFTDPO(_LoRATechnique):
         del model, base
         gc.collect()
 
-    def load(self, lm, bench, data, directory: Path) -> Abstainer:
+    def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> Abstainer:
         info = json.loads((directory / "sft.json").read_text())
         continued = info.get("dpo_init", "merged") == "continue"
         sft_dir = self.store.root / "sft" / info.get("sft_artifact", "")
@@ -471,13 +482,15 @@ class SFTDPO(_LoRATechnique):
         return _abstainer(self, lm, bench, data, model.eval())
 
 
-def _with_prompt(technique: Technique, bench, data: TargetData) -> TargetData:
+def _with_prompt(technique: Technique, bench: Benchmark, data: TargetData) -> TargetData:
     """``data`` recording SELECT's plain template when questions are trained inside it."""
     template = _template(technique, bench)
     return data if template is None else replace(data, select={"prompt": template})
 
 
-def _abstainer(technique: Technique, lm, bench, data: TargetData, model) -> FineTunedAbstainer:
+def _abstainer(
+    technique: Technique, lm: Backend, bench: Benchmark, data: TargetData, model
+) -> FineTunedAbstainer:
     template = _template(technique, bench)
     system = _protocol(technique, bench).system_prompt if template is not None else None
     return FineTunedAbstainer(lm, technique.name, data.target, model, template, system)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.errors import ConfigError
+from workbench.registry import Registry
 from workbench.select.sampling import SELECT_RUN_SEED, run_seeds
 
 #: SELECT's LoRA fine-tuning (tuning/aft.py, apo.py). ``sft_dpo`` trains its SFT stage with its
@@ -51,31 +51,34 @@ _SELECT_TUNING: dict[str, Any] = {
 }
 
 #: Technique parameter overrides per preset.
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "workbench": {},
-    "select": {
-        "base": {"protocol": "select"},
-        "zero_shot": {"protocol": "select"},
-        "few_shot_cot": {"style": "select", "examples": "benchmark", "min_new_tokens": 1024},
-        "steering": {
-            "mixture": "select",
-            "method": "repe_pca",
-            "n_vectors": 3,
-            "centered": False,
-            "reading_template": True,
-            "read_final_norm": True,
-            "pooling": "last",
-            "rank_by": "min_gap",
-            "threshold_rule": "select",
-            "n_layers": 3,
-            "aggregate": "all",
-            "decision": "separate",
-            "prompt_template": "select",
+PRESETS: Registry[dict[str, dict[str, Any]]] = Registry(
+    "preset",
+    {
+        "workbench": {},
+        "select": {
+            "base": {"protocol": "select"},
+            "zero_shot": {"protocol": "select"},
+            "few_shot_cot": {"style": "select", "examples": "benchmark", "min_new_tokens": 1024},
+            "steering": {
+                "mixture": "select",
+                "method": "repe_pca",
+                "n_vectors": 3,
+                "centered": False,
+                "reading_template": True,
+                "read_final_norm": True,
+                "pooling": "last",
+                "rank_by": "min_gap",
+                "threshold_rule": "select",
+                "n_layers": 3,
+                "aggregate": "all",
+                "decision": "separate",
+                "prompt_template": "select",
+            },
+            "sft": dict(_SELECT_TUNING),
+            "sft_dpo": dict(_SELECT_TUNING),
         },
-        "sft": dict(_SELECT_TUNING),
-        "sft_dpo": dict(_SELECT_TUNING),
     },
-}
+)
 
 #: The workbench's own experiment settings (what an unset field means without a preset).
 WORKBENCH_SETTINGS: dict[str, Any] = {
@@ -157,13 +160,10 @@ def notebook_settings(preset: str, **values: Any) -> dict[str, Any]:
 
 def preset_params(preset: str, technique: str) -> dict[str, Any]:
     """The overrides ``preset`` gives ``technique`` (empty when it gives none)."""
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
     return dict(PRESETS[preset].get(technique, {}))
 
 
 def preset_settings(preset: str) -> dict[str, Any]:
     """Every experiment setting under ``preset`` (the workbench's where it sets none)."""
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
+    PRESETS[preset]  # an unknown preset: one line naming the known ones
     return {**WORKBENCH_SETTINGS, **SETTINGS.get(preset, {})}

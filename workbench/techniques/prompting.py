@@ -14,19 +14,24 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig, generate
 from workbench.select import prompts as select_prompts
 from workbench.steering.behavior import ABSTENTIONS
 from workbench.techniques.base import Abstainer, Params, Technique, register
-from workbench.techniques.data import TargetData, _rng
+from workbench.techniques.data import TargetData, seeded_rng
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 #: SELECT's abstention reply.
 ABSTAINED = "Abstained"
 
 
-def concept_phrase(bench, concept_id: str, context: bool = False) -> str:
+def concept_phrase(bench: Benchmark, concept_id: str, context: bool = False) -> str:
     """How instructions name a concept: plural for classes, the name for instances and
     compositions; with ``context``, followed by its ancestors' names as SELECT does ("Rivers in
     the context of Places, Bodies of Water"; compositions have none)."""
@@ -46,7 +51,7 @@ class PromptAbstainer(Abstainer):
 
     def __init__(
         self,
-        lm,
+        lm: Backend,
         technique: str,
         target: str,
         system: str | None,
@@ -143,12 +148,12 @@ class ZeroShot(Technique[ZeroShotParams]):
     Params = ZeroShotParams
     saves_artifacts = False
 
-    def requirements(self, bench, target: str) -> list[str]:
+    def requirements(self, bench: Benchmark, target: str) -> list[str]:
         if self.params.protocol == "select":
             select_prompts.require_protocol(bench, "zero_shot with protocol='select'")
         return []
 
-    def build(self, lm, bench, data: TargetData, directory, *, seed, progress):
+    def build(self, lm: Backend, bench: Benchmark, data: TargetData, directory, *, seed, progress):
         p = self.params
         if p.protocol == "select":
             protocol = select_prompts.require_protocol(bench, "zero_shot with protocol='select'")
@@ -276,12 +281,12 @@ class FewShotCoT(Technique[FewShotParams]):
     access = "black-box"
     Params = FewShotParams
 
-    def uses_benchmark_examples(self, bench, target: str) -> bool:
+    def uses_benchmark_examples(self, bench: Benchmark, target: str) -> bool:
         return self.params.examples == "benchmark" or (
             self.params.examples == "auto" and bool(bench.examples.get(target))
         )
 
-    def requirements(self, bench, target: str) -> list[str]:
+    def requirements(self, bench: Benchmark, target: str) -> list[str]:
         if self.params.style == "select":
             select_prompts.require_protocol(bench, "few_shot_cot with style='select'")
         if self.params.examples == "benchmark" and not bench.examples.get(target):
@@ -291,7 +296,16 @@ class FewShotCoT(Technique[FewShotParams]):
             )
         return [] if self.uses_benchmark_examples(bench, target) else ["train"]
 
-    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed, progress):
+    def build(
+        self,
+        lm: Backend,
+        bench: Benchmark,
+        data: TargetData,
+        directory: Path | None,
+        *,
+        seed,
+        progress,
+    ):
         assert directory is not None  # few-shot examples are saved: prepare passes a directory
         p = self.params
         if p.style == "select":  # nothing to compute: the turn is SELECT's text, built on load
@@ -325,11 +339,13 @@ class FewShotCoT(Technique[FewShotParams]):
             return _reason_abstain(concept, about)
         return _reason_answer(concept, about, response)
 
-    def _drawn_examples(self, lm, bench, data: TargetData, seed: int) -> list[tuple[str, str, str]]:
+    def _drawn_examples(
+        self, lm: Backend, bench: Benchmark, data: TargetData, seed: int
+    ) -> list[tuple[str, str, str]]:
         """(question, "Abstained" or the model's own answer, what it is about) from training
         questions: target and descendant questions to abstain on, near and far ones to answer."""
         p = self.params
-        rng = _rng(seed, "few-shot:" + data.target)
+        rng = seeded_rng(seed, "few-shot:" + data.target)
         targets = [q for q in data.related if q.relation == "target"]
         descs = [q for q in data.related if q.relation == "descendant"]
         near = [q for q in data.unrelated if q.relation != "unrelated"]
@@ -356,7 +372,7 @@ class FewShotCoT(Technique[FewShotParams]):
         rng.shuffle(order)
         return [drawn[i] for i in order]
 
-    def load(self, lm, bench, data, directory: Path) -> Abstainer:
+    def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> Abstainer:
         saved = json.loads((directory / "examples.json").read_text())
         p = self.params
         if saved.get("style") == "select" and "examples" not in saved:

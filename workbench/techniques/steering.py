@@ -46,6 +46,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -76,7 +77,11 @@ from workbench.techniques.base import (
     Technique,
     register,
 )
-from workbench.techniques.data import TargetData, _rng, select_contrast_data, target_data
+from workbench.techniques.data import TargetData, seeded_rng, select_contrast_data, target_data
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,7 @@ def default_behavior_layers(num_layers: int) -> list[int]:
     return sorted({round(0.47 * num_layers), round(0.53 * num_layers)})
 
 
-def _activations_lm(lm):
+def _activations_lm(lm: Backend):
     """The model whose layers the vectors are read from: ``lm``, or on an engine that steers
     without exposing its layers (vLLM) the same weights on the Hugging Face engine."""
     return lm if lm.capabilities.activations else lm.hf()
@@ -224,7 +229,7 @@ class SteeringAbstainer(Abstainer):
 
     def __init__(
         self,
-        lm,
+        lm: Backend,
         target: str,
         steerer: ConditionalSteerer,
         table: list[LayerStats],
@@ -376,7 +381,7 @@ def _reading_prompt(template: str, description: str, question: str) -> str:
     return template.format(concept=description, stimulus=question)
 
 
-def _protocol(bench, params: SteeringParams):
+def _protocol(bench: Benchmark, params: SteeringParams):
     """SELECT's protocol when the parameters need its text (else None)."""
     if not (params.reading_template or params.prompt_template):
         return None
@@ -393,8 +398,8 @@ def _protocol(bench, params: SteeringParams):
 
 
 def refusal_vector(
-    lm,
-    bench,
+    lm: Backend,
+    bench: Benchmark,
     n_questions: int,
     seed: int = 0,
     store: ArtifactStore | None = None,
@@ -404,7 +409,7 @@ def refusal_vector(
     ids = sorted(
         c for c in bench.atomic.concepts if c in bench.questions and bench.questions[c].train
     )
-    rng = _rng(seed, "refusal-vector")
+    rng = seeded_rng(seed, "refusal-vector")
     questions = [bench.questions[c].train[0] for c in rng.sample(ids, min(n_questions, len(ids)))]
     meta = {
         "technique": "refusal_vector",
@@ -434,11 +439,11 @@ class Steering(Technique[SteeringParams]):
     Params = SteeringParams
     needs = ("train", "validation")
 
-    def check_data(self, bench, target: str) -> None:
+    def check_data(self, bench: Benchmark, target: str) -> None:
         super().check_data(bench, target)
         _protocol(bench, self.params)
 
-    def data(self, bench, target: str, seed: int = 0) -> TargetData:
+    def data(self, bench: Benchmark, target: str, seed: int = 0) -> TargetData:
         p = self.params
         if p.mixture == "select":
             data = select_contrast_data(bench, target, seed, n_vectors=p.n_vectors)
@@ -451,7 +456,7 @@ class Steering(Technique[SteeringParams]):
             data = replace(data, select={**(data.select or {}), "reading": digest})
         return data
 
-    def _reading(self, bench, target: str):
+    def _reading(self, bench: Benchmark, target: str):
         """question -> SELECT's reading prompt about ``target`` (None without the option)."""
         protocol = _protocol(bench, self.params)
         if protocol is None or not self.params.reading_template:
@@ -459,7 +464,16 @@ class Steering(Technique[SteeringParams]):
         desc = select_prompts.concept_description(bench, target)
         return partial(_reading_prompt, protocol.reading_template, desc)
 
-    def build(self, lm, bench, data: TargetData, directory: Path | None, *, seed, progress):
+    def build(
+        self,
+        lm: Backend,
+        bench: Benchmark,
+        data: TargetData,
+        directory: Path | None,
+        *,
+        seed,
+        progress,
+    ):
         assert directory is not None  # vectors are saved: prepare passes a directory
         p = self.params
         lm = _activations_lm(lm)
@@ -542,7 +556,7 @@ class Steering(Technique[SteeringParams]):
             )
         )
 
-    def load(self, lm, bench, data, directory: Path) -> SteeringAbstainer:
+    def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> SteeringAbstainer:
         saved = torch.load(directory / "steering.pt")
         cond = json.loads((directory / "condition.json").read_text())
         layers = list(range(len(saved["vectors"])))
@@ -581,7 +595,7 @@ class Steering(Technique[SteeringParams]):
 
 def _flips(seed: int, target: str, n_pairs: int, n_vectors: int) -> list[str]:
     """Cumulative random pair flips (as SELECT's shuffle_data) when the data carries none."""
-    rng, state, out = _rng(seed, "repe-flips:" + target), [False] * n_pairs, []
+    rng, state, out = seeded_rng(seed, "repe-flips:" + target), [False] * n_pairs, []
     for _ in range(n_vectors):
         state = [s != (rng.random() >= 0.5) for s in state]
         out.append("".join("1" if s else "0" for s in state))

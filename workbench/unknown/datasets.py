@@ -25,7 +25,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
 from workbench.releases import (
@@ -36,9 +36,12 @@ from workbench.releases import (
     manifest_for,
     register,
 )
-from workbench.taxonomy.questions.sets import _rng
+from workbench.taxonomy.questions.sets import seeded_rng
 from workbench.taxonomy.text import article
 from workbench.unknown.names import made_up_names
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 TASKS = ("NEC", "FalseQA", "RefuNQ")
 PARTITIONS = ("answerable", "unanswerable")
@@ -257,7 +260,7 @@ def build_unknown_dataset(
     n_refunq: int = 60,
     seed: int = 0,
     wordnet_dir: str | os.PathLike | None = None,
-    bench=None,
+    bench: Benchmark | None = None,
 ) -> UnknownDataset:
     """Build all three tasks with both partitions (deterministic for fixed arguments)."""
     from workbench.taxonomy.wordnet import WordNet, WordNetGraph
@@ -277,7 +280,7 @@ def build_unknown_dataset(
 
     # NEC ------------------------------------------------------------------------------------
     for category, templates in NEC_TEMPLATES.items():
-        rng = _rng(seed, "nec:" + category)
+        rng = seeded_rng(seed, "nec:" + category)
         if category == "generic":
             pool = sorted({c.phrase for c in bench.atomic if c.kind == "class" and c.parent})
             real = sorted(rng.sample(pool, per_category))
@@ -305,7 +308,7 @@ def build_unknown_dataset(
                 )
 
     # FalseQA ----------------------------------------------------------------------------------
-    rng = _rng(seed, "falseqa")
+    rng = seeded_rng(seed, "falseqa")
     pairs = []
     for offset, _, true_p, false_p in FALSE_PREMISE_FACTS:
         subjects = _familiar_names(wn, graph, (offset,), 8, rng) or [graph.name(offset)]
@@ -330,7 +333,7 @@ def build_unknown_dataset(
         )
 
     # RefuNQ ----------------------------------------------------------------------------------
-    rng = _rng(seed, "refunq")
+    rng = seeded_rng(seed, "refunq")
     questions = []
     for offset, template in REFUNQ_SOURCES:
         for inst in wn.synsets[offset].instance_hyponyms:
@@ -498,9 +501,27 @@ def _read_unknownbench(d: Path):
     return items, found, digest.hexdigest()
 
 
+def find_unknownbench(directory: str | os.PathLike) -> Path:
+    """The folder holding ``NEC/``, ``FalseQA/`` and ``RefuNQ/``: ``directory`` itself or its
+    ``data/`` (so a clone of genglinliu/UnknownBench works as well as its data folder)."""
+    d = Path(directory)
+    for cand in (d, d / "data"):
+        if any((cand / task).is_dir() for task in TASKS):
+            return cand
+    raise WorkbenchError(
+        f"no UnknownBench data under {d} (looked for {', '.join(t + '/' for t in TASKS)} in {d} "
+        f"and {d / 'data'})"
+    )
+
+
 def count_unknownbench(directory: str | os.PathLike) -> dict:
     """What each file under ``directory`` holds (for :mod:`workbench.releases`)."""
     return _read_unknownbench(Path(directory))[1]
+
+
+def _locate_unknownbench(root: str | os.PathLike) -> tuple[Path, dict]:
+    d = find_unknownbench(root)
+    return d, count_unknownbench(d)
 
 
 #: genglinliu/UnknownBench data/ (readme.md there lists the same six counts): 13,319 items.
@@ -515,7 +536,7 @@ UNKNOWNBENCH_RELEASE = register(
         "RefuNQ/RefuNQ_answerable.json": {"items": 2266},
         "RefuNQ/RefuNQ_unanswerable.json": {"items": 2173},
     },
-    locate=lambda root: (Path(root), count_unknownbench(root)),
+    locate=_locate_unknownbench,
 )
 
 
@@ -534,6 +555,8 @@ def load_unknownbench(directory: str | os.PathLike, allow_partial: bool = False)
     d = Path(directory)
     if not d.is_dir():
         raise WorkbenchError(f"no UnknownBench directory at {d}")
+    if not any((d / task).is_dir() for task in TASKS) and (d / "data").is_dir():
+        d = find_unknownbench(d)  # a clone of the repository: its data/
     items, found, digest = _read_unknownbench(d)
     if not items and not allow_partial:
         raise WorkbenchError(f"{d} holds no NEC/, FalseQA/ or RefuNQ/ files")

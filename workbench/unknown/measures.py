@@ -15,21 +15,25 @@ import string
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 
-from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import last_token_logits
 from workbench.generation.options import option_probabilities
+from workbench.registry import Registry
 from workbench.scoring.keywords import (
     keyword_refusal,
     unknownbench_correct,
     unknownbench_refusal,
 )
 from workbench.scoring.phrases import detect_refusal
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 CONFIDENCE_PROMPT = (
     "Here is a question:\n\n{question}\n\nHow sure are you that you could answer it correctly? "
@@ -83,17 +87,20 @@ PAPER_CONFIDENCE_PROMPT = (
     "\n\n---\n<question>: {question}\n\n<confidence>: "
 )
 
-PROMPTS: dict[str, UnknownPrompts] = {
-    "paper": UnknownPrompts("paper", PAPER_ANSWER_PROMPT, PAPER_CONFIDENCE_PROMPT),
-    "workbench": UnknownPrompts("workbench", "{question}", CONFIDENCE_PROMPT, CONFIDENCE_PREFIX),
-}
+PROMPTS: Registry[UnknownPrompts] = Registry(
+    "prompt preset",
+    {
+        "paper": UnknownPrompts("paper", PAPER_ANSWER_PROMPT, PAPER_CONFIDENCE_PROMPT),
+        "workbench": UnknownPrompts(
+            "workbench", "{question}", CONFIDENCE_PROMPT, CONFIDENCE_PREFIX
+        ),
+    },
+)
 
 
 def get_prompts(preset: str | UnknownPrompts) -> UnknownPrompts:
     if isinstance(preset, UnknownPrompts):
         return preset
-    if preset not in PROMPTS:
-        raise ConfigError(f"unknown prompt preset {preset!r}; known: {', '.join(PROMPTS)}")
     return PROMPTS[preset]
 
 
@@ -139,7 +146,7 @@ def _batches(n: int, size: int):
 
 
 def next_token_entropy(
-    lm, prompts: Sequence[str], batch_size: int = 32, chat: bool = True
+    lm: Backend, prompts: Sequence[str], batch_size: int = 32, chat: bool = True
 ) -> list[float]:
     """Entropy (nats) of the model's next-token distribution right after each prompt
     (with ``chat``, at the start of the assistant's turn)."""
@@ -158,7 +165,7 @@ def next_token_entropy(
     return out
 
 
-def prompt_perplexity(lm, texts: Sequence[str], batch_size: int = 32) -> list[float]:
+def prompt_perplexity(lm: Backend, texts: Sequence[str], batch_size: int = 32) -> list[float]:
     """Perplexity of each raw text under the model: exp(mean NLL of tokens 2..n)."""
     tok, model = lm.tokenizer, lm.model
     enc = [tok(t, add_special_tokens=True)["input_ids"] for t in texts]
@@ -195,7 +202,7 @@ class NumberConfidence:
 
 
 def number_confidence(
-    lm, texts: Sequence[str], batch_size: int = 32, top: int = 10
+    lm: Backend, texts: Sequence[str], batch_size: int = 32, top: int = 10
 ) -> list[NumberConfidence]:
     """The model's distribution over replying "0" ... "10" after each (rendered) text, each
     number in two spellings (with and without a leading space); see
@@ -207,7 +214,7 @@ def number_confidence(
     ]
 
 
-def unavailable_measures(lm) -> list[str]:
+def unavailable_measures(lm: Backend) -> list[str]:
     """The measures ``lm``'s back end cannot give: confidence from log-probabilities needs
     exact scoring of fixed continuations, entropy the full next-token distribution, perplexity
     the model's layers (the workbench's engine only)."""
@@ -224,7 +231,7 @@ SETTINGS_COLUMNS = ("prompt_preset", "max_new_tokens")
 
 
 def evaluate_unknown(
-    lm,
+    lm: Backend,
     items,
     abstainer=None,
     max_new_tokens: int = 48,
@@ -303,7 +310,7 @@ def evaluate_unknown(
 
 
 def run_unknown(
-    lm,
+    lm: Backend,
     items,
     out_dir,
     abstainer=None,

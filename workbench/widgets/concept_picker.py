@@ -1,7 +1,7 @@
 """Concept picker: search or browse the taxonomy, pick target concepts, see their neighbourhood.
 
-The logic lives in :func:`search_options`, :func:`browse_options`, :func:`concept_summary` and
-:func:`summary_html`; :class:`ConceptPicker` only wires them to widgets, so tests drive it by
+The logic lives in :func:`search_options`, :func:`browse_options`, :func:`summary_html` (over
+:func:`workbench.taxonomy.summary.concept_summary`); :class:`ConceptPicker` only wires them to widgets, so tests drive it by
 setting ``.value``. Nothing is ever selected implicitly: a search lists matches (or says that
 nothing matches, or how many more there are), and a concept is chosen only by clicking it.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.taxonomy.benchmark import Benchmark
+from workbench.taxonomy.summary import concept_summary
 
 #: The label of the empty choice every option list starts with.
 NOTHING = "— choose a concept —"
@@ -74,35 +75,6 @@ def browse_options(bench: Benchmark, concept_id: str | None) -> Options:
     return Options(
         opts, f"{c.name}: {n} child{'ren' if n != 1 else ''}" if n else f"{c.name} has no children"
     )
-
-
-def concept_summary(
-    bench: Benchmark, concept_id: str, n_questions: int = 3, n_listed: int = 8
-) -> dict[str, Any]:
-    """What a researcher wants to see before picking a target: its place and its questions."""
-    tax = bench.taxonomy_of(concept_id)
-    c = tax[concept_id]
-    desc = tax.descendants(concept_id)
-    # QuestionBank has no get(); its sets mapping does (as techniques.base reads it)
-    qs = bench.questions.sets.get(concept_id)
-    return {
-        "id": c.id,
-        "name": c.name,
-        "kind": c.kind,
-        "level": tax.level(concept_id),
-        "gloss": c.gloss,
-        "path": [tax[x].name for x in tax.path(concept_id)],
-        "ancestors": [tax[x].name for x in tax.ancestors(concept_id)],
-        "siblings": [tax[x].name for x in tax.siblings(concept_id)],
-        "children": [tax[x].name for x in tax.children(concept_id)],
-        "n_descendants": len(desc),
-        "descendants": [tax[x].name for x in desc[:n_listed]],
-        "constituents": [bench.concept(x).name for x in c.constituents],
-        "n_questions": len(qs) if qs else 0,
-        "sample_questions": (
-            qs.train[:n_questions] if qs and qs.train else (qs.eval[:n_questions] if qs else [])
-        ),
-    }
 
 
 def summary_html(summary: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ import html
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -52,6 +52,10 @@ from workbench.widgets.inspector.views import (
     view_note_html,
     votes_html,
 )
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 __all__ = [
     "DPI",
@@ -94,8 +98,8 @@ class SteeringInspector:
 
     def __init__(
         self,
-        lm,
-        bench,
+        lm: Backend,
+        bench: Benchmark,
         concept: str | None = None,
         technique=None,
         store=None,
@@ -601,7 +605,7 @@ def open_inspector(
     model="smollm2-135m-instruct",
     concept: str | None = None,
     question: str = "",
-    bench=None,
+    bench: Benchmark | None = None,
     store=None,
     technique=None,
 ) -> SteeringInspector:

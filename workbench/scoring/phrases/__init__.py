@@ -15,7 +15,7 @@ These rules were written from the kinds of refusal seen across model families an
 development part of ``data/labels`` and on the development halves of outside labelled sets
 (``benchmarks/detectors.py``: XSTest's human-labelled answers of GPT-4, Llama-2 and Mistral,
 GPTFuzz's labelled ChatGPT answers, SELECT's released answers of six models); the test parts
-measure them (``python -m workbench.scoring agreement``, ``python benchmarks/detectors.py DIR``).
+measure them (``python -m workbench scoring agreement``, ``python benchmarks/detectors.py DIR``).
 """
 
 from workbench.scoring.keywords import KEYWORDS, keyword_refusal

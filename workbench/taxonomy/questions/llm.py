@@ -4,10 +4,14 @@ deduplicated and kept only if they mention the concept."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from workbench.errors import WorkbenchError
 from workbench.taxonomy.model import Concept, Taxonomy
 from workbench.taxonomy.questions.sets import _normalize
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 # ---------------------------------------------------------------------------------------------
 # LLM generator
@@ -47,7 +51,7 @@ class LLMQuestionGenerator:
 
     def __init__(
         self,
-        lm,
+        lm: Backend,
         seed: int = 0,
         per_round: int = 10,
         max_rounds: int = 12,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.taxonomy.model import Concept, Taxonomy
-from workbench.taxonomy.questions.sets import _rng
+from workbench.taxonomy.questions.sets import seeded_rng
 
 # ---------------------------------------------------------------------------------------------
 # Relation probes
@@ -54,7 +54,7 @@ def relation_probes(
     Roots are skipped as "other": "every river is a kind of places" is not a fair question.
     """
     c = taxonomy[concept_id]
-    rng = _rng(seed, concept_id)
+    rng = seeded_rng(seed, concept_id)
     probes = []
     for anc in taxonomy.ancestors(concept_id):
         if taxonomy[anc].parent is None:

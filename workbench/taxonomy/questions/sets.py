@@ -226,7 +226,7 @@ def split_questions(
     return out
 
 
-def _rng(seed: int, key: str) -> random.Random:
+def seeded_rng(seed: int, key: str) -> random.Random:
     return random.Random(
         int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big")
     )

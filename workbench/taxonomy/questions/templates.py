@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from workbench.errors import WorkbenchError
 from workbench.taxonomy.model import Concept, Taxonomy
-from workbench.taxonomy.questions.sets import _normalize, _rng
+from workbench.taxonomy.questions.sets import _normalize, seeded_rng
 from workbench.taxonomy.text import article
 
 # ---------------------------------------------------------------------------------------------
@@ -342,4 +342,4 @@ class TemplateQuestionGenerator:
             raise WorkbenchError(
                 f"templates give only {len(pool)} questions for {concept.id!r}, need {n}"
             )
-        return _rng(self.seed, concept.id).sample(pool, n)
+        return seeded_rng(self.seed, concept.id).sample(pool, n)

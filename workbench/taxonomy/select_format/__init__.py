@@ -39,7 +39,6 @@ from __future__ import annotations
 import os
 import warnings
 
-from workbench.select.protocol import find_protocol_root, read_protocol
 from workbench.taxonomy.model import TaxonomyError
 from workbench.taxonomy.select_format.convert import (
     load_select_atoms,
@@ -62,6 +61,7 @@ from workbench.taxonomy.select_format.manifest import (
     check_select_release,
     count_select,
 )
+from workbench.taxonomy.select_format.protocol import find_protocol_root, read_protocol
 
 
 def import_select(

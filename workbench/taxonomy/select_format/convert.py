@@ -22,7 +22,7 @@ from workbench.taxonomy.questions import (
     QuestionSet,
     ReferenceAnswer,
 )
-from workbench.taxonomy.questions.sets import _rng
+from workbench.taxonomy.questions.sets import seeded_rng
 from workbench.taxonomy.select_format.files import (
     GENERATOR,
     ROOT_TYPES,
@@ -42,7 +42,7 @@ def split_training(
     """(train, validation): a seeded shuffle per concept, ``round_half_up(n * validation)`` to
     validation (but at least one question stays in train)."""
     order = list(questions)
-    _rng(seed, "select-split:" + concept_id).shuffle(order)
+    seeded_rng(seed, "select-split:" + concept_id).shuffle(order)
     n_val = min(int(len(order) * validation + 0.5), max(0, len(order) - 1))
     return order[n_val:], order[:n_val]
 

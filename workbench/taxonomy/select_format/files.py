@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workbench.select.protocol import is_lfs_pointer
 from workbench.taxonomy.compositions import (
     RelationTemplate,
 )
@@ -22,6 +21,7 @@ from workbench.taxonomy.questions import (
     QuestionBank,
     ReferenceAnswer,
 )
+from workbench.taxonomy.select_format.protocol import is_lfs_pointer
 
 #: SELECT's root ids and the root-type keys the workbench uses for them.
 ROOT_TYPES = {

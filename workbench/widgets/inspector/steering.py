@@ -4,6 +4,7 @@ from the controls' values, and the unsteered and conditionally steered answers t
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -17,9 +18,12 @@ from workbench.steering import (
 from workbench.steering.concept import Aggregate
 from workbench.widgets.inspector.state import LayerVote
 
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+
 
 def condition_votes(
-    lm, abstainer, question: str, layers: list[int], thresholds: dict[int, float]
+    lm: Backend, abstainer, question: str, layers: list[int], thresholds: dict[int, float]
 ) -> list[LayerVote]:
     """The question's similarity and vote at each chosen layer."""
     if not layers:
@@ -45,7 +49,7 @@ def build_steerer(
 
 
 def compare_answers(
-    lm,
+    lm: Backend,
     steerer: ConditionalSteerer,
     question: str,
     max_new_tokens: int = 48,

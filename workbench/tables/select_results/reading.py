@@ -9,8 +9,8 @@ import json
 import zlib
 from pathlib import Path
 
-from workbench.select.protocol import is_lfs_pointer
-from workbench.select.results.release import LFS_REASON, SelectResultsError
+from workbench.tables.select_results.release import LFS_REASON, SelectResultsError
+from workbench.taxonomy.select_format.protocol import is_lfs_pointer
 
 
 def read_results(path: Path, raw: bytes | None = None) -> dict:

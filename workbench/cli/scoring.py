@@ -1,4 +1,4 @@
-"""``python -m workbench.scoring``: check refusal detectors against labelled responses.
+"""``scoring``: check refusal detectors against labelled responses.
 
     agreement [--labels FILE|DIR ...] [--split test|dev|all] [--judge MODEL] [--csv PATH]
     labels LOG [--out CSV]
@@ -19,16 +19,18 @@ table to load with pandas (the labeller keeps it up to date by itself).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from workbench.errors import WorkbenchError, run_command
+from workbench.errors import WorkbenchError
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.scoring")
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    ap = commands.add_parser(
+        "scoring", help="refusal detectors against labelled answers; labels as they stand"
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     ag = sub.add_parser("agreement", help="detectors against labelled responses")
+    ag.set_defaults(fn=_agreement)
     ag.add_argument(
         "--split",
         choices=("test", "dev", "all"),
@@ -53,12 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also write every table here, long form (columns by, group, detector, ...)",
     )
     lb = sub.add_parser("labels", help="a labels log's labels as they stand, as CSV")
+    lb.set_defaults(fn=_labels)
     lb.add_argument("log", help="the labels file (JSON Lines) the labeller writes")
     lb.add_argument(
         "--out", default=None, help="where to write (default: <stem>.current.csv beside the log)"
     )
-    args = ap.parse_args(argv)
-    return run_command(_agreement if args.cmd == "agreement" else _labels, args)
 
 
 def _labels(args) -> int:
@@ -135,7 +136,3 @@ def _agreement(args) -> int:
         with atomic_file(args.csv) as tmp:
             agreement_groups(pred).to_csv(tmp, index=False, float_format="%.3f")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

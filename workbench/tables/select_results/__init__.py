@@ -41,11 +41,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.select.protocol import is_lfs_pointer
-from workbench.select.results.reading import read_results
-from workbench.select.results.release import (
+from workbench.tables.select_results.reading import read_results
+from workbench.tables.select_results.release import (
     API_PROVIDERS,
     EVAL_TYPES,
     LFS_REASON,
@@ -60,8 +59,8 @@ from workbench.select.results.release import (
     release_root,
     technique_family,
 )
-from workbench.select.results.report import ImportReport, _check_whole
-from workbench.select.results.rows import (
+from workbench.tables.select_results.report import ImportReport, _check_whole
+from workbench.tables.select_results.rows import (
     _STATE,
     IMPORTER_VERSION,
     _init_worker,
@@ -69,7 +68,7 @@ from workbench.select.results.rows import (
     detector_functions,
     import_file,
 )
-from workbench.select.results.schema import (
+from workbench.tables.select_results.schema import (
     BOOL_COLUMNS,
     FLOAT_COLUMNS,
     INT_COLUMNS,
@@ -79,11 +78,15 @@ from workbench.select.results.schema import (
     TRAILING,
     schema,
 )
-from workbench.select.results.tables import (
+from workbench.tables.select_results.tables import (
     check_detector,
     detector_columns,
     select_results_table,
 )
+from workbench.taxonomy.select_format.protocol import is_lfs_pointer
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 __all__ = [
     "API_PROVIDERS",
@@ -141,7 +144,7 @@ def _sha256(raw: bytes) -> str:
 
 def import_select_results(
     release_dir: str | os.PathLike,
-    bench,
+    bench: Benchmark | str | os.PathLike,
     run_name: str = "select-release",
     root: str | os.PathLike | None = None,
     models: list[str] | None = None,
@@ -153,7 +156,7 @@ def import_select_results(
 
     Args:
         release_dir: a clone of SELECT's repository (or its release) with ``results/``.
-        bench: the benchmark imported from the same release (``python -m workbench.taxonomy
+        bench: the benchmark imported from the same release (``python -m workbench taxonomy
             import-select``), or its directory.
         run_name: the run's folder; ``root`` defaults to :func:`workbench.paths.runs_root`.
         models: SELECT aliases, model ids or folder names to import (default: all).
@@ -173,7 +176,7 @@ def import_select_results(
     from workbench.runlock import run_lock
 
     start = time.time()
-    if not hasattr(bench, "near_concepts"):  # a benchmark directory
+    if isinstance(bench, (str, os.PathLike)):  # a benchmark directory
         from workbench.taxonomy import load_benchmark
 
         bench = load_benchmark(bench)
@@ -201,12 +204,12 @@ def import_select_results(
         )
 
 
-def check_targets(rel_root: Path, files: list[ResultFile], bench) -> None:
+def check_targets(rel_root: Path, files: list[ResultFile], bench: Benchmark) -> None:
     """Raise SelectResultsError when the benchmark holds none of the targets of the release's
     smallest readable file of each partition: the benchmark of another release (or none
     imported from it), found before anything is imported, not as a table of unknown rows."""
-    from workbench.select.results.join import _Joiner
-    from workbench.select.results.reading import _iter_records
+    from workbench.tables.select_results.join import _Joiner
+    from workbench.tables.select_results.reading import _iter_records
 
     joiner = _Joiner(bench)
     seen: list[str] = []
@@ -230,7 +233,7 @@ def check_targets(rel_root: Path, files: list[ResultFile], bench) -> None:
         raise SelectResultsError(
             f"the benchmark {name!r} holds none of the release's targets ({len(set(seen))} "
             f"read, e.g. {seen[0]!r}): give the one imported from this release (python -m "
-            f"workbench.taxonomy import-select {rel_root} --out DIR)"
+            f"workbench taxonomy import-select {rel_root} --out DIR)"
         )
 
 
@@ -238,7 +241,7 @@ def _import(
     rel_root: Path,
     files: list[ResultFile],
     notes: list[str],
-    bench,
+    bench: Benchmark,
     run_dir: Path,
     run_name: str,
     progress: bool,

@@ -508,7 +508,7 @@ def load_protocol(directory: str | os.PathLike) -> SelectProtocol | None:
     if not ipath.is_file():
         raise ProtocolError(
             f"{d} has no {INDEX}; re-import the release with "
-            "`python -m workbench.taxonomy import-select <clone>`"
+            "`python -m workbench taxonomy import-select <clone>`"
         )
     try:
         index = json.loads(ipath.read_text())
@@ -526,7 +526,7 @@ def load_protocol(directory: str | os.PathLike) -> SelectProtocol | None:
         if want != hashlib.sha256(raw).hexdigest():
             raise ProtocolError(
                 f"{path} does not match the hash in {INDEX} (edited?); re-import "
-                "the release with `python -m workbench.taxonomy import-select <clone>`"
+                "the release with `python -m workbench taxonomy import-select <clone>`"
             )
         texts[name] = _text(path, raw)
         data[name] = yaml.safe_load(texts[name])

@@ -3,7 +3,7 @@
 The decisions are the ones SELECT's evaluation makes, quirks included, so that the workbench's
 ``refused_select_*`` columns can be compared with the paper's numbers item for item. The module
 holds no SELECT text: the refusal keywords and contraction rules come from a
-:class:`~workbench.select.protocol.SelectProtocol` read from the user's release clone.
+:class:`~workbench.taxonomy.select_format.protocol.SelectProtocol` read from the user's release clone.
 
 * ``phrase``: after transliteration and stripping leading ``*"'{`` and whitespace, the text starts
   with the instructed phrase, or has ``Answer:``/``Response:``/``Assistant:`` followed by it.

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.releases import register
+from workbench.releases import Found, register
 
 #: Partition -> results folder of the release.
 PARTITIONS = {"atoms": "expr.abstain.select", "compositions": "expr.abstain.select.compose"}
@@ -30,6 +30,25 @@ WHITE_BOX_FAMILIES = ("steering", "tuning")
 API_PROVIDERS = ("openai",)
 LFS_REASON = "a Git LFS pointer, not the file (its blob was not downloaded)"
 
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(64)
+
+
+def count_results(root: str | os.PathLike) -> tuple[Path, dict[str, Found]]:
+    """(the folder holding ``results/``, per partition the readable results files there: present
+    and not a Git LFS pointer), for ``releases check select-results``."""
+    from workbench.taxonomy.select_format.protocol import is_lfs_pointer
+
+    base = release_root(root)
+    found = {}
+    for folder in PARTITIONS.values():
+        files = sorted((base / "results" / folder).glob("*/*/*.json.gz"))
+        found[f"results/{folder}"] = Found(sum(not is_lfs_pointer(_head(p)) for p in files))
+    return base, found
+
+
 #: kinshuk-h/SELECT results/: 4 open models x 5 techniques x 3 evaluation types + 2 API
 #: models x 2 prompting techniques x 3, for atoms and compositions: 144 files. The importer
 #: derives the same set from the release's config/ (:func:`expected_files`).
@@ -41,6 +60,7 @@ SELECT_RESULTS_RELEASE = register(
         "results/expr.abstain.select.compose": {"items": 72},
     },
     unit="files",
+    locate=count_results,
 )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workbench.select.results.release import SelectResultsError
-from workbench.select.results.schema import SELECT_FLAGS
+from workbench.tables.select_results.release import SelectResultsError
+from workbench.tables.select_results.schema import SELECT_FLAGS
 
 
 def detector_columns(detectors: list[str]) -> list[str]:

@@ -8,12 +8,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.select.results.join import _Joiner
-from workbench.select.results.reading import _iter_records, read_results
-from workbench.select.results.release import ResultFile, SelectResultsError, technique_family
-from workbench.select.results.schema import SELECT_FLAGS, schema
+from workbench.tables.select_results.join import _Joiner
+from workbench.tables.select_results.reading import _iter_records, read_results
+from workbench.tables.select_results.release import ResultFile, SelectResultsError, technique_family
+from workbench.tables.select_results.schema import SELECT_FLAGS, schema
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 _NATURE = {"prompt": "inference-time", "steering": "inference-time", "tuning": "fine-tuning"}
 #: Bumped when the rows an import writes change: older chunks are then rebuilt.
@@ -30,7 +33,7 @@ def _flag(refusal: Any, key: str) -> bool | None:
 _STATE: dict[str, Any] = {}
 
 
-def _init_worker(bench, versions: str) -> None:
+def _init_worker(bench: Benchmark, versions: str) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     _STATE.clear()
     detectors = detector_functions(bench)
@@ -48,7 +51,7 @@ def _init_worker(bench, versions: str) -> None:
     )
 
 
-def detector_functions(bench=None) -> dict:
+def detector_functions(bench: Benchmark | None = None) -> dict:
     """The registry's detectors, ``{name: fn(text, question)}`` (``detectors_for(bench)`` where
     the registry has it)."""
     from workbench.scoring import detectors as registry

@@ -4,6 +4,10 @@ md5 id to the candidate questions of its evaluation type."""
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.taxonomy.benchmark import Benchmark
 
 
 def _md5(text: str) -> str:
@@ -13,10 +17,12 @@ def _md5(text: str) -> str:
 class _Joiner:
     """Candidate questions by (eval type, target), md5-keyed, with their concept and relation."""
 
-    def __init__(self, bench):
+    def __init__(self, bench: Benchmark):
         self.bench = bench
         self.cache: dict[tuple[str, str], dict[str, list[tuple[str, str, str]]]] = {}
-        self.by_pair = {(c.relation, "#".join(c.constituents)): c.id for c in bench.compositions}
+        self.by_pair: dict[tuple[str | None, str], str] = {
+            (c.relation, "#".join(c.constituents)): c.id for c in bench.compositions
+        }
 
     def target(self, partition: str, relation: str | None, key: str) -> tuple[str, bool]:
         """(workbench id, known) of a released concept key."""

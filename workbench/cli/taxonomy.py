@@ -1,4 +1,4 @@
-"""``python -m workbench.taxonomy``: build, inspect and query the shipped benchmark.
+"""``taxonomy``: build, inspect and query the shipped benchmark.
 
 stats [--json] [--data DIR]        counts of the benchmark in DIR (default data/)
 build [--out DIR] [--seed N] ...   rebuild the default benchmark from WordNet 3.0
@@ -13,23 +13,24 @@ import argparse
 import json
 import sys
 
-from workbench.errors import run_command
 
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.taxonomy")
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    ap = commands.add_parser(
+        "taxonomy", help="build, inspect and query a benchmark; import SELECT's benchmark"
+    )
+    ap.set_defaults(fn=_run)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    st = sub.add_parser("stats")
+    st = sub.add_parser("stats", help="counts of the benchmark")
     st.add_argument("--json", action="store_true")
     st.add_argument("--data", default=None)
-    b = sub.add_parser("build")
+    b = sub.add_parser("build", help="rebuild the default benchmark from WordNet 3.0")
     b.add_argument("--out", default=None)
     b.add_argument("--seed", type=int, default=0, help="seed of the taxonomy and the questions")
     b.add_argument("--wordnet-dir", default=None)
-    sh = sub.add_parser("show")
+    sh = sub.add_parser("show", help="a concept's place and questions")
     sh.add_argument("concept_id")
     sh.add_argument("--data", default=None)
-    fi = sub.add_parser("find")
+    fi = sub.add_parser("find", help="concepts whose name or id contains TEXT")
     fi.add_argument("text")
     fi.add_argument("--data", default=None)
     im = sub.add_parser("import-select", help="import SELECT's released data/SELECT files")
@@ -54,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         help="import a release that lacks files, concepts or questions of the "
         "published one (recorded as release_load in the manifest and in rows)",
     )
-    return run_command(_run, ap.parse_args(argv))
 
 
 def _run(args) -> int:
@@ -120,7 +120,7 @@ def _run(args) -> int:
                     f"{p['question']!r} of {p['eval_of']}"
                 )
     elif args.cmd == "show":
-        from workbench.widgets.concept_picker import concept_summary
+        from workbench.taxonomy.summary import concept_summary
 
         print(json.dumps(concept_summary(bench, args.concept_id, n_questions=5), indent=2))
     elif args.cmd == "find":
@@ -128,7 +128,3 @@ def _run(args) -> int:
             for c in tax.find(args.text):
                 print(f"{c.id:40s} {c.name}  (level {tax.level(c.id)}, {c.kind})")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,12 +13,17 @@ not one operating point.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from workbench.steering.activations import collect_activations
 from workbench.steering.concept import Condition
 from workbench.steering.gate import auroc
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+    from workbench.taxonomy.benchmark import Benchmark
 
 GROUPS = ("target", "descendant", "near", "far")
 
@@ -31,7 +36,7 @@ class GateQuestions:
     questions: dict[str, list[str]]
 
 
-def gate_questions(bench, target: str, n: int = 20, seed: int = 0) -> GateQuestions:
+def gate_questions(bench: Benchmark, target: str, n: int = 20, seed: int = 0) -> GateQuestions:
     """Up to ``n`` evaluation questions per group, spread over concepts."""
     from workbench.experiments.runner import evaluation_questions
 
@@ -58,7 +63,7 @@ def gate_margin(condition: Condition, acts: torch.Tensor) -> torch.Tensor:
 
 
 def evaluate_gate(
-    lm,
+    lm: Backend,
     condition: Condition,
     questions: GateQuestions,
     acts: dict[str, torch.Tensor] | None = None,
@@ -89,8 +94,8 @@ def evaluate_gate(
 
 
 def gate_sweep(
-    lm,
-    bench,
+    lm: Backend,
+    bench: Benchmark,
     targets,
     settings: dict[str, dict],
     n: int = 20,

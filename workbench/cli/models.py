@@ -1,0 +1,35 @@
+"""Models: ``models`` (the registered ones) and ``generate`` (answer questions, a quick check)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _models(args) -> None:
+    from workbench.models import MODELS
+
+    for spec in MODELS.values():
+        print(f"{spec.name:28s} {spec.description}  [{spec.distribution}=={spec.version}]")
+    print("Any Hugging Face model id or local model directory works too.")
+
+
+def _generate(args) -> None:
+    from workbench.backends import load_model
+    from workbench.generation import GenerationConfig, generate
+
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, system_prompt=args.system)
+    for q, g in zip(args.question, generate(lm, args.question, cfg, progress=False)):
+        print(f"Q: {q}\nA: {g.text}\n")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser("models", help="list the registered models").set_defaults(fn=_models)
+    gen = sub.add_parser("generate", help="answer questions with a model (a quick check)")
+    gen.add_argument("question", nargs="+")
+    gen.add_argument("--model", default=None)
+    gen.add_argument("--device", default="auto")
+    gen.add_argument("--dtype", default="auto")
+    gen.add_argument("--system", default=None)
+    gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.set_defaults(fn=_generate)

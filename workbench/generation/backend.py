@@ -1,0 +1,256 @@
+"""The interface every engine meets: :class:`Backend`, the :class:`Capabilities` it declares
+and the :class:`ModelRef` its name is parsed into.
+
+It lives beside the generation engine so that everything at the engines' level (steering,
+option scoring, tables of generations) can name the type it is handed; the engines themselves
+and the registry that picks one by a model's name are in :mod:`workbench.backends`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
+
+from workbench.errors import ConfigError, ModelLoadError
+from workbench.generation.config import Generation, GenerationConfig
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a back end can do.
+
+    Attributes:
+        activations: forward hooks on decoder blocks (steering, gates, probes, editing).
+        weights: the model's weights are local, so adapters can be trained on them.
+        adapters: serves LoRA adapters over the base weights without a merged copy.
+        logprobs: log-probabilities of generated tokens (K-sample weighting, c(x)).
+        scoring: log-probabilities of given continuations (the judge's constrained choice,
+            number confidence, perplexity).
+        distribution: the full next-token distribution (entropy).
+        steering: adds steering vectors to chosen requests and reads a concept gate inside the
+            engine (conditional steering), per request.
+    """
+
+    activations: bool
+    weights: bool
+    adapters: bool
+    logprobs: bool
+    scoring: bool
+    distribution: bool
+    steering: bool = False
+
+    def missing(self, needs: frozenset[str]) -> list[str]:
+        return sorted(n for n in needs if not getattr(self, n))
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model name split into its back end and what that back end loads.
+
+    Attributes:
+        backend: the engine's registered name (``hf``, ``vllm``, ``openai``, ...).
+        target: the model for that back end (name, path, hub id, or the served model's name).
+        base_url: for ``openai``, the endpoint given after ``@`` (else None: the environment's
+            ``OPENAI_BASE_URL`` or the OpenAI API).
+    """
+
+    backend: str
+    target: str
+    base_url: str | None = None
+
+
+class Backend(ABC):
+    """A loaded model behind one engine: the one interface techniques, the judge, UnknownBench
+    and the suites talk to.
+
+    Subclasses declare :attr:`capabilities` (never inferred from a name) and the provenance
+    every result row records (``name``, ``model_id``, ``revision``, ``dtype_name``), set
+    ``tokenizer`` (None when the endpoint's tokenizer is not local), and implement
+    :meth:`generate_prompts`. A back end with ``activations`` exposes ``model`` (the module
+    hooks attach to); one with ``scoring`` implements :meth:`option_probabilities`.
+    """
+
+    #: the engine's name: the prefix of its model names (``vllm:<model>``), its registry key
+    backend: ClassVar[str]
+    #: the dataclass of its options (``load(options=...)``, a grid's ``model_options``)
+    options_type: ClassVar[type]
+    #: what it is, in an error's words ("the Hugging Face engine")
+    engine: ClassVar[str]
+    capabilities: Capabilities
+    name: str
+    model_id: str
+    revision: str
+    dtype_name: str
+    tokenizer: Any
+
+    @property
+    def numerics(self) -> str:
+        """``reproducible`` (fp32: answers independent of batch, resume, executor and CPU),
+        ``fast`` (bf16 or fp16: speed first) or ``endpoint`` (the server's own numerics);
+        recorded in every result row (:mod:`workbench.models.numerics`)."""
+        from workbench.models.numerics import numerics_of
+
+        return "endpoint" if self.dtype_name == "endpoint" else numerics_of(self.dtype_name)
+
+    @classmethod
+    def options_from(cls, options: Any, name: str) -> Any:
+        """``options`` (None, an ``options_type`` or a mapping of its fields) as an
+        ``options_type``, checked: one line names model ``name`` and the option at fault."""
+        return parse_options(cls.options_type, options, name, cls.engine)
+
+    @classmethod
+    def parse_target(cls, rest: str, name: str) -> ModelRef:
+        """The model this engine loads from the part of ``name`` after its prefix."""
+        return ModelRef(cls.backend, rest)
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        """Raise a one-line error unless ``target`` can load (without loading it): by default
+        a registered, local or hub model."""
+        from workbench.models.loading import check_model_name
+
+        check_model_name(target)
+
+    @classmethod
+    def technique_hint(cls, target: str) -> str:
+        """Where a technique this engine cannot run would run (the end of that error line)."""
+        return f"run it on the Hugging Face engine (model {target!r})"
+
+    @classmethod
+    def options_for(cls, options: dict[str, Any] | None, needs: frozenset[str]) -> Any:
+        """The options to load with when a grid's techniques need ``needs`` (capability
+        names): by default ``options`` as given."""
+        return options
+
+    @classmethod
+    @abstractmethod
+    def load(
+        cls,
+        ref: ModelRef,
+        name: str,
+        *,
+        options: Any = None,
+        device: Any = "auto",
+        dtype: Any = "auto",
+        revision: str | None = None,
+        require_chat: bool = True,
+    ) -> Backend:
+        """Load ``ref.target`` (``name`` as the user wrote it) with this back end's
+        ``options`` (its options dataclass or a dict of its fields)."""
+
+    @abstractmethod
+    def generate_prompts(
+        self,
+        prompts: Sequence,
+        config: GenerationConfig,
+        *,
+        chat: bool = True,
+        stop_when: Callable[[str], bool] | None = None,
+        progress: bool = True,
+        desc: str = "generating",
+        adapter: str | None = None,
+        hooks: Sequence = (),
+        repass: Callable | None = None,
+    ) -> list[Generation]:
+        """One :class:`Generation` per (prompt, sample), ordered by prompt then sample;
+        ``adapter`` names a LoRA adapter directory to answer through; ``hooks`` and ``repass``
+        (:func:`workbench.generation.engine.run_engine`) need ``activations``."""
+
+    def option_probabilities(
+        self, texts: Sequence[str], options: Sequence[Sequence[str]], batch_size: int = 32
+    ):
+        raise self.unavailable("scoring", "the judge's constrained choice and number confidence")
+
+    def next_token_logprobs(self, texts: Sequence[str]):
+        raise self.unavailable("distribution", "next-token entropy")
+
+    # -- what engines with a capability add (the others say in one line that they lack it) --
+    @property
+    def model(self) -> Any:
+        """The transformers module hooks attach to (``activations``)."""
+        raise self.unavailable("activations", "this step (it reads the model's layers)")
+
+    @property
+    def num_layers(self) -> int:
+        """Decoder layers (``activations``)."""
+        raise self.unavailable("activations", "counting the model's layers")
+
+    def with_model(self, model: Any) -> Backend:
+        """The same provenance and tokenizer over another copy of the weights (``weights``)."""
+        raise self.unavailable("weights", "answering with an adapted or edited copy")
+
+    def hf(self) -> Backend:
+        """The same weights on the Hugging Face engine, for training or reading activations
+        (``weights``)."""
+        raise self.unavailable("weights", "training on the model's weights")
+
+    def gate(
+        self, prompts: Sequence, specs: Sequence, system: str | None = None, *, chat: bool = True
+    ) -> list:
+        """Each prompt's gate decision and votes under its abstainer ``specs`` read inside the
+        engine (``steering``)."""
+        raise self.unavailable("steering", "a concept gate inside the engine")
+
+    def unavailable(self, capability: str, what: str) -> ConfigError:
+        return ConfigError(
+            f"{what} needs {capability} ({capability!r}), which the {self.backend} "
+            f"back end of model {self.name!r} does not give"
+        )
+
+    def refuse_hooks(self, hooks: Sequence, repass: Callable | None) -> None:
+        """For engines without ``activations``: raise when asked for hooks or a second pass."""
+        if hooks or repass is not None:
+            raise self.unavailable("activations", "forward hooks (steering, gates, probes)")
+
+    def close(self) -> None:  # noqa: B027 (optional: engines without resources keep it)
+        """Release the engine (processes, memory)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class BlackBoxBackend(Backend):
+    """A back end with no layers to reach (vLLM, an endpoint): ``model`` says so in one line."""
+
+
+def parse_options(cls: type, options: Any, name: str, engine: str) -> Any:
+    """A back end's options: an instance of the dataclass ``cls`` from None, an instance, or a
+    dict of its fields. Unknown fields and values of the wrong type (checked by the class) are
+    one line naming the model and the option; ``engine`` says whose options they are."""
+    if options is None or isinstance(options, cls):
+        return options or cls()
+    if not isinstance(options, dict):
+        raise ModelLoadError(f"model {name!r}: options must be a {cls.__name__} or a mapping")
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ModelLoadError(
+            f"model {name!r} loads on {engine}, whose options are {', '.join(known[:-1])} "
+            f"and {known[-1]}; got {', '.join(map(str, unknown))}"
+        )
+    try:
+        return cls(**options)
+    except ConfigError as e:
+        raise ConfigError(f"model {name!r}: {e}") from None
+
+
+#: A token: an id, or (from an endpoint that returns no ids) its text.
+Token = TypeVar("Token")
+
+
+def cut_when(
+    ids: Sequence[Token],
+    decode: Callable[[Sequence[Token]], str],
+    stop_when: Callable[[str], bool],
+) -> int | None:
+    """The fewest leading tokens of ``ids`` whose text satisfies ``stop_when`` (None if none):
+    the cut the workbench's engine makes while decoding, applied after the fact."""
+    for n in range(1, len(ids) + 1):
+        if stop_when(decode(ids[:n])):
+            return n
+    return None
