@@ -237,3 +237,49 @@ def test_imports_are_read_as_python_resolves_them(tmp_path, source, expected):
 
 def test_a_circle_is_found():
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_lm_and_bench_parameter_is_typed():
+    """The two objects every technique takes are typed (``lm: Backend`` or an engine's own
+    class, ``bench: Benchmark``, or a union with them) wherever the package takes them, so the
+    type checker checks every use."""
+    untyped = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                    if arg.arg in ("lm", "bench") and arg.annotation is None:
+                        untyped.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+                    want = {"lm": ("Backend", "HFModel"), "bench": ("Benchmark",)}.get(arg.arg)
+                    if want and arg.annotation is not None:
+                        text = ast.unparse(arg.annotation)
+                        assert any(w in text for w in want), (path, node.name, arg.arg, text)
+    assert not untyped, untyped
+
+
+def test_the_front_door_names_the_verbs_and_imports_them_only_when_used():
+    """``import workbench`` loads no model library; each name it offers resolves to the object
+    its home module defines."""
+    import importlib
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json, workbench\n"
+        "heavy = [m for m in ('torch', 'transformers', 'pandas') if m in sys.modules]\n"
+        "print(json.dumps({'heavy': heavy, 'all': workbench.__all__, "
+        "'lazy': workbench._LAZY}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["heavy"] == []
+    import workbench
+
+    for name, module in got["lazy"].items():
+        assert name in got["all"]
+        assert getattr(workbench, name) is getattr(importlib.import_module(module), name)
+    for verb in ("load_model", "load_benchmark", "get_technique", "run_experiment", "Runner"):
+        assert verb in got["all"]

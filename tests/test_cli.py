@@ -36,3 +36,254 @@ def test_wrong_notebook_parameter_is_one_error_line():
 def test_models_lists_the_embedded_default():
     r = _run("models")
     assert r.returncode == 0 and "smollm2-135m-instruct" in r.stdout
+
+
+# -- one command line: every command reachable, every --help light ---------------------------
+
+HEAVY = ("torch", "transformers", "pandas", "numpy", "vllm", "peft", "matplotlib")
+
+
+def test_every_command_is_reachable_from_help_and_no_help_imports_a_model_library():
+    """Walk the parser from ``python -m workbench --help`` down to every subcommand in one fresh
+    process: each ``--help`` prints usage and exits 0, and none of them imports torch, pandas or
+    another heavy library (what keeps each one under a second: benchmarks/cli_help.py)."""
+    script = """
+import argparse, contextlib, io, json, sys
+from workbench.cli import build_parser
+
+def walk(parser, path):
+    yield path
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from walk(sub, path + [name])
+
+paths = list(walk(build_parser(), []))
+codes = {}
+for path in paths:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            build_parser().parse_args(path + ["--help"])
+        except SystemExit as e:
+            codes[" ".join(path)] = (e.code, out.getvalue().startswith("usage:"))
+heavy = sorted(m for m in HEAVY if m in sys.modules)
+print(json.dumps({"codes": codes, "heavy": heavy}))
+""".replace("HEAVY", repr(HEAVY))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    got = json.loads(r.stdout)
+    assert got["heavy"] == [], f"--help imported {got['heavy']}"
+    assert all(code == [0, True] for code in got["codes"].values()), got["codes"]
+    commands = set(got["codes"])
+    for expected in (
+        "demo",
+        "grid",
+        "run",
+        "verify",
+        "tables",
+        "serve",
+        "taxonomy import-select",
+        "releases check",
+        "import-select-results",
+        "unknown build",
+        "unknown score-outputs",
+        "scoring agreement",
+        "scoring labels",
+    ):
+        assert expected in commands, f"{expected!r} not reachable from --help: {sorted(commands)}"
+
+
+def test_the_old_module_command_lines_are_gone_and_the_docs_use_the_one_command():
+    """``python -m workbench <command>`` is the one command line: no package keeps a
+    ``__main__`` of its own, and no page, notebook or script shows an old ``-m workbench.X``
+    form (the Jupyter extension's set-up switch is not a command)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    mains = sorted(str(p.relative_to(root)) for p in (root / "workbench").rglob("__main__.py"))
+    assert mains == ["workbench/__main__.py"]
+    old = re.compile(r"-m workbench\.(?!lab_extension)[a-z_.]+")
+    # docs/cli.md maps the earlier forms to the commands: the one page that names them
+    pages = [p for p in (root / "docs").glob("*.md") if p.name != "cli.md"]
+    texts = [root / "README.md", root / "Makefile", *pages]
+    texts += [*(root / "notebooks" / "src").glob("*.py"), *(root / "scripts").glob("*")]
+    texts += [*(root / "benchmarks").glob("*.py"), *(root / "workbench").rglob("*.py")]
+    found = [
+        f"{p.relative_to(root)}: {m.group(0)}"
+        for p in texts
+        if p.is_file()
+        for m in old.finditer(p.read_text(errors="replace"))
+    ]
+    assert not found, found
+
+
+# -- releases check: every kind, a repository's root or its data folder, --allow-partial -----
+
+
+def test_releases_check_takes_unknownbenchs_repository_root_or_its_data_folder(tmp_path, capsys):
+    from unknown_release import write_unknownbench_release
+    from workbench.cli import main
+
+    write_unknownbench_release(tmp_path / "UnknownBench" / "data")
+    assert main(["releases", "check", "unknownbench", str(tmp_path / "UnknownBench")]) == 0
+    assert capsys.readouterr().out.strip() == "whole"
+    assert main(["releases", "check", "unknownbench", str(tmp_path / "UnknownBench" / "data")]) == 0
+    assert capsys.readouterr().out.strip() == "whole"
+    status = main(["releases", "check", "unknownbench", str(tmp_path / "elsewhere")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1
+    assert err[0].startswith("error: no UnknownBench data under ") and "/data" in err[0]
+
+
+def test_releases_check_accepts_allow_partial_which_its_error_suggests(tmp_path, capsys):
+    from unknown_release import write_unknownbench_release
+    from workbench.cli import main
+    from workbench.releases import published
+
+    counts = {rel: f["items"] for rel, f in published("unknownbench").files.items()}
+    counts["NEC/NEC_answerable.json"] = 100
+    write_unknownbench_release(tmp_path / "ub", counts)
+    assert main(["releases", "check", "unknownbench", str(tmp_path / "ub")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--allow-partial" in err and len(err.splitlines()) == 1
+    assert main(["releases", "check", "unknownbench", str(tmp_path / "ub"), "--allow-partial"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("partial: ") and "NEC/NEC_answerable.json has 100 of 2,072" in out
+
+
+def test_releases_check_knows_selects_results(tmp_path, capsys):
+    """SELECT's results are a kind of their own: the readable results files per partition
+    against the published 72 + 72 (the fixture release holds a few, one a Git LFS pointer)."""
+    from select_results_fixture import write_results_release
+    from workbench.cli import main
+
+    fx = write_results_release(tmp_path / "clone")
+    n_atoms = sum(1 for p in fx["rows"] if "expr.abstain.select/" in p) + 1  # + the truncated
+    assert main(["releases", "check", "select-results", str(fx["root"]), "--allow-partial"]) == 0
+    out = capsys.readouterr().out
+    assert f"results/expr.abstain.select has {n_atoms} of 72 files" in out
+    assert main(["releases", "check", "select-results", str(fx["root"] / "results")]) == 2
+    assert "incomplete against the published release" in capsys.readouterr().err
+
+
+# -- import-select-results: a failed import leaves nothing; absent files said once ---------
+
+
+def test_a_failed_import_leaves_no_run_folder_and_lists_the_absent_files_once(tmp_path, capsys):
+    from select_results_fixture import write_results_release
+    from workbench.cli import main
+    from workbench.taxonomy import import_select, save_benchmark
+
+    fx = write_results_release(tmp_path / "clone")
+    save_benchmark(import_select(fx["root"]), tmp_path / "bench")
+    runs = tmp_path / "runs"
+    args = ["import-select-results", str(fx["root"]), "--benchmark", str(tmp_path / "bench")]
+    args += ["--run", "sel", "--root", str(runs), "--workers", "1"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert not (runs / "sel").exists()  # no .lock, no chunks/
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "--allow-partial" in err[0]
+    for path in fx["absent"]:
+        assert captured.out.count(f"absent: {path}\n") == 1
+    # with --allow-partial: the import goes on, and its summary lists each absent file once
+    assert main([*args, "--allow-partial"]) == 0
+    out = capsys.readouterr().out
+    for path in fx["absent"]:
+        assert out.count(f"absent: {path}\n") == 1
+    assert (runs / "sel" / "results.parquet").is_file()
+
+
+# -- unknown score-outputs: published outputs scored with the paper's rules -----------------
+
+
+def _write_outputs(folder, model: str, replies: dict) -> None:
+    """Output files in the release's shape: JSON Lines with prompt, label, (category) and a
+    field named after the model; ``replies``: file stem -> [(prompt, label, reply)]."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, lines in replies.items():
+        (folder / f"{model}_{stem}.json").write_text(
+            "".join(
+                json.dumps({"prompt": p, "label": lab, "category": "animals", model: r}) + "\n"
+                for p, lab, r in lines
+            )
+        )
+
+
+def test_score_outputs_reports_the_papers_refusal_and_accuracy_rules(tmp_path, capsys):
+    from workbench.cli import main
+    from workbench.scoring.keywords import unknownbench_refusal
+
+    replies = {
+        "NEC_unanswerable": [
+            ("What is a Zorblat?", 1, "I'm sorry, but I don't know what a Zorblat is."),
+            ("Where do Plimps live?", 1, "Plimps live in the mountains."),
+            ("Is Quonk edible?", 1, "There is no information on Quonk; it may not exist."),
+            ("How big is a Vrell?", 1, "A Vrell is about a metre long."),
+        ],
+        "RefuNQ_answerable": [
+            (
+                "who wrote hamlet",
+                ["William Shakespeare"],
+                "Hamlet was written by William Shakespeare.",
+            ),
+            ("capital of france", ["Paris"], "The capital is Lyon."),
+        ],
+        "uncertainty_NEC_unanswerable": [
+            ("What is a Zorblat?", 1, " [1]"),
+            ("Where do Plimps live?", 1, " [4]"),
+        ],
+    }
+    _write_outputs(tmp_path / "outputs" / "acme", "acme-chat", replies)
+    expected = sum(unknownbench_refusal(r) for _, _, r in replies["NEC_unanswerable"]) / 4
+    out_csv = tmp_path / "scored.csv"
+    assert main(["unknown", "score-outputs", str(tmp_path / "outputs"), "--out", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    assert "acme-chat: 6 answers" in out
+    nec = next(line for line in out.splitlines() if "NEC unanswerable" in line).split()
+    assert float(nec[3]) == round(expected, 3)  # refusal_rate: UnknownBench's rule
+    refunq = next(line for line in out.splitlines() if "RefuNQ" in line).split()
+    assert float(refunq[5]) == 0.5  # accuracy: gold substring, one of two
+    import pandas as pd
+
+    rows = pd.read_csv(out_csv)
+    assert len(rows) == 6
+    nec_rows = rows[rows["task"] == "NEC"].set_index("prompt")
+    assert nec_rows.loc["What is a Zorblat?", "confidence"] == 1.0
+    assert pd.isna(nec_rows.loc["Is Quonk edible?", "confidence"])  # no confidence line for it
+
+
+def test_score_outputs_names_a_malformed_line_and_an_unknown_model(tmp_path, capsys):
+    from workbench.cli import main
+
+    _write_outputs(tmp_path / "o", "acme", {"NEC_answerable": [("Q?", 0, "A.")]})
+    with open(tmp_path / "o" / "acme_NEC_answerable.json", "a") as f:
+        f.write('{"prompt": "Q2?", "label": 0}\n')
+    assert main(["unknown", "score-outputs", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "acme_NEC_answerable.json, line 2: no reply of 'acme'" in err[0]
+    assert main(["unknown", "score-outputs", str(tmp_path / "o"), "--model", "gpt4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: no outputs of model 'gpt4' under {tmp_path / 'o'}; found: acme"
+
+
+def test_the_command_line_page_documents_every_command():
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from cli_help import command_paths
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    leaves = [
+        p
+        for p in command_paths()
+        if p and not any(q[: len(p)] == p and q != p for q in command_paths())
+    ]
+    missing = [" ".join(p) for p in leaves if f"| `{' '.join(p)}" not in page]
+    assert not missing, f"docs/cli.md lacks a row for: {missing}"

@@ -9,7 +9,7 @@ model library)::
 
     lm = wb.load_model()           # the embedded model; "vllm:<model>", "openai:<model>" too
     bench = wb.load_benchmark()    # the shipped taxonomy and questions
-    river = "wn:09411430-n"        # bench.atomic.find("river")
+    river = "wn:09411430-n"        # river (python -m workbench taxonomy find river)
     abstainer = wb.get_technique("zero_shot").prepare(lm, bench, river)
     table = wb.run_experiment({"targets": [river], "techniques": ["zero_shot"]})
 """

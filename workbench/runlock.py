@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -73,3 +74,24 @@ def run_lock(run_dir: str | os.PathLike, command: str) -> Iterator[None]:
     finally:
         note.unlink(missing_ok=True)
         lock.release()
+
+
+def _holds_files(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a file other than its lock and the lock's note."""
+    return any(p.is_file() and p.name not in (LOCK_NAME, HOLDER_NAME) for p in run_dir.rglob("*"))
+
+
+@contextlib.contextmanager
+def new_run(run_dir: str | os.PathLike, command: str) -> Iterator[Path]:
+    """Make ``run_dir`` (if it is not there) and hold its lock while the block runs. A command
+    that fails before it wrote a file leaves no folder behind, where it made the folder."""
+    run_dir = Path(run_dir)
+    made = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with run_lock(run_dir, command):
+            yield run_dir
+    except BaseException:
+        if made and not _holds_files(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise

@@ -84,6 +84,8 @@ class Backend(ABC):
     revision: str
     dtype_name: str
     tokenizer: Any
+    #: the transformers module hooks attach to (engines with ``activations``; the others raise)
+    model: Any
 
     @property
     def numerics(self) -> str:
@@ -168,11 +170,6 @@ class Backend(ABC):
 
     # -- what engines with a capability add (the others say in one line that they lack it) --
     @property
-    def model(self) -> Any:
-        """The transformers module hooks attach to (``activations``)."""
-        raise self.unavailable("activations", "this step (it reads the model's layers)")
-
-    @property
     def num_layers(self) -> int:
         """Decoder layers (``activations``)."""
         raise self.unavailable("activations", "counting the model's layers")
@@ -216,6 +213,10 @@ class Backend(ABC):
 
 class BlackBoxBackend(Backend):
     """A back end with no layers to reach (vLLM, an endpoint): ``model`` says so in one line."""
+
+    @property
+    def model(self) -> Any:
+        raise self.unavailable("activations", "this step (it reads the model's layers)")
 
 
 def parse_options(cls: type, options: Any, name: str, engine: str) -> Any:

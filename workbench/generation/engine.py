@@ -14,7 +14,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +23,9 @@ from workbench.generation.config import FinishReason, Generation, GenerationConf
 from workbench.generation.hooks import ForwardHook, StepState, UnsupportedModelError, attached
 from workbench.models.chat import Prompt, render_chat
 from workbench.progress import tqdm
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
 
 #: ``stop_when(text) -> bool`` ends a sample early once its text so far satisfies it.
 StopPredicate = Callable[[str], bool]
@@ -92,7 +95,7 @@ def last_token_logits(
 
 
 def generate(
-    lm: Any,
+    lm: Backend,
     prompts: Sequence[Prompt],
     config: GenerationConfig | None = None,
     *,

@@ -53,6 +53,7 @@ from workbench.tables.select_results.release import (
     WHITE_BOX_FAMILIES,
     ResultFile,
     SelectResultsError,
+    _head,
     expected_files,
     model_dir_name,
     ran_for,
@@ -173,7 +174,7 @@ def import_select_results(
     (its lock) is one line.
     """
     from workbench.paths import check_writable, runs_root
-    from workbench.runlock import run_lock
+    from workbench.runlock import new_run
 
     start = time.time()
     if isinstance(bench, (str, os.PathLike)):  # a benchmark directory
@@ -188,12 +189,21 @@ def import_select_results(
     run_dir = check_writable(
         (Path(root) if root is not None else runs_root()) / run_name, "the run folder"
     )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with run_lock(run_dir, "import-select-results"):
+    survey = ImportReport(run_dir, str(rel_root), expected=len(files), notes=notes)
+    for f in files:  # absent files and LFS pointers: before the run folder is made
+        path = rel_root / f.relpath
+        if not path.is_file():
+            survey.absent.append(f.relpath)
+        elif is_lfs_pointer(_head(path)):
+            survey.unreadable.append({"path": f.relpath, "reason": LFS_REASON})
+    if (survey.absent or survey.unreadable) and not allow_partial and progress:
+        print(survey.missing_lines(), flush=True)  # all of them, once: the error names four
+    _check_whole(survey, rel_root, allow_partial)
+    with new_run(run_dir, "import-select-results"):
         return _import(
             rel_root,
             files,
-            notes,
+            survey,
             bench,
             run_dir,
             run_name,
@@ -240,7 +250,7 @@ def check_targets(rel_root: Path, files: list[ResultFile], bench: Benchmark) -> 
 def _import(
     rel_root: Path,
     files: list[ResultFile],
-    notes: list[str],
+    report: ImportReport,
     bench: Benchmark,
     run_dir: Path,
     run_name: str,
@@ -249,7 +259,8 @@ def _import(
     allow_partial: bool,
     start: float,
 ) -> ImportReport:
-    """The import proper, in a run folder this process holds (:func:`import_select_results`)."""
+    """The import proper, in a run folder this process holds (:func:`import_select_results`),
+    of the files ``report`` does not list as absent or unreadable."""
     import pyarrow.parquet as pq
 
     from workbench.paths import atomic_file
@@ -260,20 +271,17 @@ def _import(
         stale.unlink(missing_ok=True)
     names = list(detector_functions(bench))
     settings = {"importer": IMPORTER_VERSION, "detectors": names, "bench": bench.content_hash()}
-    report = ImportReport(run_dir, str(rel_root), expected=len(files), detectors=names, notes=notes)
+    report.detectors = names
     say = (lambda s: print(s, flush=True)) if progress else (lambda s: None)
 
+    skipped = set(report.absent) | {u["path"] for u in report.unreadable}
     todo: list[tuple] = []  # (file, path, sha, chunk, key)
     done: list[tuple] = []
     for f in files:
+        if f.relpath in skipped:
+            continue
         path = rel_root / f.relpath
-        if not path.is_file():
-            report.absent.append(f.relpath)
-            continue
         raw = path.read_bytes()
-        if is_lfs_pointer(raw):
-            report.unreadable.append({"path": f.relpath, "reason": LFS_REASON})
-            continue
         sha = _sha256(raw)
         key = hashlib.sha256(
             json.dumps(
@@ -289,11 +297,6 @@ def _import(
             / f"{f.select_technique}.{sha[:16]}.{key}.parquet"
         )
         (done if chunk.is_file() else todo).append((f, path, sha, chunk, key))
-    for p in report.absent:
-        say(f"absent: {p}")
-    for u in report.unreadable:
-        say(f"unreadable: {u['path']}: {u['reason']}")
-    _check_whole(report, rel_root, allow_partial)  # before scoring: absent files and LFS pointers
     total = len(todo) + len(done)
     metas: dict[str, dict] = {}
     for i, (f, _, _sha, chunk, _) in enumerate(done, 1):

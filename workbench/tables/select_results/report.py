@@ -48,10 +48,17 @@ class ImportReport:
             f"release: {self.release_load}",
             f"wall time: {self.seconds:.1f}s",
         ]
-        lines += [f"absent: {p}" for p in self.absent]
-        lines += [f"unreadable: {u['path']}: {u['reason']}" for u in self.unreadable]
+        if self.absent or self.unreadable:
+            lines.append(self.missing_lines())
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+    def missing_lines(self) -> str:
+        """One line per absent or unreadable file."""
+        return "\n".join(
+            [f"absent: {p}" for p in self.absent]
+            + [f"unreadable: {u['path']}: {u['reason']}" for u in self.unreadable]
+        )
 
 
 def _check_whole(report: ImportReport, root: Path, allow_partial: bool) -> None:
