@@ -16,6 +16,16 @@ def tiny():
     return tiny_lm(seed=0)
 
 
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A tiny random chat model (8 layers, width 64) saved as a model directory: what a
+    notebook test loads by path where it asserts what the notebook does (its columns, files,
+    figures and counts), not what the embedded model answers."""
+    from workbench.testing import save_tiny, tiny_lm
+
+    return str(save_tiny(tiny_lm(seed=0, layers=8, hidden=64), tmp_path_factory.mktemp("tiny")))
+
+
 @pytest.fixture()
 def wordnet():
     """The WordNet directory; the test is skipped, with the reason, where there is none."""

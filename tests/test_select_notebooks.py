@@ -1,4 +1,10 @@
-"""The SELECT notebooks run headless with small parameters on the embedded model."""
+"""The SELECT, UnknownBench, editing and gate notebooks run headless with small parameters.
+
+They run on a tiny random model saved as a model directory (``tiny_model_dir``): what they
+assert is what the notebooks do (columns, counts, files, figures, the notes that stand for a
+figure that cannot be drawn), which does not depend on the model; the embedded model's own
+behaviour is asserted by tests/test_techniques_embedded.py, tests/test_editing_embedded.py and
+the quickstart and refusal-suite notebooks, which run on it."""
 
 import shutil
 import uuid
@@ -27,12 +33,13 @@ def names(tmp_path):
     assert after == before, "a notebook run changed figures/ without export_figures"
 
 
-def test_select_abstention_notebook(tmp_path, names):
+def test_select_abstention_notebook(tmp_path, names, tiny_model_dir):
     targets = ["wn:09411430-n", "wn:10560637-n", "wn:06613686-n"]
     run_notebook(
         "01_select_abstention",
         {
             "run_name": names["run"],
+            "models": [tiny_model_dir],
             "techniques": ["base", "zero_shot", "steering"],
             "targets": targets,
             "n_boot": 50,
@@ -77,7 +84,7 @@ def test_select_abstention_notebook(tmp_path, names):
     import json
 
     cal = json.loads((ROOT / "runs" / names["run"] / "isa_probe_calibration.json").read_text())
-    informative = cal["smollm2-135m-instruct"]["informative"]
+    informative = cal[tiny_model_dir]["informative"]
     if not informative:  # no figure from a probe that cannot tell what the model knows
         assert not (
             ROOT / "runs" / names["run"] / "figures" / "generalization_errors.png"
@@ -85,11 +92,12 @@ def test_select_abstention_notebook(tmp_path, names):
     assert (ROOT / "runs" / names["run"] / "isa_probes.csv").is_file()
 
 
-def test_compositions_notebook(tmp_path, names):
+def test_compositions_notebook(tmp_path, names, tiny_model_dir):
     run_notebook(
         "02_select_compositions",
         {
             "run_name": names["run"],
+            "models": [tiny_model_dir],
             "atomic_run": "no-such-run",
             "techniques": ["base", "zero_shot"],
             "targets": ["about/wn:06613686-n#wn:09835506-n"],
@@ -104,11 +112,13 @@ def test_compositions_notebook(tmp_path, names):
     assert (ROOT / "runs" / names["run"] / "figures" / "vs_atomic.png").is_file()
 
 
-def test_refusal_judge_notebook(tmp_path, names):
+def test_refusal_judge_notebook(tmp_path, names, tiny_model_dir):
     run_notebook(
         "03_refusal_judge",
         {
             "run_name": names["run"],
+            "model": tiny_model_dir,
+            "judge_model": tiny_model_dir,
             "techniques": ["base", "zero_shot"],
             "k_samples": 2,
             "max_labelled": 24,
@@ -127,11 +137,12 @@ def test_refusal_judge_notebook(tmp_path, names):
     assert (ROOT / "runs" / names["run"] / "figures" / "confidence.png").is_file()
 
 
-def test_unknown_concepts_notebook(tmp_path, names):
+def test_unknown_concepts_notebook(tmp_path, names, tiny_model_dir):
     run_notebook(
         "04_unknown_concepts",
         {
             "run_name": names["run"],
+            "model": tiny_model_dir,
             "per_partition": 3,
             "max_new_tokens": 8,
             "figure_prefix": names["fig"],
@@ -164,10 +175,15 @@ def test_unknown_concepts_notebook(tmp_path, names):
         assert (ROOT / "runs" / names["run"] / "figures" / f"{fig}.pdf").is_file()
 
 
-def test_categorical_editing_notebook(tmp_path, names):
+def test_categorical_editing_notebook(tmp_path, names, tiny_model_dir):
     run_notebook(
         "05_categorical_editing",
-        {"run_name": names["run"], "editors": ["none", "ike", "rome"], "edits_per_group": 1},
+        {
+            "run_name": names["run"],
+            "model": tiny_model_dir,
+            "editors": ["none", "ike", "rome"],
+            "edits_per_group": 1,
+        },
         run_dir=tmp_path,
         progress=False,
     )
@@ -180,7 +196,7 @@ def test_categorical_editing_notebook(tmp_path, names):
     assert (ROOT / "runs" / names["run"] / "figures" / "consistency_by_group.png").is_file()
 
 
-def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
+def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names, tiny_model_dir):
     from taxi_release import write_taxi_release
 
     path = write_taxi_release(tmp_path)  # with release_manifest.json: this small release is whole
@@ -188,6 +204,7 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
         "05_categorical_editing",
         {
             "run_name": names["run"],
+            "model": tiny_model_dir,
             "editors": ["none", "ike"],
             "taxi_file": str(path),
             "edits_per_group": 0,
@@ -201,7 +218,9 @@ def test_categorical_editing_notebook_on_taxis_released_shape(tmp_path, names):
     assert overall[("ike", "edit_success")] == 2 and overall[("ike", "invariance")] == 2
 
 
-def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_path, names):
+def test_select_notebook_on_an_imported_release_runs_all_five_techniques(
+    tmp_path, names, tiny_model_dir
+):
     from select_protocol_fixture import write_protocol_files
     from select_release import write_release
     from workbench.taxonomy import import_select, save_benchmark
@@ -225,6 +244,7 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
         "01_select_abstention",
         {
             "run_name": names["run"],
+            "models": [tiny_model_dir],
             "techniques": ["base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo"],
             "targets": ["yago:River"],
             "data_dir": str(bench_dir),
@@ -269,11 +289,16 @@ def test_select_notebook_on_an_imported_release_runs_all_five_techniques(tmp_pat
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 1  # one target: one figure
 
 
-def test_steering_gate_notebook(tmp_path, names):
+def test_steering_gate_notebook(tmp_path, names, tiny_model_dir):
     """Notebook 11 sweeps gate settings over concepts from every root and draws the trade-off."""
     run_notebook(
         "11_steering_gate",
-        {"run_name": names["run"], "concepts_per_root": 1, "n_questions": 4},
+        {
+            "run_name": names["run"],
+            "model": tiny_model_dir,
+            "concepts_per_root": 1,
+            "n_questions": 4,
+        },
         run_dir=tmp_path,
         progress=False,
     )
