@@ -1,35 +1,30 @@
 """Integration: each technique makes the embedded model abstain more on held-out target questions.
 
-Fresh artifacts (a temporary store) so that the fine-tuning really runs. Held-out means the
-target's *eval* questions, which no technique sees while preparing.
+Fresh artifacts (the test run's river store: the fine-tuning really runs, once, and
+tests/test_vllm_backend.py serves the same adapters). Held-out means the target's *eval*
+questions, which no technique sees while preparing.
 """
 
 import pytest
 
+from conftest import RIVER as TARGET
 from workbench.generation import GenerationConfig
 from workbench.scoring import is_refusal
-from workbench.techniques import ArtifactStore, get_technique
+from workbench.techniques import get_technique
 
 pytestmark = pytest.mark.integration
-
-TARGET = "wn:09411430-n"  # river
 CFG = GenerationConfig(max_new_tokens=32)
 
 
 @pytest.fixture(scope="module")
-def setup(embedded, tmp_path_factory):
+def setup(embedded, river_store):
     from workbench.generation import generate
     from workbench.taxonomy import load_benchmark
 
     bench = load_benchmark()
     questions = bench.questions[TARGET].eval[:12]
     base = [is_refusal(g.text) for g in generate(embedded, questions, CFG, progress=False)]
-    return (
-        bench,
-        questions,
-        sum(base) / len(base),
-        ArtifactStore(tmp_path_factory.mktemp("artifacts")),
-    )
+    return bench, questions, sum(base) / len(base), river_store
 
 
 @pytest.mark.parametrize("name", ["few_shot_cot", "steering", "sft", "sft_dpo"])

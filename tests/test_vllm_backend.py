@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import RIVER
 from vllm_worker import contains, run_job  # the same stop predicate on both sides
 from workbench.generation import GenerationConfig, generate
 
@@ -97,19 +98,9 @@ def _merged(model, *adapters: Path):
     return merged.eval()
 
 
-#: Fine-tuning small enough for a test (the adapters need only change some answers).
-SMALL = {
-    name: {
-        "rank": 8,
-        "alpha": 16,
-        "epochs": 1,
-        "batch_size": 8,
-        "max_length": 64,
-        "answer_tokens": 16,
-        "learning_rate": 2e-3,
-    }
-    for name in ("sft", "sft_dpo")
-}
+#: The fine-tuned abstainers, with their default settings: the ones
+#: tests/test_techniques_embedded.py trains for the same target into the same store.
+TRAINED = {"sft": {}, "sft_dpo": {}}
 TECHNIQUE_QUESTIONS = [
     "What is a river?",
     "Where does the Danube flow?",
@@ -118,16 +109,15 @@ TECHNIQUE_QUESTIONS = [
 ]
 
 
-def _trained_abstainers(lm, store_dir: Path) -> dict[str, list[str]]:
-    """Train SFT and SFT+DPO (merged init: two adapters) on the HF engine; their answers."""
-    from workbench.techniques import ArtifactStore, get_technique
-    from workbench.testing import tiny_benchmark
+def _trained_abstainers(lm, store) -> dict[str, list[str]]:
+    """SFT and SFT+DPO (merged init: two adapters) on the HF engine, trained into ``store`` or
+    taken from it; their answers."""
+    from workbench.taxonomy import load_benchmark
+    from workbench.techniques import get_technique
 
-    bench, answers = tiny_benchmark(), {}
-    for name, params in SMALL.items():
-        with get_technique(name, **params).prepare(
-            lm, bench, "river", store=ArtifactStore(store_dir)
-        ) as ab:
+    bench, answers = load_benchmark(), {}
+    for name, params in TRAINED.items():
+        with get_technique(name, **params).prepare(lm, bench, RIVER, store=store) as ab:
             answers[name] = [
                 g.text
                 for g in ab.generate(
@@ -145,7 +135,7 @@ def lm32():
 
 
 @pytest.fixture(scope="module")
-def served(lm32, tmp_path_factory):
+def served(lm32, tmp_path_factory, river_store):
     """(vLLM's answers, the adapters) for every case, from one worker run."""
     from workbench.finetuning.stack import stack_adapters
 
@@ -161,14 +151,14 @@ def served(lm32, tmp_path_factory):
         "adapter": str(stacked),
     }
     runs["sampled_again"] = RUNS["sampled"]
-    trained = _trained_abstainers(lm32, tmp / "store")
+    trained = _trained_abstainers(lm32, river_store)
     job = {
         "model": "vllm:smollm2-135m-instruct",
         "runs": runs,
         "judge": JUDGE,
-        "techniques": SMALL,
-        "store": str(tmp / "store"),
-        "target": "river",
+        "techniques": TRAINED,
+        "store": str(river_store.root),
+        "target": RIVER,
         "technique_questions": TECHNIQUE_QUESTIONS,
     }
     out = run_job("vllm_worker.py", job, tmp, timeout=1200)

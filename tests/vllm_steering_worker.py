@@ -6,7 +6,8 @@ The job holds abstainers (SteerSpec JSON), prompts each assigned one abstainer o
 generation settings; this side answers them inside vLLM, in process (one mixed batch per engine
 setting: prefix caching and chunked prefill on, then off) and through ``serve --steering``
 (concurrent requests, an unknown abstainer, a restart), and optionally runs the verify slice's
-steering cell on ``vllm:``.
+steering cell on ``vllm:``. The SELECT-like case and the slice run on the last in-process
+engine: one engine per setting, none more.
 """
 
 import concurrent.futures as cf
@@ -30,7 +31,10 @@ def post(url, body, timeout=300):
         return e.code, json.loads(e.read())
 
 
-def in_process(job, specs, options):
+def in_process(job, specs, options, out, last: bool):
+    """The mixed batch on an engine of this setting; on the last one (no prefix cache, no
+    chunks: what neither case depends on), also the SELECT-like case and the verify slice,
+    so that no other engine is started for them."""
     from workbench.backends import load_model
     from workbench.generation import GenerationConfig
 
@@ -39,38 +43,40 @@ def in_process(job, specs, options):
         config = GenerationConfig(**job["config"])
         chosen = [specs[a] if a else None for a in job["assign"]]
         gens, records = lm.generate_steered(job["prompts"], config, chosen, progress=False)
-        return {
+        result = {
             "token_ids": [g.token_ids for g in gens],
             "texts": [g.text for g in gens],
             "records": records,
             "cached_tokens": lm.last_cached_tokens,
         }
+        if last and job.get("select_like"):
+            out["select_like"] = select_like(lm, job, specs)
+        if last and job.get("slice"):
+            start = time.time()
+            out["slice"] = slice_cell(lm, job)
+            out["seconds"]["slice"] = round(time.time() - start, 1)
+        return result
     finally:
         lm.close()
 
 
-def select_like(job, specs):
+def select_like(lm, job, specs):
     """SELECT's preset as vLLM runs it: the gate reads a reading-template prompt without a
     system turn (final norm at the last layer), the answer is to the wrapped question with
     SELECT-style system prompt."""
-    from workbench.backends import load_model
     from workbench.generation import GenerationConfig
 
     case = job["select_like"]
-    lm = load_model(job["model"], dtype="float32", options={"max_model_len": 2048})
-    try:
-        config = GenerationConfig(**{**job["config"], "system_prompt": case["system"]})
-        gens, records = lm.generate_steered(
-            [case["wrap"].format(question=q) for q in case["questions"]],
-            config,
-            [specs[case["spec"]]] * len(case["questions"]),
-            gate_prompts=[case["reading"].format(question=q) for q in case["questions"]],
-            gate_system=None,
-            progress=False,
-        )
-        return {"token_ids": [g.token_ids for g in gens], "records": records}
-    finally:
-        lm.close()
+    config = GenerationConfig(**{**job["config"], "system_prompt": case["system"]})
+    gens, records = lm.generate_steered(
+        [case["wrap"].format(question=q) for q in case["questions"]],
+        config,
+        [specs[case["spec"]]] * len(case["questions"]),
+        gate_prompts=[case["reading"].format(question=q) for q in case["questions"]],
+        gate_system=None,
+        progress=False,
+    )
+    return {"token_ids": [g.token_ids for g in gens], "records": records}
 
 
 def through_server(job, specs):
@@ -129,13 +135,18 @@ def through_server(job, specs):
     return out
 
 
-def slice_cell(job):
+def slice_cell(lm, job):
+    """The verify slice's steering cell as a grid on the open engine ``lm``."""
     from pathlib import Path
 
     from workbench.experiments.verify import run_slice
 
     with tempfile.TemporaryDirectory() as tmp:
-        table = run_slice(Path(tmp), {"models": [job["model"]], "techniques": ["steering"]})
+        table = run_slice(
+            Path(tmp),
+            {"models": [job["model"]], "techniques": ["steering"]},
+            models={job["model"]: lm},
+        )
     cols = ["technique", "target", "seed", "question_index", "sample", "response", "gate_fired"]
     return json.loads(table[cols + ["gate_votes", "backend"]].to_json(orient="records"))
 
@@ -147,20 +158,15 @@ def main(job_path: str, out_path: str) -> None:
         job = json.loads(f.read())
     specs = {name: SteerSpec.from_dict(d) for name, d in job["specs"].items()}
     out: dict = {"seconds": {}}
-    for label, options in job["engine_settings"].items():
+    settings = list(job["engine_settings"].items())
+    for i, (label, options) in enumerate(settings):
         start = time.time()
-        out[label] = in_process(job, specs, options)
+        out[label] = in_process(job, specs, options, out, last=i == len(settings) - 1)
         out["seconds"][label] = round(time.time() - start, 1)
-    if job.get("select_like"):
-        out["select_like"] = select_like(job, specs)
     if job.get("server"):
         start = time.time()
         out["server"] = through_server(job, specs)
         out["seconds"]["server"] = round(time.time() - start, 1)
-    if job.get("slice"):
-        start = time.time()
-        out["slice"] = slice_cell(job)
-        out["seconds"]["slice"] = round(time.time() - start, 1)
     with open(out_path, "w") as f:
         f.write(json.dumps(out))
 

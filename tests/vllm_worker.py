@@ -68,7 +68,7 @@ def main(job_path: str, out_path: str) -> None:
     lm = load_model(
         job["model"],
         dtype=job.get("dtype", "float32"),
-        options={"max_model_len": 1024, "max_lora_rank": 32},
+        options={"max_model_len": 1024, "max_lora_rank": 64},  # SFT+DPO: 32 + 32 stacked
     )
     out = {
         "load_seconds": time.time() - start,
@@ -96,9 +96,9 @@ def main(job_path: str, out_path: str) -> None:
         stop_when = contains(run.get("stop_when"))
         record(name, generate(target, run["prompts"], config, progress=False, stop_when=stop_when))
     if job.get("techniques"):  # fine-tuned abstainers from artifacts the HF side trained
+        from workbench.taxonomy import load_benchmark
         from workbench.techniques import ArtifactStore, get_technique
         from workbench.techniques.base import Technique
-        from workbench.testing import tiny_benchmark
 
         built = []
         original = Technique.prepare
@@ -113,7 +113,7 @@ def main(job_path: str, out_path: str) -> None:
             return ab
 
         Technique.prepare = no_training
-        bench, out["techniques"] = tiny_benchmark(), {}
+        bench, out["techniques"] = load_benchmark(), {}
         for name, params in job["techniques"].items():
             ab = get_technique(name, **params).prepare(
                 lm, bench, job["target"], store=ArtifactStore(job["store"])

@@ -55,15 +55,22 @@ class CellResult:
 
 
 class LocalExecutor:
-    """Cells one after another in this process, one model load per model."""
+    """Cells one after another in this process, one model load per model; ``models`` (by the
+    grid's model name) are models already loaded, used as they are instead of a load of
+    their own (a notebook's model, an engine a script holds open)."""
 
     name = "local"
+
+    def __init__(self, models: dict[str, Backend] | None = None) -> None:
+        self.models = dict(models or {})
 
     def execute(self, runner, cells: Sequence) -> Iterator[CellResult]:
         from workbench.backends import load_model
 
         for model in dict.fromkeys(c.model for c in cells):
-            lm = load_model(model, options=runner.config.load_options(model))
+            lm = self.models.get(model) or load_model(
+                model, options=runner.config.load_options(model)
+            )
             for cell in [c for c in cells if c.model == model]:
                 yield from _run_one(runner, lm, cell)
 
@@ -274,9 +281,10 @@ def make_executor(executor: str | Any = "local", **kwargs):
     if not isinstance(executor, str):
         return executor
     if executor == "local":
-        if kwargs:
-            raise ConfigError(f"the local executor takes no settings, got {sorted(kwargs)}")
-        return LocalExecutor()
+        unknown = sorted(set(kwargs) - {"models"})
+        if unknown:
+            raise ConfigError(f"the local executor takes only models=, got {unknown}")
+        return LocalExecutor(**kwargs)
     if executor == "ray":
         return RayExecutor(**kwargs)
     raise ConfigError(f"unknown executor {executor!r}; use local or ray")

@@ -183,14 +183,18 @@ def compare(reference: dict[str, Any], table: pd.DataFrame) -> VerifyReport:
     return VerifyReport(cells, reference["machine"], {**machine(), "dtype": dtypes})
 
 
-def run_slice(root: Path, config_overrides: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Run the slice into ``root`` with a fresh artifact store (vectors recomputed here)."""
+def run_slice(
+    root: Path, config_overrides: dict[str, Any] | None = None, models: dict | None = None
+) -> pd.DataFrame:
+    """Run the slice into ``root`` with a fresh artifact store (vectors recomputed here);
+    ``models``: models already loaded, by name (the local executor's)."""
     from workbench.experiments import ExperimentConfig, Runner
     from workbench.techniques import ArtifactStore
 
     config = ExperimentConfig.from_dict({**SLICE, **(config_overrides or {})})
     store = ArtifactStore(root / "artifacts")
-    return Runner(config, root=root / "runs", store=store, progress=False).run()
+    options = {"models": models} if models else {}
+    return Runner(config, root=root / "runs", store=store, progress=False, **options).run()
 
 
 def load_reference(path: Path) -> dict[str, Any]:
