@@ -51,18 +51,6 @@ def inspector_page(lab, name: str):
         yield page
 
 
-@needs_chromium
-def test_steering_inspector_renders_in_jupyterlab(lab):
-    with inspector_page(lab, "render") as page:
-        page.wait_for_selector(".jp-OutputArea-output img.widget-image", timeout=120_000)
-        out = page.locator(".jp-OutputArea-output").last
-        assert "Steering inspector" in out.inner_text()
-        assert page.locator(".jp-OutputArea-output .widget-select-multiple").count() >= 1
-        assert page.locator(".jp-OutputArea-output .widget-slider").count() >= 3
-        src = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
-        assert src and src.startswith(("blob:", "data:image/png"))
-
-
 def _wait_text(locator, pattern: str, timeout_s: float) -> str:
     """Poll ``locator``'s text until it matches ``pattern``; the text, or a failure saying what was shown."""
     deadline, text = time.time() + timeout_s, ""
@@ -102,12 +90,21 @@ def _log_console_text(page) -> str:
 
 
 @needs_chromium
-def test_steering_inspector_survives_real_interaction(lab):
+def test_steering_inspector_renders_and_survives_real_interaction(lab):
+    """It renders (title, concept list, sliders, the figure as an image), then survives a
+    person changing every control while an answer is generated. (One JupyterLab, one kernel,
+    one model load for both: they were two tests with a server each.)"""
     shot = lambda page, step: page.screenshot(
         path=str(ARTIFACTS / f"interact-{step}.png"), full_page=True
     )
     with inspector_page(lab, "interact") as page:
+        page.wait_for_selector(".jp-OutputArea-output img.widget-image", timeout=120_000)
         out = page.locator(".jp-OutputArea-output").last
+        assert "Steering inspector" in out.inner_text()
+        assert page.locator(".jp-OutputArea-output .widget-select-multiple").count() >= 1
+        assert page.locator(".jp-OutputArea-output .widget-slider").count() >= 3
+        src = page.locator(".jp-OutputArea-output img.widget-image").first.get_attribute("src")
+        assert src and src.startswith(("blob:", "data:image/png"))
         _wait_text(out, r"ready: .*river", 600)
         shot(page, "1-river-ready")
 
