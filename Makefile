@@ -21,10 +21,14 @@ setup-vllm:
 demo: setup
 	$(PY) -m workbench demo
 
+# The suite on every core: a worker per core with one thread each, a test file's tests on one
+# worker (tests/conftest.py groups them and puts the heaviest first).
+PARALLEL ?= -n auto --no-loadscope-reorder
+
 # The test command (CI's): lint, format and type checks, the documentation site, the check that
 # this machine gives the recorded answers (also on other CPU kernels), then the whole suite.
 test: setup setup-vllm lint docs verify
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL)
 
 # Rerun a fixed slice of the main experiment and compare every answer with the reference in
 # data/reference/verify.json: natively, then on narrower CPU kernels (another machine's stand-in).
@@ -55,7 +59,7 @@ hooks: setup
 	$(VENV)/bin/pre-commit install
 
 test-fast: setup
-	$(PY) -m pytest -m "not integration and not notebook"
+	$(PY) -m pytest $(PARALLEL) -m "not integration and not notebook and not browser and not vllm"
 
 benchmark: setup setup-vllm
 	$(PY) benchmarks/generation.py

@@ -1,4 +1,14 @@
+import functools
+import json
 import os
+from pathlib import Path
+
+# Under `pytest -n` (make test) each worker stands for one core: one torch thread that waits
+# passively, in the worker and in every process it starts (servers, kernels, Ray workers).
+# Set before torch loads its OpenMP runtime, which reads them once.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
@@ -6,7 +16,9 @@ import torch
 # Tests never reach a hub: everything they load is built here or shipped in a package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-torch.set_num_threads(min(2, torch.get_num_threads()))
+torch.set_num_threads(
+    1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads())
+)
 # vLLM's CPU build keeps one core for its scheduler by default: on a 2-core machine its model
 # then runs on one. The tests' engines and servers use every core (the vLLM tests took 1.45x
 # less time on 2 cores; their answers are the same token for token, as they assert).
@@ -83,3 +95,75 @@ def ray_cluster():
     )
     yield ray
     ray.shutdown()
+
+
+#: Session fixtures that train: under ``pytest -n`` every test file that uses one runs on the
+#: same worker, so the training happens once per run.
+_TRAINED_ONCE = ("river_store",)
+#: Seconds each test file took in a recorded run of the suite (``pytest -n auto
+#: --record-durations`` rewrites it); ``pytest -n`` hands out the longest groups first, so no
+#: worker starts a long file while the other has nothing left.
+DURATIONS = Path(__file__).with_name("durations.json")
+#: A file missing from the record: seconds per test by its heaviest mark.
+_GUESS = {"vllm": 60.0, "browser": 30.0, "integration": 20.0, "notebook": 20.0}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each test file's total seconds to {DURATIONS.name} (orders pytest -n's work)",
+    )
+
+
+@functools.cache
+def _group(path: str) -> str:
+    """The worker group of a test file: the file, or the trained fixture it shares."""
+    text = Path(path).read_text(encoding="utf-8") if Path(path).is_file() else ""
+    return next((name for name in _TRAINED_ONCE if name in text), path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n`` (make test) hands out whole groups: a test file's tests share its module
+    fixtures (a vLLM engine, a served model) on one worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(str(config.rootpath / nodeid.split("::", 1)[0]))
+
+    return Groups(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n`` the longest groups first (the scheduler hands them out in this
+    order): seconds from the recorded run, or a guess by mark for a file it lacks."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    seconds: dict[str, float] = {}
+    for item in items:
+        file = item.path.relative_to(config.rootpath).as_posix()
+        if file in recorded:
+            guess = recorded[file] / sum(i.path == item.path for i in items)
+        else:
+            marks = {mark.name for mark in item.iter_markers()}
+            guess = max([_GUESS.get(m, 0.2) for m in marks] or [0.2])
+        name = _group(str(item.path))
+        seconds[name] = seconds.get(name, 0.0) + guess
+    items.sort(key=lambda item: -seconds[_group(str(item.path))])
+
+
+_recorded: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _recorded[report.nodeid.split("::", 1)[0]] = (
+        _recorded.get(report.nodeid.split("::", 1)[0], 0.0) + report.duration
+    )
+
+
+def pytest_sessionfinish(session):
+    if session.config.getoption("--record-durations") and not os.environ.get("PYTEST_XDIST_WORKER"):
+        ranked = sorted(_recorded.items(), key=lambda kv: -kv[1])
+        DURATIONS.write_text(json.dumps({k: round(v, 1) for k, v in ranked}, indent=1) + "\n")

@@ -14,7 +14,7 @@ from workbench.paths import repo_root
 
 
 def test_every_notebook_has_a_literal_parameters_cell():
-    from workbench.__main__ import ALL_NOTEBOOKS
+    from workbench.cli.experiments import ALL_NOTEBOOKS
 
     for name in ALL_NOTEBOOKS:
         params = notebook_parameters(name)
@@ -119,7 +119,7 @@ def test_enumerated_parameters_are_checked_before_running():
 
 
 def test_every_notebook_default_is_a_valid_choice():
-    from workbench.__main__ import ALL_NOTEBOOKS
+    from workbench.cli.experiments import ALL_NOTEBOOKS
 
     for name in ALL_NOTEBOOKS:
         defaults = {p.name: p.default for p in notebook_parameters(name).values()}
@@ -129,7 +129,7 @@ def test_every_notebook_default_is_a_valid_choice():
 def test_every_notebook_and_its_script_hold_the_same_cells_and_no_outputs():
     import json
 
-    from workbench.__main__ import ALL_NOTEBOOKS
+    from workbench.cli.experiments import ALL_NOTEBOOKS
     from workbench.notebooks import load_notebook, notebooks_dir
 
     for name in ALL_NOTEBOOKS:
