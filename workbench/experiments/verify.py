@@ -193,8 +193,8 @@ def run_slice(
 
     config = ExperimentConfig.from_dict({**SLICE, **(config_overrides or {})})
     store = ArtifactStore(root / "artifacts")
-    options = {"models": models} if models else {}
-    return Runner(config, root=root / "runs", store=store, progress=False, **options).run()
+    runner = Runner(config, root=root / "runs", store=store, progress=False, models=models)
+    return runner.run()
 
 
 def load_reference(path: Path) -> dict[str, Any]:
