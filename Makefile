@@ -28,7 +28,7 @@ PARALLEL ?= -n auto --no-loadscope-reorder
 # The test command (CI's): lint, format and type checks, the documentation site, the check that
 # this machine gives the recorded answers (also on other CPU kernels), then the whole suite.
 test: setup setup-vllm lint docs verify
-	$(PY) -m pytest $(PARALLEL)
+	$(PY) -m pytest $(PARALLEL) --durations=30
 
 # Rerun a fixed slice of the main experiment and compare every answer with the reference in
 # data/reference/verify.json: natively, then on narrower CPU kernels (another machine's stand-in).
