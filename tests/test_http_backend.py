@@ -114,7 +114,9 @@ def test_without_a_tokenizer_scoring_is_a_clear_error(proxy, tmp_path):
 
 def test_rate_limits_and_server_errors_are_retried(proxy, reference, tmp_path):
     proxy.fail = {2: 429, 3: 500, 5: 429, 6: 502, 7: 503}
-    with _api(proxy.url, tmp_path, max_retries=4, concurrency=2) as lm:
+    # Five retries: however the two threads' requests interleave (an injected error answers
+    # at once, a forwarded request takes seconds), one request meets at most the five errors.
+    with _api(proxy.url, tmp_path, max_retries=5, concurrency=2) as lm:
         gens = generate(lm, QUESTIONS, CONFIG, progress=False)
     assert [g.text for g in gens] == reference
     assert proxy.seen == len(QUESTIONS) + 5 and proxy.forwarded == len(QUESTIONS)
