@@ -1,24 +1,26 @@
+import collections
 import functools
 import json
 import os
 from pathlib import Path
 
+#: The xdist worker's name under ``pytest -n`` (make test); None in a plain pytest run.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
 # Under `pytest -n` (make test) each worker stands for one core: one torch thread that waits
 # passively, in the worker and in every process it starts (servers, kernels, Ray workers).
 # Set before torch loads its OpenMP runtime, which reads them once.
-if os.environ.get("PYTEST_XDIST_WORKER"):
+if WORKER:
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import pytest
-import torch
+import pytest  # noqa: E402 (after the thread settings above)
+import torch  # noqa: E402
 
 # Tests never reach a hub: everything they load is built here or shipped in a package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-torch.set_num_threads(
-    1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads())
-)
+torch.set_num_threads(1 if WORKER else min(2, torch.get_num_threads()))
 # vLLM's CPU build keeps one core for its scheduler by default: on a 2-core machine its model
 # then runs on one. The tests' engines and servers use every core (the vLLM tests took 1.45x
 # less time on 2 cores; their answers are the same token for token, as they assert).
@@ -138,14 +140,15 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """Under ``pytest -n`` the longest groups first (the scheduler hands them out in this
     order): seconds from the recorded run, or a guess by mark for a file it lacks."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not WORKER:
         return
     recorded = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    tests_in = collections.Counter(item.path for item in items)
     seconds: dict[str, float] = {}
     for item in items:
         file = item.path.relative_to(config.rootpath).as_posix()
         if file in recorded:
-            guess = recorded[file] / sum(i.path == item.path for i in items)
+            guess = recorded[file] / tests_in[item.path]
         else:
             marks = {mark.name for mark in item.iter_markers()}
             guess = max([_GUESS.get(m, 0.2) for m in marks] or [0.2])
@@ -158,12 +161,11 @@ _recorded: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    _recorded[report.nodeid.split("::", 1)[0]] = (
-        _recorded.get(report.nodeid.split("::", 1)[0], 0.0) + report.duration
-    )
+    file = report.nodeid.split("::", 1)[0]
+    _recorded[file] = _recorded.get(file, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session):
-    if session.config.getoption("--record-durations") and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if session.config.getoption("--record-durations") and not WORKER:
         ranked = sorted(_recorded.items(), key=lambda kv: -kv[1])
         DURATIONS.write_text(json.dumps({k: round(v, 1) for k, v in ranked}, indent=1) + "\n")

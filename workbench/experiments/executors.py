@@ -68,9 +68,10 @@ class LocalExecutor:
         from workbench.backends import load_model
 
         for model in dict.fromkeys(c.model for c in cells):
-            lm = self.models.get(model) or load_model(
-                model, options=runner.config.load_options(model)
-            )
+            if model in self.models:
+                lm = self.models[model]
+            else:
+                lm = load_model(model, options=runner.config.load_options(model))
             for cell in [c for c in cells if c.model == model]:
                 yield from _run_one(runner, lm, cell)
 
