@@ -130,3 +130,15 @@ def test_setup_installs_from_the_lock_and_make_lock_refreshes_it():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^lock: setup\n\t\$\(PY\) scripts/lock\.py$", makefile, re.M)
     assert re.search(r"^test: setup", makefile, re.M)  # CI (make test) installs from the lock
+
+
+def test_pytest_n_keeps_each_file_and_the_files_sharing_a_trained_fixture_on_one_worker():
+    """make test's groups (tests/conftest.py): a file is its own group, and the files that use
+    the river adapters' store share one, so SFT and SFT+DPO train once per run."""
+    from conftest import _group
+
+    tests = Path(__file__).parent
+    sharing = {p.name for p in tests.glob("test_*.py") if _group(str(p)) == "river_store"}
+    assert {"test_techniques_embedded.py", "test_vllm_backend.py"} <= sharing
+    alone = tests / "test_cli.py"
+    assert _group(str(alone)) == str(alone)
