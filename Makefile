@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup setup-vllm lock demo test test-fast verify tables lint hooks docs docs-notebooks benchmark reproduce lab clean-runs
+.PHONY: setup setup-vllm lock demo test checks test-fast verify tables lint hooks docs docs-notebooks benchmark reproduce lab clean-runs
 
 setup:
 	@VENV=$(VENV) bash scripts/setup.sh
@@ -27,8 +27,14 @@ PARALLEL ?= -n auto --no-loadscope-reorder
 
 # The test command (CI's): lint, format and type checks, the documentation site, the check that
 # this machine gives the recorded answers (also on other CPU kernels), then the whole suite.
-test: setup setup-vllm lint docs verify
+test: checks
 	$(PY) -m pytest $(PARALLEL) --durations=30
+
+# What runs before the suite: the main environment, then side by side (each leaves a core idle
+# much of the time) the vLLM environment (pip waits on downloads), lint, docs (one core each)
+# and verify. Each step's output is printed whole when it ends.
+checks: setup
+	@$(MAKE) --no-print-directory -j4 --output-sync=target setup-vllm lint docs verify
 
 # Rerun a fixed slice of the main experiment and compare every answer with the reference in
 # data/reference/verify.json: natively, then on narrower CPU kernels (another machine's stand-in).

@@ -13,6 +13,10 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if WORKER:
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # vLLM's CPU build otherwise binds its model's threads to cores of its own choosing and
+    # sets their number itself: every engine on the same cores, two threads each, beside the
+    # other workers. Unbound, an engine keeps the worker's one thread and the OS places it.
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 
 import pytest  # noqa: E402 (after the thread settings above)
 import torch  # noqa: E402
@@ -22,8 +26,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 torch.set_num_threads(1 if WORKER else min(2, torch.get_num_threads()))
 # vLLM's CPU build keeps one core for its scheduler by default: on a 2-core machine its model
-# then runs on one. The tests' engines and servers use every core (the vLLM tests took 1.45x
-# less time on 2 cores; their answers are the same token for token, as they assert).
+# then runs on one. In a one-process run (make test PARALLEL=) the tests' engines and servers
+# use every core (the vLLM tests took 1.45x less time on 2 cores; their answers are the same
+# token for token, as they assert).
 os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 
 

@@ -15,6 +15,8 @@ from workbench.experiments.executors import wait_for
 from workbench.testing import save_tiny, tiny_benchmark, tiny_lm
 
 ray = pytest.importorskip("ray")
+# A local Ray cluster, workers and drivers killed mid-run: integration, not the fast tier.
+pytestmark = pytest.mark.integration
 KEY = ["model", "technique", "target", "seed", "question_index", "sample"]
 COMPARE = KEY + ["question", "relation", "response", "refused_phrase", "config_hash"]
 

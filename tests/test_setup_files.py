@@ -129,7 +129,9 @@ def test_setup_installs_from_the_lock_and_make_lock_refreshes_it():
     assert '-e ".[dev,ray]" -c "$pins"' in setup
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^lock: setup\n\t\$\(PY\) scripts/lock\.py$", makefile, re.M)
-    assert re.search(r"^test: setup", makefile, re.M)  # CI (make test) installs from the lock
+    # CI (make test) installs from the lock: make test -> checks -> setup
+    assert re.search(r"^test: checks$", makefile, re.M)
+    assert re.search(r"^checks: setup$", makefile, re.M)
 
 
 def test_pytest_n_keeps_each_file_and_the_files_sharing_a_trained_fixture_on_one_worker():

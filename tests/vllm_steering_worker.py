@@ -35,10 +35,10 @@ def in_process(job, specs, options, out, last: bool):
     """The mixed batch on an engine of this setting; on the last one (no prefix cache, no
     chunks: what neither case depends on), also the SELECT-like case and the verify slice,
     so that no other engine is started for them."""
-    from workbench.backends import load_model
+    from vllm_worker import load_in_process
     from workbench.generation import GenerationConfig
 
-    lm = load_model(job["model"], dtype="float32", options={"max_model_len": 2048, **options})
+    lm = load_in_process(job["model"], dtype="float32", options={"max_model_len": 2048, **options})
     try:
         config = GenerationConfig(**job["config"])
         chosen = [specs[a] if a else None for a in job["assign"]]
