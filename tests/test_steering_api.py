@@ -52,7 +52,10 @@ def test_spec_round_trips_exactly_and_names_its_content():
     [
         ({"name": "x"}, "malformed"),
         ({"name": "a b", "layers": [1], "vectors": [[0.0]], "strength": 1}, "abstainer name"),
-        ({"name": "x", "layers": [1, 2], "vectors": [[0.0]], "strength": 1}, "2 layers but 1"),
+        (
+            {"name": "x", "layers": [1, 2], "vectors": [[0.0]], "strength": 1},
+            "2 layers but the behaviour",
+        ),
         ({"name": "x", "layers": [1], "vectors": [[0.0]], "strength": 1, "mode": "later"}, "mode"),
     ],
 )
@@ -74,18 +77,26 @@ class _Engine:
 
     def __init__(self, fire: bool):
         self.fire, self.registered, self.tags = fire, [], []
+        self.failed: set[str] = set()  # abstainers whose steered requests fail in the workers
 
     async def collective_rpc(self, method, args=()):
+        if method == "workbench_shape":
+            return [(8, 10)]  # width 8, 10 blocks
         if method == "workbench_register":
             self.registered.append(json.loads(args[0])["name"])
             return [None]
         tags = args[0]
-        return [
-            {
-                t: {"fired": self.fire, "votes": [self.fire, True], "similarities": [0.5, 0.2]}
-                for t in tags
-            }
-        ]
+        gates = {
+            t: {"fired": self.fire, "votes": [self.fire, True], "similarities": [0.5, 0.2]}
+            for t in tags
+            if t.startswith("gate-")
+        }
+        failed = {
+            t: {"failed": "the steered activations became NaN or infinite at layer 5"}
+            for t in tags
+            if t.startswith("steer-") and self.failed
+        }
+        return [{**gates, **failed}]
 
 
 def _app(engine, seen):
@@ -116,14 +127,18 @@ def _app(engine, seen):
     return app
 
 
-def _call(mw, app, method, path, body=None):
+def _call(mw, app, method, path, body=None, key=None, query=b"", raw=None):
     sent = []
-    raw = json.dumps(body).encode() if body is not None else b""
+    raw = raw if raw is not None else json.dumps(body).encode() if body is not None else b""
+    headers = [(b"content-length", str(len(raw)).encode())]
+    if key is not None:
+        headers.append((b"authorization", f"Bearer {key}".encode()))
     scope = {
         "type": "http",
         "method": method,
         "path": path,
-        "headers": [(b"content-length", str(len(raw)).encode())],
+        "query_string": query,
+        "headers": headers,
         "app": app,
     }
     queue = [{"type": "http.request", "body": raw, "more_body": False}]
@@ -171,7 +186,8 @@ def test_a_steered_request_is_gated_then_steered_only_when_it_fired(server, fire
     )
     assert "steering" not in gate and "steering" not in answer and answer["max_tokens"] == 9
     if fire:
-        assert answer["vllm_xargs"] == {STEER: digest}
+        assert answer["vllm_xargs"][STEER] == digest
+        assert answer["vllm_xargs"][TAG].startswith("steer-")  # the request's failures, if any
         assert answer["cache_salt"] == cache_salt(digest, True)
     else:
         assert "vllm_xargs" not in answer and "cache_salt" not in answer
@@ -278,4 +294,191 @@ def test_concurrent_requests_share_calls_to_the_workers(server):
 
     answers = asyncio.run(burst())
     assert all(a["steering"]["fired"] for a in answers)
-    assert sum(len(c) for c in calls) == 16 and len(calls) < 16
+    # 16 gates' votes, then 16 steered answers' failure checks
+    assert sum(len(c) for c in calls) == 32 and len(calls) < 32
+
+
+# -- checked at the door ---------------------------------------------------------------------------
+
+
+def _bad(**change) -> dict:
+    d = _spec().to_dict()
+    for path, value in change.items():
+        *head, last = path.split("__")
+        target = d
+        for h in head:
+            target = target[h]
+        target[last] = value
+    return d
+
+
+NAN = float("nan")
+HOSTILE = {
+    "NaN in a behaviour vector": (_bad(vectors=[[NAN] * 8, [0.0] * 8]), "NaN or infinite"),
+    "inf in the gate's means": (
+        _bad(gate__means=[[float("inf")] * 8, [0.0] * 8]),
+        "gate's means hold NaN",
+    ),
+    "NaN strength": (_bad(strength=NAN), "strength nan is not finite"),
+    "NaN threshold": (_bad(gate__thresholds=[NAN, 0.0]), "threshold is not finite"),
+    "gate vectors of the wrong width": (
+        _bad(gate__vectors=[[0.0] * 5, [0.0] * 5]),
+        "gate's vectors have width 5",
+    ),
+    "gate means of the wrong width": (
+        _bad(gate__means=[[0.0] * 9, [0.0] * 9]),
+        "gate's means have width 9",
+    ),
+    "a typo in aggregate": (_bad(gate__aggregate="majorty"), "aggregate must be one of"),
+    "a ragged vector": (_bad(vectors=[[0.0] * 8, [0.0] * 7]), "malformed"),
+    "no layers": (_bad(layers=[], vectors=[]), "no behaviour layers"),
+    "vectors for the wrong model": (
+        _bad(vectors=[[0.0] * 6, [0.0] * 6], gate=None),
+        "width 6; this model's is 8",
+    ),
+    "a layer the model lacks": (_bad(layers=[4, 10]), "layer 10 is outside 0..9"),
+    "a gate layer the model lacks": (_bad(gate__layers=[3, -11]), "gate layer -11 is outside"),
+    "a strength that is a string": (_bad(strength="high"), "malformed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_bad_spec_is_a_400_naming_the_field_and_reaches_no_worker(server, case):
+    spec, message = HOSTILE[case]
+    mw, app, engine, seen = server()
+    for status, body, _ in (
+        _call(mw, app, "POST", "/v1/abstainers", spec),
+        _call(mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": spec}}),
+    ):
+        assert status == 400, case
+        assert message in body["error"]["message"] and "\n" not in body["error"]["message"]
+    assert engine.registered == [] and seen == []  # no worker, no model call
+    assert mw.registry.names() == []  # nothing kept
+
+
+def test_the_same_check_runs_in_process():
+    """The spec's own checks run wherever a spec is built; the model's wherever it meets one."""
+    for case, (spec, message) in HOSTILE.items():
+        if "model" in case or "lacks" in case:
+            built = SteerSpec.from_dict(spec)
+            with pytest.raises(ConfigError, match=message.split(";")[0]):
+                built.check_model(8, 10)
+        else:
+            with pytest.raises(ConfigError, match=message):
+                SteerSpec.from_dict(spec)
+
+
+def test_an_extreme_strength_is_served_and_said(server):
+    mw, app, _, _ = server()
+    status, body, _ = _call(
+        mw,
+        app,
+        "POST",
+        "/v1/chat/completions",
+        {**CHAT, "steering": {"spec": _bad(strength=1e6, gate=None)}},
+    )
+    assert status == 200 and "strength 1e+06 is extreme" in body["steering"]["warnings"][0]
+    status, body, _ = _call(
+        mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    )
+    assert "warnings" not in body["steering"]
+
+
+def test_a_steered_request_that_fails_in_the_workers_is_a_422_alone(server):
+    mw, app, engine, _ = server()
+    engine.failed.add("river")
+    status, body, _ = _call(
+        mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    )
+    assert status == 422 and "NaN or infinite at layer 5" in body["error"]["message"]
+    status, body, _ = _call(mw, app, "POST", "/v1/chat/completions", CHAT)  # plain: untouched
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "steering, message",
+    [
+        ({"abstainer": "river", "strenght": 2}, "unknown field(s) strenght"),
+        ({"abstainer": "river", "decision": "yes"}, "must be true or false"),
+        ("river", "must be an object"),
+    ],
+)
+def test_a_bad_steering_field_is_one_line(server, steering, message):
+    mw, app, _, seen = server()
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+    status, body, _ = _call(mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": steering})
+    assert status == 400 and message in body["error"]["message"] and seen == []
+
+
+# -- writes need a key; overwrites are explicit -------------------------------------------------
+
+
+def test_with_an_api_key_every_route_of_the_middleware_needs_it(server, monkeypatch):
+    monkeypatch.setenv("VLLM_API_KEY", "sesame")
+    mw, app, engine, seen = server()
+    steered = {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    for method, path, body in [
+        ("POST", "/v1/abstainers", _spec().to_dict()),
+        ("GET", "/v1/abstainers", None),
+        ("DELETE", "/v1/abstainers/river", None),
+        ("POST", "/v1/chat/completions", steered),
+    ]:
+        for key in (None, "wrong"):
+            status, answer, _ = _call(mw, app, method, path, body, key=key)
+            assert status == 401 and "API key" in answer["error"]["message"], (method, path)
+    assert engine.registered == [] and seen == [] and mw.registry.names() == []
+    assert _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict(), key="sesame")[0] == 200
+    assert _call(mw, app, "POST", "/v1/chat/completions", steered, key="sesame")[0] == 200
+
+
+def test_replacing_an_abstainer_needs_replace_and_delete_forgets_one(server, capsys):
+    mw, app, _, _ = server()
+    first, other = _spec(), _spec(mode="in_pass")
+    assert _call(mw, app, "POST", "/v1/abstainers", first.to_dict())[0] == 200
+    assert _call(mw, app, "POST", "/v1/abstainers", first.to_dict())[0] == 200  # same: no-op
+    status, body, _ = _call(mw, app, "POST", "/v1/abstainers", other.to_dict())
+    assert status == 409 and "replace=true" in body["error"]["message"]
+    assert mw.registry.load("river").digest() == first.digest()  # kept
+    status, body, _ = _call(
+        mw, app, "POST", "/v1/abstainers", other.to_dict(), query=b"replace=true"
+    )
+    assert status == 200 and mw.registry.load("river").digest() == other.digest()
+    assert f"replaced: digest {first.digest()} -> {other.digest()}" in capsys.readouterr().err
+    assert _call(mw, app, "DELETE", "/v1/abstainers/river")[0] == 200
+    assert _call(mw, app, "GET", "/v1/abstainers")[1] == {"abstainers": []}
+    status, body, _ = _call(mw, app, "DELETE", "/v1/abstainers/river")
+    assert status == 404 and "no abstainer 'river'" in body["error"]["message"]
+
+
+def test_a_corrupt_registry_file_is_skipped_with_one_warning(server, tmp_path, capsys):
+    mw, app, _, _ = server()
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+    folder = tmp_path / "registry"
+    (folder / "broken.json").write_text('{"name": "broken", "layers": [1], "vec')
+    (folder / "nan.json").write_text(json.dumps(_bad(name="nan", strength=NAN)))
+    (folder / "latin.json").write_bytes(b"\xff\xfe")
+    mw2, app2, _, seen2 = server()  # a restart
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all("skipping" in line for line in err)
+    assert any("broken.json" in line and "not JSON" in line for line in err)
+    status, listed, _ = _call(mw2, app2, "GET", "/v1/abstainers")
+    assert status == 200 and [a["name"] for a in listed["abstainers"]] == ["river"]
+    status, body, _ = _call(
+        mw2, app2, "POST", "/v1/chat/completions", {**CHAT, "steering": {"abstainer": "broken"}}
+    )
+    assert status == 400 and "unknown abstainer 'broken'" in body["error"]["message"]
+    assert seen2 == []
+
+
+def test_a_middleware_500_says_where_its_cause_was_logged(server):
+    mw, app, engine, _ = server()
+    answer = engine.collective_rpc
+
+    async def no_votes(method, args=()):
+        return [{}] if method == "workbench_votes" else await answer(method, args)
+
+    engine.collective_rpc = no_votes
+    status, body, _ = _call(
+        mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    )
+    assert status == 500 and "server's log" in body["error"]["message"]

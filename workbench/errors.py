@@ -28,6 +28,11 @@ class ConfigError(WorkbenchError):
     """A configuration value is invalid; the message names the field."""
 
 
+class SteeringError(WorkbenchError):
+    """A steered request failed on its own (its activations became non-finite); the other
+    requests of the batch are unaffected."""
+
+
 class Interrupted(WorkbenchError):
     """The user stopped a command (Ctrl-C); what was finished is kept."""
 

@@ -5,9 +5,13 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
 
 ``POST /v1/abstainers``
     register an abstainer (a :class:`~workbench.steering.spec.SteerSpec` as JSON). It is kept
-    in the server's registry directory, so a restarted server still knows it.
+    in the server's registry directory, so a restarted server still knows it. A name already
+    registered with other content is a 409 unless the request says ``?replace=true`` (the
+    replacement is logged); the same content again is a no-op.
 ``GET /v1/abstainers``
     the registered abstainers (name, digest, mode, whether gated).
+``DELETE /v1/abstainers/NAME``
+    forget one.
 ``POST /v1/completions``, ``POST /v1/chat/completions`` with a ``steering`` field
     ``{"abstainer": NAME}`` (registered) or ``{"spec": {...}}`` (inline), optionally
     ``"gate_prompt"`` (text, or chat messages, the gate reads instead of the request's own) or
@@ -19,13 +23,29 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
 
 Any OpenAI client asks for it with ``extra_body={"steering": {"abstainer": "river"}}``. A
 request naming an unknown abstainer is a 400 with one line; the others are unaffected.
+
+Every spec is checked at the door, whatever brings it (registration, an inline spec, a file in
+the registry): :class:`~workbench.steering.spec.SteerSpec` checks shapes, finite values and
+enumerations, :meth:`~workbench.steering.spec.SteerSpec.check_model` the width and layers
+against the served model; a bad one is a 400 naming the field and never reaches a worker or the
+registry. A registry file that does not read as a spec is skipped with one warning. An extreme
+(finite) strength is served, and the answer's steering record carries a ``warnings`` line. A
+steered request whose activations still become non-finite fails alone (422; a stream ends with
+an error event); the others' answers are untouched (:mod:`workbench.backends.vllm_steering`).
+
+With an API key (``VLLM_API_KEY``, which ``serve --api-key`` sets), everything this middleware
+answers or steers needs ``Authorization: Bearer KEY`` as vLLM's own routes do: registering
+changes what other clients' requests do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
+import secrets
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,7 +68,8 @@ def default_registry(served_name: str) -> Path:
 
 
 class Registry:
-    """Abstainers on disk (``<name>.json``): what survives a restart."""
+    """Abstainers on disk (``<name>.json``): what survives a restart. A file that does not
+    read as a valid spec is treated as absent (:meth:`skipped` says which and why)."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -62,18 +83,53 @@ class Registry:
         self.directory.mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.path(spec.name), spec.to_json())
 
-    def load(self, name: str):
+    def delete(self, name: str) -> bool:
+        path = self.path(name)
+        if not _safe(name) or not path.is_file():
+            return False
+        path.unlink()
+        return True
+
+    def _read(self, name: str):
+        """(spec, None), or (None, why) for a file that is not a valid spec."""
         from workbench.steering.spec import SteerSpec
 
-        if "/" in name or name.startswith("."):
+        try:
+            return SteerSpec.from_json(self.path(name).read_text(encoding="utf-8")), None
+        except (ConfigError, OSError, UnicodeDecodeError) as e:
+            return None, str(e)
+
+    def load(self, name: str):
+        if not _safe(name) or not self.path(name).is_file():
             return None
-        path = self.path(name)
-        return SteerSpec.from_json(path.read_text()) if path.is_file() else None
+        return self._read(name)[0]
 
     def names(self) -> list[str]:
+        """The names of the valid abstainers."""
+        return [n for n in self._files() if self._read(n)[0] is not None]
+
+    def skipped(self) -> dict[str, str]:
+        """file name -> why, for each file that is not a valid spec."""
+        bad = {}
+        for n in self._files():
+            why = self._read(n)[1]
+            if why is not None:
+                bad[self.path(n).name] = why
+        return bad
+
+    def _files(self) -> list[str]:
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.json"))
+
+
+def _safe(name: str) -> bool:
+    return bool(name) and "/" not in name and not name.startswith(".")
+
+
+def _warn(message: str) -> None:
+    """A line in the server's log (vLLM's stderr, or serve's --log-file)."""
+    print(f"[workbench steering] {message}", file=sys.stderr, flush=True)
 
 
 class _Reply(Exception):
@@ -83,8 +139,20 @@ class _Reply(Exception):
         self.status, self.body = status, body
 
 
+_KINDS = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    404: "NotFoundError",
+    405: "MethodNotAllowed",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+}
+
+
 def _error(status: int, message: str) -> _Reply:
-    kind = "BadRequestError" if status == 400 else "NotFoundError" if status == 404 else "Error"
+    kind = _KINDS.get(status, "Error")
+    if status >= 500:
+        message += " (the cause is in the server's log: stderr, or serve's --log-file)"
     return _Reply(
         status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
     )
@@ -144,17 +212,34 @@ class SteeringMiddleware:
         self.app = app
         registry = os.environ.get(REGISTRY_ENV)
         self.registry = Registry(Path(registry)) if registry else None
+        key = os.environ.get("VLLM_API_KEY")
+        self._key = hashlib.sha256(key.encode()).digest() if key else None
         self.in_workers: set[str] = set()  # digests registered with the workers
-        self._waiting: dict[str, asyncio.Future] = {}  # gate tags whose votes are wanted
+        self._shape: tuple[int, int] | None = None  # the model's (hidden, layers), asked once
+        self._waiting: dict[str, asyncio.Future] = {}  # tags whose records are wanted
         self._fetcher: asyncio.Future | None = None
+        if self.registry is not None:
+            for name, why in self.registry.skipped().items():
+                _warn(f"skipping {self.registry.directory / name}: {why}")
+
+    def _authorized(self, scope) -> bool:
+        """The request carries the server's API key (always, when it has none)."""
+        if self._key is None:
+            return True
+        header = dict(scope["headers"]).get(b"authorization", b"").decode(errors="replace")
+        scheme, _, token = header.partition(" ")
+        digest = hashlib.sha256(token.encode()).digest()
+        return scheme.lower() == "bearer" and secrets.compare_digest(digest, self._key)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path, method = scope["path"], scope["method"]
         try:
-            if path == "/v1/abstainers":
-                return await self._abstainers(scope, receive, send, method)
+            if path == "/v1/abstainers" or path.startswith("/v1/abstainers/"):
+                if not self._authorized(scope):
+                    raise _error(401, "this server needs its API key (Authorization: Bearer KEY)")
+                return await self._abstainers(scope, receive, send, method, path)
             if method == "POST" and path in ROUTES:
                 body = await _read_body(receive)
                 try:
@@ -162,6 +247,10 @@ class SteeringMiddleware:
                 except ValueError:
                     data = None
                 if isinstance(data, dict) and data.get("steering") is not None:
+                    if not self._authorized(scope):
+                        raise _error(
+                            401, "this server needs its API key (Authorization: Bearer KEY)"
+                        )
                     return await self._steer(scope, receive, send, data)
                 return await self.app(scope, _replay(body, receive), send)
         except _Reply as r:
@@ -191,18 +280,25 @@ class SteeringMiddleware:
                 f.set_result(votes.get(t))
 
     # -- registration ----------------------------------------------------------------------------
-    async def _abstainers(self, scope, receive, send, method: str):
+    async def _abstainers(self, scope, receive, send, method: str, path: str):
         from workbench.steering.spec import SteerSpec
 
+        name = path.removeprefix("/v1/abstainers").strip("/")
+        if name:
+            if method != "DELETE":
+                raise _error(405, f"use DELETE on /v1/abstainers/{name}")
+            if self.registry is None or not self.registry.delete(name):
+                raise _error(404, f"no abstainer {name!r} is registered")
+            _warn(f"abstainer {name!r} deleted")
+            return await _send_json(send, 200, {"deleted": name})
         if method == "GET":
-            names = self.registry.names() if self.registry else []
             listed = []
-            for name in names:
-                spec = self.registry.load(name) if self.registry else None
+            for n in self.registry.names() if self.registry else []:
+                spec = self.registry.load(n) if self.registry else None
                 if spec is not None:
                     listed.append(
                         {
-                            "name": name,
+                            "name": n,
                             "digest": spec.digest(),
                             "mode": spec.mode,
                             "gated": spec.gate is not None,
@@ -210,26 +306,45 @@ class SteeringMiddleware:
                     )
             return await _send_json(send, 200, {"abstainers": listed})
         if method != "POST":
-            raise _error(405, "use GET or POST on /v1/abstainers")
+            raise _error(405, "use GET or POST on /v1/abstainers (DELETE on /v1/abstainers/NAME)")
         if self.registry is None:
             raise _error(400, "this server keeps no registry: start it with serve --steering")
         try:
             spec = SteerSpec.from_json((await _read_body(receive)).decode())
         except (ConfigError, UnicodeDecodeError) as e:
             raise _error(400, str(e)) from None
+        query = scope.get("query_string", b"").decode(errors="replace")
+        replace = any(p in ("replace=true", "replace=1") for p in query.split("&"))
+        old = self.registry.load(spec.name)
+        if old is not None and old.digest() != spec.digest() and not replace:
+            raise _error(
+                409,
+                f"abstainer {spec.name!r} is registered with other content (digest "
+                f"{old.digest()}); POST to /v1/abstainers?replace=true to replace it",
+            )
         digest = await self._register(scope, spec)
         self.registry.save(spec)
+        if old is not None and old.digest() != spec.digest():
+            _warn(f"abstainer {spec.name!r} replaced: digest {old.digest()} -> {digest}")
         return await _send_json(send, 200, {"name": spec.name, "digest": digest})
 
     async def _register(self, scope, spec) -> str:
+        """The spec, checked against the served model, in the workers; its digest."""
         digest = spec.digest()
-        if digest not in self.in_workers:
-            engine = scope["app"].state.engine_client
-            try:
-                await engine.collective_rpc("workbench_register", args=(spec.to_json(),))
-            except Exception as e:  # a spec the model cannot take (layers, width)
-                raise _error(400, f"abstainer {spec.name!r} cannot steer this model: {e}") from None
-            self.in_workers.add(digest)
+        if digest in self.in_workers:
+            return digest
+        engine = scope["app"].state.engine_client
+        if self._shape is None:
+            self._shape = tuple((await engine.collective_rpc("workbench_shape"))[0])
+        try:
+            spec.check_model(*self._shape)
+        except ConfigError as e:
+            raise _error(400, str(e)) from None
+        try:
+            await engine.collective_rpc("workbench_register", args=(spec.to_json(),))
+        except Exception as e:  # checked above: anything left is the server's fault
+            raise _error(500, f"abstainer {spec.name!r} could not be registered: {e}") from None
+        self.in_workers.add(digest)
         return digest
 
     def _spec(self, steering: Any):
@@ -239,6 +354,15 @@ class SteeringMiddleware:
             raise _error(
                 400, '\'steering\' must be an object: {"abstainer": NAME} or {"spec": {...}}'
             )
+        unknown = set(steering) - {"abstainer", "spec", "gate_prompt", "decision"}
+        if unknown:
+            raise _error(
+                400,
+                f"'steering' has unknown field(s) {', '.join(sorted(unknown))}; it takes "
+                "abstainer or spec, and optionally gate_prompt or decision",
+            )
+        if "decision" in steering and not isinstance(steering["decision"], bool):
+            raise _error(400, "'steering.decision' must be true or false")
         if "spec" in steering:
             try:
                 return SteerSpec.from_dict(steering["spec"])
@@ -266,6 +390,8 @@ class SteeringMiddleware:
         spec = self._spec(steering)
         digest = await self._register(scope, spec)
         record: dict[str, Any] = {"abstainer": spec.name, "digest": digest}
+        if spec.warnings():
+            record["warnings"] = spec.warnings()
         if "decision" in steering:
             record["fired"] = bool(steering["decision"])
         elif spec.gate is None:
@@ -273,14 +399,22 @@ class SteeringMiddleware:
         else:
             record.update(await self._gate(scope, receive, data, digest, steering))
         body = dict(data)
+        check = None
         if record["fired"]:
-            body["vllm_xargs"] = {**(body.get("vllm_xargs") or {}), STEER: digest}
+            tag = f"steer-{uuid.uuid4().hex}"
+            body["vllm_xargs"] = {**(body.get("vllm_xargs") or {}), STEER: digest, TAG: tag}
             salt = cache_salt(digest, True)
             body["cache_salt"] = f"{body['cache_salt']}|{salt}" if body.get("cache_salt") else salt
+            engine = scope["app"].state.engine_client
+
+            async def check() -> str | None:
+                rec = await self._votes(engine, tag)
+                return rec.get("failed") if rec else None
+
         raw = json.dumps(body).encode()
         header = (HEADER, json.dumps(record).encode())
         return await self.app(
-            _scope_for(scope, raw), _replay(raw, receive), _Annotate(send, record, header)
+            _scope_for(scope, raw), _replay(raw, receive), _Annotate(send, record, header, check)
         )
 
     async def _gate(self, scope, receive, data: dict, digest: str, steering: dict) -> dict:
@@ -318,6 +452,7 @@ class SteeringMiddleware:
                 raise _error(captured.status, captured.body.decode(errors="replace")) from None
         rec = await self._votes(scope["app"].state.engine_client, tag)
         if rec is None or "fired" not in rec:
+            _warn(f"the gate of {tag} recorded no decision")
             raise _error(500, "the gate recorded no decision for this request")
         return {"fired": rec["fired"], "votes": rec["votes"], "similarities": rec["similarities"]}
 
@@ -337,10 +472,12 @@ class _Capture:
 
 class _Annotate:
     """An ASGI ``send`` that adds the steering record: a header always, a ``steering`` field in
-    a JSON answer."""
+    a JSON answer. With ``check`` (a steered request), asks once the answer is complete whether
+    the request failed in the workers: a JSON answer becomes a 422, a stream gets an error event
+    before its end."""
 
-    def __init__(self, send, record: dict, header: tuple[bytes, bytes]):
-        self.send, self.record, self.header = send, record, header
+    def __init__(self, send, record: dict, header: tuple[bytes, bytes], check=None):
+        self.send, self.record, self.header, self.check = send, record, header, check
         self.start: dict | None = None
         self.json = False
         self.chunks: list[bytes] = []
@@ -358,6 +495,10 @@ class _Annotate:
             self.chunks.append(message.get("body", b""))
             if message.get("more_body"):
                 return None
+            failed = await self.check() if self.check is not None else None
+            if failed:
+                r = _error(422, f"steering failed for this request: {failed}; lower the strength")
+                return await _send_json(self.send, r.status, r.body, [self.header])
             data = b"".join(self.chunks)
             try:
                 parsed = json.loads(data)
@@ -371,4 +512,18 @@ class _Annotate:
                 {**self.start, "headers": [*headers, (b"content-length", str(len(data)).encode())]}
             )
             return await self.send({"type": "http.response.body", "body": data, "more_body": False})
+        if message["type"] == "http.response.body" and self.check is not None:
+            body = message.get("body", b"")
+            if b"data: [DONE]" in body or not message.get("more_body"):
+                check, self.check = self.check, None  # asked once, before the stream's end
+                failed = await check()
+                if failed:
+                    event = {"error": {"message": f"steering failed for this request: {failed}"}}
+                    await self.send(
+                        {
+                            "type": "http.response.body",
+                            "body": f"data: {json.dumps(event)}\n\n".encode(),
+                            "more_body": True,
+                        }
+                    )
         return await self.send(message)

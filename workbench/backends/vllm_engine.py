@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, register_engine
-from workbench.errors import ModelLoadError
+from workbench.errors import ModelLoadError, SteeringError
 from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
@@ -205,6 +205,7 @@ class VLLMModel(BlackBoxBackend):
         self._eos = eos_token_ids(_GenerationConfigHolder(load_from), self.tokenizer)
         self._adapters: dict[str, int] = {}
         self._registered: set[str] = set()
+        self._shape: tuple[int, ...] | None = None  # (hidden, layers), asked once
         self._hf = None
 
     # -- generation -------------------------------------------------------------------------
@@ -348,6 +349,9 @@ class VLLMModel(BlackBoxBackend):
         self._require_steering()
         digest = spec.digest()
         if digest not in self._registered:
+            if self._shape is None:
+                self._shape = tuple(self.llm.collective_rpc("workbench_shape")[0])
+            spec.check_model(*self._shape)  # one ConfigError line, before any worker sees it
             self.llm.collective_rpc("workbench_register", args=(spec.to_json(),))
             self._registered.add(digest)
         return digest
@@ -401,6 +405,8 @@ class VLLMModel(BlackBoxBackend):
         (one bool per prompt) skips the gate. Returns the generations and, per prompt, the
         gate's record (``None`` for prompts with no gate).
         """
+        import uuid
+
         from workbench.backends.vllm_steering import cache_salt, steer_args
 
         specs = list(specs)
@@ -421,10 +427,21 @@ class VLLMModel(BlackBoxBackend):
                 for s, r in zip(specs, records)
             ]
         digests = [self.register_abstainer(s) if s is not None else None for s in specs]
-        extra = [steer_args(d, f) if d else None for d, f in zip(digests, fired)]
+        tags = [f"steer-{uuid.uuid4().hex}" if d and f else None for d, f in zip(digests, fired)]
+        extra = [steer_args(d, f, t) if d else None for d, f, t in zip(digests, fired, tags)]
         salts = [cache_salt(d, f) if d else None for d, f in zip(digests, fired)]
         texts, encoded = self._encode(prompts, config.system_prompt)
         gens = self._generate(texts, encoded, config, stop_when, progress, extra=extra, salts=salts)
+        asked = [t for t in tags if t]
+        if asked:  # a steered request whose activations went non-finite fails, alone
+            failed = self.llm.collective_rpc("workbench_votes", args=(asked,))[0]
+            bad = [(i, failed[t]["failed"]) for i, t in enumerate(tags) if t in failed]
+            if bad:
+                i, why = bad[0]
+                raise SteeringError(
+                    f"prompt {i} ({specs[i].name}): {why}; {len(bad)} of {len(prompts)} steered "
+                    "prompts failed (the others' answers are unaffected): lower the strength"
+                )
         return gens, [r if r is not None else {"fired": f} for r, f in zip(records, fired)]
 
     # -- scoring ----------------------------------------------------------------------------

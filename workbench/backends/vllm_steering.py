@@ -9,7 +9,7 @@ carry them too):
 ``{"workbench_gate": DIGEST, "workbench_tag": TAG}``
     read the gate's layers at the prompt's last token (the pass is never steered) and keep the
     votes under ``TAG`` until :meth:`SteeringWorkerExtension.workbench_votes` collects them.
-``{"workbench_steer": DIGEST}``
+``{"workbench_steer": DIGEST}`` (optionally ``"workbench_tag": TAG``)
     add the abstainer's vectors: ``separate`` mode at every position (the prompt is steered from
     its first token), ``in_pass`` mode at the prompt's positions only at behaviour layers deeper
     than the deepest gate layer and at every generated position everywhere (CAST's order, as
@@ -21,6 +21,12 @@ request, never on which others share the batch, how the scheduler chunks a promp
 blocks come from the prefix cache. A steered request is steered at every position of its
 prompt, so its key/value blocks may be shared only with requests steered the same way: the
 client gives it a ``cache_salt`` naming the abstainer and decision (:func:`cache_salt`).
+
+Specs are checked when built (:class:`~workbench.steering.spec.SteerSpec`: shapes, finite
+values, enumerations) and against the model when registered, so nothing a request carries can
+raise inside the forward pass. Should a steered request's activations still become non-finite,
+its rows are zeroed from that layer on (other requests' key/value blocks and answers stay as
+they were) and the failure is kept under its tag for the caller to report.
 
 A step with no workbench request costs one dictionary lookup per request and a no-op call per
 layer. The hooks are Python forward hooks: they need the eager model (CPU vLLM runs LoRA-enabled
@@ -46,9 +52,12 @@ def gate_args(digest: str, tag: str) -> dict[str, Any]:
     return {GATE: digest, TAG: tag}
 
 
-def steer_args(digest: str, fired: bool) -> dict[str, Any] | None:
-    """``extra_args`` of a generation steered by ``digest`` (None when its gate did not fire)."""
-    return {STEER: digest} if fired else None
+def steer_args(digest: str, fired: bool, tag: str | None = None) -> dict[str, Any] | None:
+    """``extra_args`` of a generation steered by ``digest`` (None when its gate did not fire);
+    with ``tag`` a failure of the request (non-finite activations) is kept under it."""
+    if not fired:
+        return None
+    return {STEER: digest, TAG: tag} if tag else {STEER: digest}
 
 
 def cache_salt(digest: str, fired: bool) -> str | None:
@@ -74,6 +83,8 @@ class _Step:
     add: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = field(default_factory=dict)
     # site (layer index, or "norm") -> [(tag, loaded, gate position j, token row)]
     reads: dict[Any, list[tuple[str, _Loaded, int, int]]] = field(default_factory=dict)
+    # each steered request's token rows and its tag (None: the request asked for no report)
+    steered: list[tuple[torch.Tensor, str | None]] = field(default_factory=list)
 
 
 class SteeringState:
@@ -105,6 +116,7 @@ class SteeringState:
         self.model = runner.get_model()
         self.device = next(self.model.parameters()).device
         self.specs: dict[str, _Loaded] = {}
+        # tag -> a gate's votes, or {"failed": why} for a steered request that went non-finite
         self.votes: dict[str, dict[str, Any]] = {}
         self.current: _Step | None = None
         prefix, blocks = decoder_blocks(self.model)
@@ -126,19 +138,19 @@ class SteeringState:
         runner._model_forward = forward
 
     # -- registration ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(hidden width, number of decoder blocks): what a spec must fit."""
+        return int(self.runner.model_config.get_hidden_size()), self.num_layers
+
     def register(self, spec) -> str:
+        """Keep ``spec`` (checked by :class:`SteerSpec` when it was built, against this model
+        here: a spec that does not fit is refused before any forward pass sees it)."""
         digest = spec.digest()
         if digest in self.specs:
             return digest
         n = self.num_layers
-        width = int(self.runner.model_config.get_hidden_size())
-        if spec.hidden != width:
-            raise ValueError(
-                f"abstainer {spec.name!r} has vectors of width {spec.hidden}; this model's is {width}"
-            )
-        for l in (*spec.layers, *(spec.gate.layers if spec.gate else ())):
-            if not -n <= l < n:
-                raise ValueError(f"abstainer {spec.name!r}: layer {l} is outside 0..{n - 1}")
+        spec.check_model(*self.shape)
         dtype = next(self.model.parameters()).dtype
         vectors = {
             l % n: (spec.strength * spec.vectors[i].float()).to(self.device, dtype)
@@ -198,6 +210,8 @@ class SteeringState:
                 if loaded is None:
                     continue
                 rows = torch.arange(lo, hi)
+                tag = ask.get(TAG)
+                step.steered.append((rows.to(self.device), str(tag) if tag else None))
                 generated = rows[p >= n_prompt]
                 for layer in loaded.vectors:
                     if loaded.spec.mode == "in_pass" and layer <= loaded.deepest:
@@ -243,15 +257,57 @@ class SteeringState:
                 )
                 self._read(layer, hidden.float())
             adds = step.add.get(layer)
-            if not adds:
+            if not adds and not step.steered:
                 return None
             h = output[0] if tuple_out else output
-            h = h.clone()
-            for idx, delta in adds:
-                h[idx] += delta
-            return (h, *output[1:]) if tuple_out else h
+            residual = output[1] if tuple_out and len(output) > 1 else None
+            if adds:
+                h = h.clone()
+                for idx, delta in adds:
+                    h[idx] += delta
+            bad = self._non_finite(layer, h, residual, step)
+            if bad is None and not adds:
+                return None
+            if bad is not None:
+                h = h if adds else h.clone()
+                h[bad] = 0
+                if residual is not None:
+                    residual = residual.clone()
+                    residual[bad] = 0
+            if not tuple_out:
+                return h
+            return (h, residual, *output[2:]) if len(output) > 1 else (h,)
 
         return hook
+
+    def _non_finite(self, layer: int, h: torch.Tensor, residual, step: _Step):
+        """The token rows of steered requests whose activations are no longer finite (an
+        extreme strength in a narrow dtype), or None. The caller zeroes them from this layer
+        on, so nothing non-finite reaches the key/value blocks (which other requests reuse
+        once freed) or the sampler; each such request's failure is kept under its tag. One
+        check per layer for all steered rows together."""
+        rows = torch.cat([r for r, _ in step.steered]) if len(step.steered) > 1 else None
+        rows = rows if rows is not None else step.steered[0][0] if step.steered else None
+        if rows is None:
+            return None
+        ok = torch.isfinite(h[rows]).all()
+        if residual is not None:
+            ok = ok & torch.isfinite(residual[rows]).all()
+        if bool(ok):
+            return None
+        bad = []
+        for r, tag in step.steered:
+            fine = torch.isfinite(h[r]).all() and (
+                residual is None or torch.isfinite(residual[r]).all()
+            )
+            if bool(fine):
+                continue
+            bad.append(r)
+            if tag is not None and "failed" not in self.votes.get(tag, {}):
+                self.votes[tag] = {
+                    "failed": f"the steered activations became NaN or infinite at layer {layer}"
+                }
+        return torch.cat(bad)
 
     def _norm_hook(self, module, args, output):
         step = self.current
@@ -277,6 +333,10 @@ class SteeringWorkerExtension:
         from workbench.steering.spec import SteerSpec
 
         return self._workbench_state().register(SteerSpec.from_json(spec_json))
+
+    def workbench_shape(self) -> tuple[int, int]:
+        """(hidden width, number of decoder blocks) of the model this worker runs."""
+        return self._workbench_state().shape
 
     def workbench_registered(self) -> dict[str, str]:
         """digest -> name of every abstainer registered in this worker."""

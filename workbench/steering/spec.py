@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,7 +28,26 @@ import torch
 from workbench.errors import ConfigError
 
 MODES = ("separate", "in_pass")
+AGGREGATES = ("all", "any", "majority")
+#: a strength above this (in absolute value) is allowed but reported as extreme: the workbench's
+#: fitted strengths are a few units, and far larger ones give garbled text
+EXTREME_STRENGTH = 100.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+def _matrix(name: str, field: str, t: torch.Tensor, rows: int, width: int | None) -> None:
+    """``t`` is a finite (rows, width) matrix, or one ConfigError line naming ``field``."""
+    if t.dim() != 2 or t.shape[0] != rows:
+        raise ConfigError(
+            f"abstainer {name!r}: {rows} layers but {field} have shape {tuple(t.shape)} (one "
+            "row per layer, all of one width)"
+        )
+    if width is not None and t.shape[1] != width:
+        raise ConfigError(
+            f"abstainer {name!r}: {field} have width {t.shape[1]}; the behaviour vectors' is {width}"
+        )
+    if not bool(torch.isfinite(t).all()):
+        raise ConfigError(f"abstainer {name!r}: {field} hold NaN or infinite values")
 
 
 @dataclass(frozen=True)
@@ -63,24 +83,66 @@ class SteerSpec:
     mode: str = "separate"
 
     def __post_init__(self) -> None:
+        """Everything an engine relies on that the spec alone tells: the one check of a spec
+        built here, read from JSON (an API request, a registry file) or sent to vLLM's workers.
+        What depends on the model (width, layer range) is :meth:`check_model`."""
         if not _NAME.match(self.name):
             raise ConfigError(
                 f"abstainer name {self.name!r} must be 1-128 letters, digits, '.', '_', ':' or '-'"
             )
         if self.mode not in MODES:
             raise ConfigError(f"steering mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if tuple(self.vectors.shape[:1]) != (len(self.layers),):
-            raise ConfigError(
-                f"abstainer {self.name!r}: {len(self.layers)} layers but "
-                f"{self.vectors.shape[0]} behaviour vectors"
-            )
+        if not self.layers:
+            raise ConfigError(f"abstainer {self.name!r}: no behaviour layers")
+        _matrix(self.name, "the behaviour vectors", self.vectors, len(self.layers), None)
+        if not math.isfinite(self.strength):
+            raise ConfigError(f"abstainer {self.name!r}: strength {self.strength} is not finite")
         g = self.gate
-        if g is not None and not (
-            len(g.layers) == len(g.vectors) == len(g.means) == len(g.thresholds)
-        ):
+        if g is None:
+            return
+        if g.aggregate not in AGGREGATES:
             raise ConfigError(
-                f"abstainer {self.name!r}: the gate's layers, vectors, means and thresholds differ in number"
+                f"abstainer {self.name!r}: gate aggregate must be one of {', '.join(AGGREGATES)}, "
+                f"got {g.aggregate!r}"
             )
+        if not g.layers:
+            raise ConfigError(f"abstainer {self.name!r}: the gate has no layers")
+        width = int(self.vectors.shape[1])
+        _matrix(self.name, "the gate's vectors", g.vectors, len(g.layers), width)
+        _matrix(self.name, "the gate's means", g.means, len(g.layers), width)
+        if len(g.thresholds) != len(g.layers):
+            raise ConfigError(
+                f"abstainer {self.name!r}: the gate has {len(g.layers)} layers but "
+                f"{len(g.thresholds)} thresholds"
+            )
+        if not all(math.isfinite(t) for t in g.thresholds):
+            raise ConfigError(f"abstainer {self.name!r}: a gate threshold is not finite")
+
+    def check_model(self, hidden: int, num_layers: int) -> None:
+        """The spec fits a model of width ``hidden`` with ``num_layers`` blocks (layers may
+        count from the end, -1 the last), or one ConfigError line naming what does not."""
+        if self.hidden != hidden:
+            raise ConfigError(
+                f"abstainer {self.name!r} has vectors of width {self.hidden}; this model's is {hidden}"
+            )
+        for field, layers in (
+            ("layer", self.layers),
+            ("gate layer", self.gate.layers if self.gate else ()),
+        ):
+            for layer in layers:
+                if not -num_layers <= layer < num_layers:
+                    raise ConfigError(
+                        f"abstainer {self.name!r}: {field} {layer} is outside 0..{num_layers - 1}"
+                    )
+
+    def warnings(self) -> list[str]:
+        """What is allowed but unusual about the spec (a request's steering record shows it)."""
+        if abs(self.strength) > EXTREME_STRENGTH:
+            return [
+                f"strength {self.strength:g} is extreme (above {EXTREME_STRENGTH:g}): expect "
+                "garbled answers"
+            ]
+        return []
 
     @property
     def hidden(self) -> int:
