@@ -57,10 +57,14 @@ def start_vllm_server(
     extra: list[str] | None = None,
     steering: bool = False,
     registry: str | os.PathLike | None = None,
+    api_key: str | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; return (process, base URL). The caller stops
-    it (``os.killpg(proc.pid, signal.SIGTERM)``: it runs in its own process group).
-    ``steering``: per-request conditional steering, abstainers kept in ``registry``."""
+    it (:func:`stop_server`: it runs in its own process group).
+    ``log``: a file for vLLM's log, ``"stderr"`` for this process's stderr, None to discard it.
+    ``steering``: per-request conditional steering, abstainers kept in ``registry``.
+    ``api_key``: every /v1 route needs it (``VLLM_API_KEY`` in the server's environment, never
+    on its command line, where other users of the machine could read it)."""
     from workbench.models.loading import resolve_device, resolve_source
     from workbench.models.numerics import resolve_dtype
 
@@ -72,6 +76,8 @@ def start_vllm_server(
     port = port or free_port()
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    if api_key:
+        env["VLLM_API_KEY"] = api_key
     steer_args: list[str] = []
     if steering:
         from workbench.backends.steer_server import MIDDLEWARE, REGISTRY_ENV, default_registry
@@ -109,7 +115,10 @@ def start_vllm_server(
         *(extra or []),
     ]
     # the server writes to the log for as long as it runs, after this function returns
-    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+    if log == "stderr":
+        out = sys.stderr
+    else:
+        out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
         cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
@@ -122,10 +131,57 @@ def start_vllm_server(
                 + (f"; see {log}" if log else "")
             )
         try:
-            with urllib.request.urlopen(url + "/models", timeout=2) as r:
+            with urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=2) as r:
                 if r.status == 200:
                     return proc, url
         except OSError:
             time.sleep(2)
-    proc.kill()
+    stop_server(proc)
     raise ModelLoadError(f"the vLLM server did not answer within {timeout:.0f} s")
+
+
+def stop_server(proc: subprocess.Popen, timeout: float = 60) -> int:
+    """Stop a server of :func:`start_vllm_server` and every process it started (SIGTERM to its
+    process group, SIGKILL after ``timeout`` seconds); its exit status."""
+    import signal
+
+    def group_alive() -> bool:
+        return bool(group_members(proc.pid))
+
+    if group_alive():
+        os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.time() + timeout
+        while time.time() < deadline and (proc.poll() is None or group_alive()):
+            time.sleep(0.2)
+        if group_alive():  # the engine's processes did not stop in time
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return proc.returncode
+
+
+def processes() -> list[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, process group) of every process, from Linux's ``/proc``
+    (empty elsewhere)."""
+    out = []
+    proc = Path("/proc")
+    for d in proc.iterdir() if proc.is_dir() else ():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out.append((int(d.name), fields[0], int(fields[1]), int(fields[2])))
+    return out
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (zombies, which a container's init may
+    never reap, do not count); on systems without ``/proc``, whether the group answers."""
+    if not Path("/proc").is_dir():
+        try:
+            os.killpg(pgid, 0)
+            return [pgid]
+        except (ProcessLookupError, PermissionError):
+            return []
+    return [pid for pid, state, _, group in processes() if state != "Z" and group == pgid]

@@ -7,9 +7,13 @@ import argparse
 
 
 def _serve(args) -> int:
-    from workbench.backends.serve import start_vllm_server
+    import os
+    import signal
+
+    from workbench.backends.serve import start_vllm_server, stop_server
     from workbench.models.loading import resolve_source
 
+    key = args.api_key or os.environ.get("VLLM_API_KEY")
     proc, url = start_vllm_server(
         args.model,
         args.name,
@@ -17,10 +21,19 @@ def _serve(args) -> int:
         port=args.port,
         steering=args.steering,
         registry=args.registry,
+        log=args.log_file or "stderr",
+        api_key=key,
     )
+
+    def stop(signum, frame):  # SIGTERM or Ctrl-C: out of the wait below, to its `finally`
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     src_dir = resolve_source(args.model).load_from
     print(
-        f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})",
+        f"serving: load_model('openai:{args.name}@{url}', options={{'tokenizer': '{src_dir}'}})"
+        + (" (API key required: Authorization: Bearer KEY)" if key else ""),
         flush=True,
     )
     if args.steering:
@@ -29,11 +42,14 @@ def _serve(args) -> int:
             "with extra_body={'steering': {'abstainer': NAME}}",
             flush=True,
         )
+    if args.log_file:
+        print(f"log: {args.log_file}", flush=True)
     try:
         return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return 0
+    finally:  # the whole server goes (vLLM's process group), and the port is freed
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        stop_server(proc)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -48,4 +64,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--steering", action="store_true", help="conditional steering per request (eager model)"
     )
     ap.add_argument("--registry", help="where registered abstainers are kept (with --steering)")
+    ap.add_argument(
+        "--api-key",
+        help="every /v1 route (registering abstainers included) needs it; better: set "
+        "VLLM_API_KEY, which other users of the machine cannot read from the process list",
+    )
+    ap.add_argument("--log-file", help="vLLM's log goes here (default: stderr)")
     ap.set_defaults(fn=_serve)
