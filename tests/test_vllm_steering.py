@@ -268,3 +268,77 @@ def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run,
     assert [r["fired"] for r in got["records"]] == decisions.tolist()
     assert [r["votes"] for r in got["records"]] == cond.votes(acts).tolist()
     assert got["token_ids"] == [g.token_ids for g in engine]
+
+
+# -- a server many people share: python -m workbench serve --steering, a key, hostile clients ---
+
+#: what each hostile request gets (tests/vllm_steering_worker.py sends them)
+HOSTILE_STATUS = {
+    "nan vector": (400, "NaN or infinite"),
+    "inf gate means": (400, "gate's means hold NaN or infinite"),
+    "nan strength": (400, "strength nan is not finite"),
+    "gate of the wrong width (inline)": (400, "gate's vectors have width 100"),
+    "gate of the wrong width (registered)": (400, "gate's means have width 100"),
+    "aggregate typo": (400, "aggregate must be one of"),
+    "overwrite rivers": (409, "replace=true"),
+    "register without the key": (401, "API key"),
+    "unknown abstainer": (400, "unknown abstainer"),
+    "strength past fp32": (422, "NaN or infinite at layer"),
+}
+
+
+def test_shared_server_answers_hostile_requests_alone_and_spares_the_others(run):
+    """Every hostile request of the table is refused at the door (or fails alone); the other
+    clients' plain and steered answers, in the same burst and in the rounds after it, equal
+    the clean round's token for token."""
+    out, _ = run
+    shared = out["server"]["shared"]
+    got = shared["hostile"]
+    for case, (status, words) in HOSTILE_STATUS.items():
+        s, body = got[case]
+        message = body["error"]["message"] if isinstance(body.get("error"), dict) else str(body)
+        assert s == status and words in message and "\n" not in message, (case, s, body)
+    s, body = got["strength 1e6"]
+    assert s == 200 and "is extreme" in body["steering"]["warnings"][0]
+    s, body = got["strength past fp32, streamed"]
+    assert s == 200 and "NaN or infinite" in body["error"]["message"]
+    assert 400 <= got["broken JSON"][0] < 500
+    clean = shared["clean"]
+    assert all(isinstance(ids, list) and ids and isinstance(ids[0], int) for ids in clean)
+    assert shared["during"] == clean
+    assert shared["after"] == [clean, clean]
+    assert "hostile" not in shared["listed"] and "rivers" in shared["listed"]
+
+
+def test_shared_server_needs_its_key_logs_where_told_and_deletes_on_request(run):
+    out, _ = run
+    shared = out["server"]["shared"]
+    assert shared["health"] == 200
+    assert shared["no_key"][0] == 401  # GET /v1/abstainers without the key
+    assert shared["banner"][0].startswith("serving:") and "API key" in shared["banner"][0]
+    log = shared["log"]
+    assert "skipping" in log and "corrupt.json" in log  # the corrupt registry file, once
+    assert log.count("corrupt.json") == 1 and "Application startup complete" in log
+    status, (named_status, named) = shared["delete"]
+    assert status == 200 and named_status == 400 and "'temporary'" in named["error"]["message"]
+    assert "temporary" not in shared["listed"]
+
+
+def test_shared_server_stops_whole_on_sigterm(run):
+    shared = run[0]["server"]["shared"]
+    assert shared["sigterm_rc"] == 0
+    assert shared["left_in_group"] == [] and shared["port_free"]
+
+
+def test_shared_server_under_a_small_load(run):
+    """Two client processes, three rounds of 24 requests (plain, steered, streamed; one in six
+    malformed or hostile): every valid answer equals its clean run's, every bad one is a 4xx,
+    the server is up at the end and its memory does not grow across rounds."""
+    shared = run[0]["server"]["shared"]
+    load = shared["load"]
+    assert load["requests"] == 72 and load["errors"] == []
+    assert load["mismatched"] == [] and load["bad_not_4xx"] == []
+    assert shared["health_after"] == 200
+    rss = load["rss"]
+    assert len(rss) == 3 and rss[-1] <= rss[0] * 1.05 + 32 * 2**20, rss
+    assert load["latency"]["steered"]["n"] > 0 and load["latency"]["unsteered"]["n"] > 0

@@ -20,10 +20,16 @@ import time
 import urllib.error
 import urllib.request
 
+#: the shared server's API key (test-only)
+KEY = "test-key-not-a-secret"
 
-def post(url, body, timeout=300):
+
+def post(url, body, timeout=300, key=None):
     data = json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    headers = {"content-type": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
@@ -95,20 +101,22 @@ def through_server(job, specs):
             log=log,
         )
 
-    def ask(url, prompt, name, max_tokens):
+    def ask(url, prompt, name, max_tokens, key=None, ids=False):
         body = {
             "model": "m",
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens,
             "temperature": 0,
         }
+        if ids:
+            body["return_token_ids"] = True
         if job["config"].get("system_prompt"):
             body["messages"].insert(
                 0, {"role": "system", "content": job["config"]["system_prompt"]}
             )
         if name:
             body["steering"] = {"abstainer": name}
-        return post(url + "/chat/completions", body)
+        return post(url + "/chat/completions", body, key=key)
 
     proc, url = start(os.path.join(registry, "server.log"))
     try:
@@ -123,16 +131,213 @@ def through_server(job, specs):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
-    proc, url = start(os.path.join(registry, "server2.log"))
-    try:
-        with urllib.request.urlopen(url + "/abstainers") as r:
-            out["after_restart"] = json.loads(r.read())
-        i = next(k for k, a in enumerate(job["assign"]) if a)
-        out["restart_answer"] = [i, ask(url, job["prompts"][i], job["assign"][i], n)]
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
+    out["shared"] = shared_server(job, specs, registry, ask, out)
     return out
+
+
+def _get(url, key=None):
+    req = urllib.request.Request(url, headers={"authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def shared_server(job, specs, registry, ask, out):
+    """The restart, as an operator starts a server for a group: ``python -m workbench serve
+    --steering`` with its key in VLLM_API_KEY, vLLM's log in --log-file, a corrupt file left
+    in the registry. Then hostile requests interleaved with other clients' requests, a small
+    load test, and SIGTERM to the command."""
+    import subprocess
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from server_load import bad_pool, clean_answers, load_rounds, served_group, valid_pool
+    from workbench.backends.serve import free_port
+
+    Path(registry, "corrupt.json").write_text('{"name": "corrupt", "layers": [1], "vec')
+    port, log = free_port(), os.path.join(registry, "shared.log")
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "serve", job["model"].removeprefix("vllm:")]
+        + ["--name", "m", "--dtype", "float32", "--steering", "--registry", registry]
+        + ["--port", str(port), "--log-file", log],
+        env={**os.environ, "VLLM_API_KEY": KEY},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    res: dict = {}
+    group = None
+    try:
+        assert cli.stdout is not None
+        res["banner"] = [
+            cli.stdout.readline(),
+            cli.stdout.readline(),
+        ]  # "serving: ...", "steering: ..."
+        group = served_group(cli.pid)
+        res["health"] = _get(f"http://127.0.0.1:{port}/health")[0]
+        res["no_key"] = _get(url + "/abstainers")
+        out["after_restart"] = _get(url + "/abstainers", KEY)[1]
+        n = job["config"]["max_new_tokens"]
+        i = next(k for k, a in enumerate(job["assign"]) if a)
+        out["restart_answer"] = [i, ask(url, job["prompts"][i], job["assign"][i], n, KEY)]
+        res.update(hostile_rounds(url, job, specs, ask, n))
+        pool = valid_pool(["rivers", "always"], 8)
+        clean = clean_answers(url, KEY, pool)
+        bad = bad_pool(specs["rivers"].to_dict(), 8)
+        report = load_rounds(
+            url,
+            KEY,
+            pool,
+            bad,
+            clean,
+            rounds=3,
+            processes=2,
+            per_process=12,
+            threads=3,
+            bad_every=6,
+            pgid=group,
+        )
+        res["load"] = report
+        res["health_after"] = _get(f"http://127.0.0.1:{port}/health")[0]
+    finally:
+        cli.send_signal(signal.SIGTERM)
+        try:
+            res["sigterm_rc"] = cli.wait(120)
+        except subprocess.TimeoutExpired:
+            res["sigterm_rc"] = None
+            cli.kill()
+    res["left_in_group"] = _members(group) if group else None
+    res["port_free"] = _port_free(port)
+    res["log"] = Path(log).read_text()
+    return res
+
+
+def hostile_rounds(url, job, specs, ask, n):
+    """Other clients' requests (every prompt of the plan, plain and steered) alone; then in one
+    burst with every hostile request; then twice more alone. Token ids of each round."""
+    import copy
+    import math
+
+    from server_load import post as send
+
+    def others():
+        calls = list(zip(job["prompts"], job["assign"]))
+        with cf.ThreadPoolExecutor(len(calls)) as ex:
+            got = list(ex.map(lambda c: ask(url, c[0], c[1], n, KEY, ids=True), calls))
+        return [b["choices"][0]["token_ids"] if s == 200 else [s, b] for s, b in got]
+
+    base = specs["rivers"].to_dict()
+    ungated = {**specs["always"].to_dict(), "name": "loud"}
+
+    def variant(**change):
+        d = copy.deepcopy(base)
+        d["name"] = "hostile"
+        for k, v in change.items():
+            *head, last = k.split("__")
+            t = d
+            for h in head:
+                t = t[h]
+            t[last] = v
+        return d
+
+    width = len(base["vectors"][0])
+    chat = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Name a river in Egypt."}],
+        "max_tokens": n,
+        "temperature": 0,
+    }
+    hostile = {
+        "nan vector": ("chat", variant(vectors=[[math.nan] * width] * len(base["layers"]))),
+        "inf gate means": (
+            "chat",
+            variant(gate__means=[[math.inf] * width] * len(base["gate"]["layers"])),
+        ),
+        "nan strength": ("chat", variant(strength=math.nan)),
+        "gate of the wrong width (inline)": (
+            "chat",
+            variant(gate__vectors=[[0.1] * 100] * len(base["gate"]["layers"])),
+        ),
+        "gate of the wrong width (registered)": (
+            "register",
+            variant(gate__means=[[0.1] * 100] * len(base["gate"]["layers"])),
+        ),
+        "aggregate typo": ("chat", variant(gate__aggregate="majorty")),
+        "overwrite rivers": ("register", {**variant(strength=3.0), "name": "rivers"}),
+        "strength 1e6": ("chat", {**ungated, "strength": 1e6}),
+        "strength past fp32": ("chat", {**ungated, "strength": 1e39}),
+        "strength past fp32, streamed": ("stream", {**ungated, "strength": 1e39}),
+        "register without the key": ("register-nokey", variant()),
+        "unknown abstainer": ("name", "no-such-abstainer"),
+        "broken JSON": ("raw", None),
+    }
+
+    def hit(item):
+        kind, payload = item
+        if kind == "register":
+            return send(url + "/abstainers", payload, KEY)
+        if kind == "register-nokey":
+            return send(url + "/abstainers", payload, None)
+        if kind == "raw":
+            return send(url + "/chat/completions", None, KEY, raw=b'{"steering": {"spec": ')
+        if kind == "name":
+            return send(
+                url + "/chat/completions", {**chat, "steering": {"abstainer": payload}}, KEY
+            )
+        body = {**chat, "steering": {"spec": payload}}
+        if kind == "stream":
+            body["stream"] = True
+        return send(url + "/chat/completions", body, KEY)
+
+    clean = others()
+    with cf.ThreadPoolExecutor(len(hostile) + 1) as ex:
+        burst = ex.submit(others)
+        answers = dict(zip(hostile, ex.map(hit, hostile.values())))
+        during = burst.result()
+    after = [others(), others()]
+    # the delete of a registered one, and a request naming it afterwards
+    send(url + "/abstainers", {**ungated, "name": "temporary"}, KEY)
+    deleted = urllib.request.Request(
+        url + "/abstainers/temporary", method="DELETE", headers={"authorization": f"Bearer {KEY}"}
+    )
+    with urllib.request.urlopen(deleted) as r:
+        delete_status = r.status
+    named = send(url + "/chat/completions", {**chat, "steering": {"abstainer": "temporary"}}, KEY)
+    listed = _get(url + "/abstainers", KEY)[1]
+    return {
+        "clean": clean,
+        "during": during,
+        "after": after,
+        "hostile": answers,
+        "delete": [delete_status, named],
+        "listed": sorted(a["name"] for a in listed["abstainers"]),
+    }
+
+
+def _members(pgid):
+    """Live processes left in a process group."""
+    from workbench.backends.serve import group_members
+
+    return group_members(pgid)
+
+
+def _port_free(port):
+    """Nothing listens on ``port`` and a new server can bind it (as servers do, with
+    SO_REUSEADDR: the closed connections' TIME_WAIT entries stay a while)."""
+    import socket
+
+    with socket.socket() as c:
+        if c.connect_ex(("127.0.0.1", port)) == 0:
+            return False
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
 def slice_cell(lm, job):
