@@ -43,6 +43,35 @@ def test_an_unknown_table_name_is_one_line(tmp_path):
         measured.stale([page])
 
 
+def _two_blocks() -> str:
+    """The README: prose between measured blocks, as the real pages have it."""
+    return (measured.repo_root() / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "break_it, words",
+    [
+        (lambda t: t.replace(measured.CLOSE, "", 1), "has no <!-- /measured --> before"),
+        (lambda t: t[: t.rindex(measured.CLOSE)], "has no <!-- /measured -->; nothing"),
+        (lambda t: "intro\n" + measured.CLOSE + "\n" + t, ":2: <!-- /measured --> closes no"),
+    ],
+    ids=["end marker deleted", "last end marker deleted", "a stray end marker"],
+)
+def test_markers_that_do_not_pair_change_no_page(tmp_path, break_it, words):
+    """A block without its end marker once swallowed the prose up to the next block's end;
+    now every page is checked first, and the one that does not pair is named with its line."""
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    text = _two_blocks().replace("| steering | ", "| steering | 0.99 | ", 1)  # stale: would fill
+    good.write_text(text)
+    bad.write_text(break_it(text))
+    before = {p: p.read_text() for p in (good, bad)}
+    for run in (lambda: measured.fill_pages([good, bad]), lambda: measured.stale([bad])):
+        with pytest.raises(WorkbenchError, match=words) as e:
+            run()
+        assert str(bad) in str(e.value) and "\n" not in str(e.value)
+    assert {p: p.read_text() for p in (good, bad)} == before  # nothing written, good page too
+
+
 def fake_run(tmp_path, techniques: list[dict], numerics: str = "reproducible"):
     run = tmp_path / "demo"
     run.mkdir()

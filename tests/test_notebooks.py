@@ -288,3 +288,46 @@ def test_the_quickstart_ends_pointing_to_what_next():
         with pytest.raises(SystemExit) as exit:
             main([command, "--help"])
         assert exit.value.code == 0, command
+
+
+def test_other_parameters_never_write_over_the_default_run(tmp_path, monkeypatch):
+    """A run with parameters other than the defaults (and no run_name) gets a run of its own;
+    a count out of range is one line before any kernel starts (n_target=-1 once failed inside
+    the kernel after an 86-line traceback, over the default run's executed notebook)."""
+    import nbformat
+    import papermill
+
+    from workbench import notebooks
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(
+        'run_name = "demo"  # results go to runs/<run_name>/\n'
+        "n_target = 4  # questions\n"
+        "export_figures = False  # also copy the figures"
+    )
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print(n_target)")]
+    nbformat.write(nb, str(tmp_path / "tiny.ipynb"))
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    ran = []
+    monkeypatch.setattr(
+        papermill,
+        "execute_notebook",
+        lambda src, out, parameters, **kw: ran.append((out, parameters)),
+    )
+
+    def run(**p):
+        return notebooks.run_notebook(tmp_path / "tiny.ipynb", p, progress=False)
+
+    default = run()
+    assert default.parent.name == "demo"
+    assert run(export_figures=True) == default  # where figures go is not another run
+    other = run(n_target=5)
+    assert other.parent.name.startswith("demo-") and other != default
+    assert ran[-1][1]["run_name"] == other.parent.name  # the notebook writes there too
+    assert run(n_target=5) == other  # the same parameters: the same run, resumable
+    assert run(n_target=5, run_name="mine").parent.name == "mine"
+    n = len(ran)
+    with pytest.raises(ConfigError, match="parameter 'n_target' must be a non-negative integer"):
+        run(n_target=-1)
+    assert len(ran) == n

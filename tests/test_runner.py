@@ -196,3 +196,69 @@ def test_runner_and_notebooks_write_under_the_same_runs_root(tmp_path, monkeypat
         progress=False,
     )
     assert runner.run_dir == run_path("moved") == tmp_path / "elsewhere" / "moved"
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda text: "", "it is empty (0 bytes)"),
+        (lambda text: text[: len(text) // 2], "its last line is cut"),
+        (lambda text: "{not json\n" + text, "line 1 is not JSON"),
+    ],
+    ids=["zero bytes", "last line cut", "not JSON"],
+)
+def test_a_damaged_cell_file_is_named_set_aside_and_run_again(
+    tmp_path, bench, no_hub_models, monkeypatch, capsys, damage, problem
+):
+    """What a crash could leave before writes were durable: a 0-byte, cut or garbled cell file
+    is not a finished cell (it once gave 9 rows instead of 12, or a pandas error naming no file)."""
+    store = ArtifactStore(tmp_path / "a")
+    cfg = config()
+    first = Runner(cfg, root=tmp_path, bench=bench, progress=False, store=store).run()
+    victim = sorted((tmp_path / "t" / "cells").glob("*.jsonl"))[0]
+    victim.write_text(damage(victim.read_text()))
+    real, calls = Runner.run_cell, []
+    monkeypatch.setattr(
+        Runner, "run_cell", lambda self, lm, cell: calls.append(cell) or real(self, lm, cell)
+    )
+    again = Runner(cfg, root=tmp_path, bench=bench, progress=False, store=store).run()
+    err = capsys.readouterr().err
+    assert f"{victim} is damaged ({problem})" in err and "that cell runs again" in err
+    assert len(calls) == 1  # that cell alone
+    assert (victim.parent / (victim.name + ".damaged")).is_file() and victim.is_file()
+    key = ["model", "technique", "target", "seed", "question_index", "sample"]
+    cols = [*key, "response"]
+    pd.testing.assert_frame_equal(
+        again[cols].sort_values(key).reset_index(drop=True),
+        first[cols].sort_values(key).reset_index(drop=True),
+    )
+
+
+def test_writes_are_durable_and_a_crash_before_the_rename_leaves_nothing(tmp_path, monkeypatch):
+    """fsync of the file before the rename and of the folder after (what databases do); a
+    failure between writing and renaming (a full disk, a kill) leaves neither the file nor a
+    temporary one."""
+    import os
+
+    from workbench import paths
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd)
+    )
+    target = tmp_path / "out" / "cell.jsonl"
+    paths.write_text_atomic(target, '{"a": 1}\n')
+    assert target.read_text() == '{"a": 1}\n'
+    assert synced[0].endswith(".tmp") and synced[1] == str(target.parent)
+
+    real_replace = os.replace
+
+    def crash(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="No space left"):
+        paths.write_text_atomic(tmp_path / "out" / "other.jsonl", "x\n")
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["cell.jsonl"]

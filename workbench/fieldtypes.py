@@ -173,3 +173,54 @@ def check_fields(
     for f in dataclasses.fields(obj):
         if f.name not in skip:
             check_value(getattr(obj, f.name), hints[f.name], prefix + f.name, label)
+
+
+#: The smallest value a count may take, by field name (config fields and notebook parameters
+#: share names): what a negative or zero count would break only after a model has loaded.
+MINIMUMS: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "n_target",
+            "n_descendant",
+            "n_specificity",
+            "n_unrelated",
+            "n_constituent",
+            "n_composition",
+            "limit",
+            "per_partition",
+            "edits_per_group",
+            "max_labelled",
+            "n_questions",
+            "seed",
+            "ray_workers",
+            "min_path",
+        ),
+        0,
+    ),
+    **dict.fromkeys(
+        (
+            "max_new_tokens",
+            "num_samples",
+            "batch_size",
+            "k_samples",
+            "n_boot",
+            "max_depth",
+            "instances_per_leaf",
+            "concepts_per_root",
+            "composition_max_depth",
+            "chunk_size",
+        ),
+        1,
+    ),
+}
+
+
+def check_minimum(value: Any, where: str, label: str = "config field") -> None:
+    """A one-line ConfigError when ``where`` is a count (:data:`MINIMUMS`) and ``value`` is
+    below its minimum."""
+    least = MINIMUMS.get(where.rsplit(".", 1)[-1])
+    if least is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if value < least:
+        kind = "a non-negative integer" if least == 0 else "a positive integer"
+        raise ConfigError(f"{label} '{where}' must be {kind}, got {value!r}")

@@ -188,7 +188,7 @@ def validate_parameters(
     """Fail fast, naming the parameter, on unknown names, wrongly typed values, values outside a
     parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...), models that
     cannot load and concepts the notebook's benchmark lacks. Returns the notebook's parameters."""
-    from workbench.fieldtypes import check_value
+    from workbench.fieldtypes import check_minimum, check_value
 
     known = notebook_parameters(path)
     name = Path(path).stem
@@ -199,6 +199,7 @@ def validate_parameters(
                 + ", ".join(sorted(known))
             )
         check_value(value, parameter_type(known[key]), key, label=f"notebook {name}: parameter")
+        check_minimum(value, key, label=f"notebook {name}: parameter")
         choices = parameter_choices(key)
         if choices is not None:
             values = value if isinstance(value, (list, tuple)) else [value]
@@ -293,6 +294,11 @@ def kernel_config():
     return Config({"KernelManager": {"transport_encryption": policy}})
 
 
+#: Parameters that change where figures are copied, not what a run computes: setting them
+#: does not make a run of its own.
+PRESENTATION_ONLY = frozenset({"export_figures"})
+
+
 def run_notebook(
     name: str | os.PathLike,
     parameters: dict[str, Any] | None = None,
@@ -308,6 +314,9 @@ def run_notebook(
         parameters: overrides for the notebook's ``parameters`` cell.
         run_dir: where the executed copy goes (default: the run's own folder
             ``runs/<run_name>/`` for notebooks with a ``run_name``, else ``runs/notebooks``).
+            Parameters other than the defaults, with no ``run_name`` given, name a run of their
+            own (``<run_name>-<8 hex digits of the parameters>``; ``<notebook>-<digits>.ipynb``
+            in ``runs/notebooks``): the default run's outputs are never written over.
         progress: show papermill's cell progress bar.
         log_output: stream what the cells print (the grid's progress lines, with an ETA) to
             this terminal while they run.
@@ -319,6 +328,19 @@ def run_notebook(
     known = validate_parameters(nb, parameters)
     from workbench.paths import check_writable, run_folder, runs_root
 
+    changed = {
+        k: v for k, v in parameters.items() if v != known[k].default and k not in PRESENTATION_ONLY
+    }
+    suffix = ""
+    if changed and not run_dir and "run_name" not in parameters:
+        # a run with other parameters never writes over the default run's outputs
+        import hashlib
+        import json
+
+        key = json.dumps(changed, sort_keys=True, default=str)
+        suffix = "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+        if "run_name" in known:
+            parameters["run_name"] = f"{known['run_name'].default}{suffix}"
     if run_dir:
         out_dir = Path(run_dir)
     elif "run_name" in known:
@@ -327,7 +349,9 @@ def run_notebook(
         out_dir = runs_root() / "notebooks"
     check_writable(out_dir, "the run folder")  # before the kernel starts
     out_dir.mkdir(parents=True, exist_ok=True)
-    output = out_dir / nb.name
+    output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
+    if suffix and progress:
+        print(f"parameters other than the defaults: this run's outputs go to {output}", flush=True)
     source = out_dir / f"{nb.stem}.input.ipynb"
     import nbformat
 

@@ -103,27 +103,74 @@ def check_writable_file(path: str | os.PathLike, what: str = "the output file") 
     return p
 
 
+def _fsync(path: Path, directory: bool = False) -> None:
+    """Flush ``path`` (a file, or a folder's entries) to the disk; where a system cannot sync
+    a folder, nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    except OSError:
+        if directory:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_file(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary sibling of ``final`` to write; on success it replaces ``final`` at
-    once, on failure (an interrupt too) it is removed. Readers see the old file or the new one,
-    whole, and the temporary name is this writer's own (process id and a random part): two
-    writers never collide on it."""
+    once, on failure (an interrupt, a full disk) it is removed. Durable as databases make it:
+    the data reaches the disk before the rename and the rename before returning (fsync of the
+    file, then of its folder), so after a crash ``final`` is the old file or the new one, whole.
+    The temporary name is this writer's own (process id and a random part): two writers never
+    collide on it."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     try:
         yield tmp
+        _fsync(tmp)
         os.replace(tmp, final)
+        _fsync(final.parent, directory=True)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (:func:`atomic_file`)."""
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all (:func:`atomic_file`)."""
     with atomic_file(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (:func:`atomic_file`)."""
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def jsonl_problem(path: str | os.PathLike) -> str | None:
+    """Why a JSON Lines file that a finished write left is damaged (empty, its last line cut,
+    a line that is not JSON), or None when it is whole: what a crash before the durable writes
+    of :func:`atomic_file` could leave."""
+    import json
+
+    data = Path(path).read_bytes()
+    if not data:
+        return "it is empty (0 bytes)"
+    if not data.endswith(b"\n"):
+        return "its last line is cut"
+    for n, line in enumerate(data.splitlines(), 1):
+        try:
+            json.loads(line)
+        except ValueError:
+            return f"line {n} is not JSON"
+    return None
 
 
 @contextlib.contextmanager

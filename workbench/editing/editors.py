@@ -429,10 +429,10 @@ class ROME(Editor):
         finally:
             handle.remove()
         c = (acc / max(1, count)).float()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save(c, tmp)
-        tmp.replace(path)
+        from workbench.paths import atomic_file
+
+        with atomic_file(path) as tmp:
+            torch.save(c, tmp)
         return c
 
     def _key(self, lm: Backend, subject) -> torch.Tensor:

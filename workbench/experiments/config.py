@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import check_fields
+from workbench.fieldtypes import check_fields, check_minimum
 from workbench.yamlfile import read_mapping
 
 if TYPE_CHECKING:
@@ -165,16 +165,23 @@ class ExperimentConfig:
             "n_unrelated",
             "n_constituent",
             "n_composition",
+            "max_new_tokens",
+            "num_samples",
+            "batch_size",
         ):
-            if getattr(self, name) < 0:
-                raise ConfigError(
-                    f"config field '{name}' must be a non-negative integer, got {getattr(self, name)!r}"
-                )
-        for name in ("max_new_tokens", "num_samples", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(
-                    f"config field '{name}' must be a positive integer, got {getattr(self, name)!r}"
-                )
+            check_minimum(getattr(self, name), name)
+        counts = (
+            "n_target",
+            "n_descendant",
+            "n_specificity",
+            "n_unrelated",
+            "n_constituent",
+            "n_composition",
+        )
+        if all(getattr(self, name) == 0 for name in counts):
+            raise ConfigError(
+                f"config fields {', '.join(counts)} are all 0: the grid would ask no question"
+            )
         if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
             raise ConfigError(
                 f"config field 'name' must be a plain directory name, got {self.name!r}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.paths import atomic_file
 from workbench.scoring.metrics import summarize
 
 SUMMARY_COLUMNS = [
@@ -51,8 +52,6 @@ def write_summary(
 ) -> pd.DataFrame:
     table = summary_table(rows, detector)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    table.to_csv(tmp, index=False, float_format="%.4f")
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.4f")
     return table

@@ -27,7 +27,13 @@ from workbench.errors import WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.models.numerics import record_run_numerics
-from workbench.paths import atomic_file, check_writable, runs_root, write_text_atomic
+from workbench.paths import (
+    atomic_file,
+    check_writable,
+    jsonl_problem,
+    runs_root,
+    write_text_atomic,
+)
 from workbench.progress import tqdm
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
@@ -223,7 +229,30 @@ class Runner:
         return self.run_dir / "cells" / f"{self.cell_hash(cell)}.jsonl"
 
     def pending(self) -> list[Cell]:
-        return [c for c in self.cells() if not self.cell_path(c).is_file()]
+        """The cells without a whole result file (a damaged one is set aside: see
+        :meth:`cell_done`)."""
+        return [c for c in self.cells() if not self.cell_done(c)]
+
+    def cell_done(self, cell: Cell) -> bool:
+        """Whether ``cell``'s result file is there and whole. One that is empty (a cell with
+        questions), cut or not JSON, which a crash of an older version could leave, is renamed
+        to ``<name>.damaged`` with one line naming it, and the cell counts as not done."""
+        path = self.cell_path(cell)
+        if not path.is_file():
+            return False
+        problem = jsonl_problem(path)
+        if problem is None:
+            return True
+        if problem.startswith("it is empty") and not self.questions(cell):
+            return True  # a cell with no questions has no rows
+        aside = path.with_name(path.name + ".damaged")
+        os.replace(path, aside)
+        print(
+            f"warning: {path} is damaged ({problem}): moved to {aside.name}; that cell runs again",
+            file=sys.stderr,
+            flush=True,
+        )
+        return False
 
     # -- running --------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -463,9 +492,8 @@ class Runner:
         """The current grid's rows (finished cells only), also written to results.parquet."""
         frames = []
         for cell in self.cells():
-            p = self.cell_path(cell)
-            if p.is_file():
-                frames.append(pd.read_json(p, lines=True, dtype=False))
+            if self.cell_done(cell) and self.cell_path(cell).stat().st_size:
+                frames.append(pd.read_json(self.cell_path(cell), lines=True, dtype=False))
         table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if not table.empty:
             key = ["model", "technique", "target", "seed", "question_index", "sample"]

@@ -446,9 +446,8 @@ def to_latex(table: pd.DataFrame, **kwargs) -> str:
 
 def write_latex(text: str, path: str | os.PathLike) -> Path:
     """Write ``text`` to ``path`` (``.tex``) atomically; the same table gives the same bytes."""
+    from workbench.paths import write_text_atomic
+
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, p)
+    write_text_atomic(p, text)
     return p

@@ -222,12 +222,44 @@ def fill(text: str, rendered: dict[str, str] | None = None, names: set[str] | No
     return BLOCK.sub(block, text)
 
 
+OPEN = re.compile(r"<!-- measured: (?P<name>[^ ]*) -->")
+CLOSE = "<!-- /measured -->"
+
+
+def check_markers(text: str, page: Path | str) -> None:
+    """Every ``<!-- measured: NAME -->`` has its ``<!-- /measured -->`` before the next block
+    opens, and no end marker stands alone; otherwise one line naming the page and line (a block
+    that does not close would otherwise swallow the text up to the next block's end)."""
+    opened: tuple[int, str] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        m = OPEN.search(line)
+        if m:
+            if opened is not None:
+                raise WorkbenchError(
+                    f"{page}:{opened[0]}: the measured table {opened[1]!r} has no {CLOSE} before "
+                    f"the next table opens at line {n}; nothing was changed"
+                )
+            opened = (n, m["name"])
+        elif CLOSE in line:
+            if opened is None:
+                raise WorkbenchError(
+                    f"{page}:{n}: {CLOSE} closes no measured table; nothing was changed"
+                )
+            opened = None
+    if opened is not None:
+        raise WorkbenchError(
+            f"{page}:{opened[0]}: the measured table {opened[1]!r} has no {CLOSE}; nothing was "
+            "changed"
+        )
+
+
 def stale(paths: list[Path] | None = None) -> list[str]:
     """``page: table`` for every block whose text is not its record's rendering."""
     out: list[str] = []
     rendered: dict[str, str] = {}
     for page in pages() if paths is None else paths:
         text = page.read_text()
+        check_markers(text, shown(page))
         for m in BLOCK.finditer(text):
             if fill(m.group(0), rendered) != m.group(0):
                 out.append(f"{shown(page)}: {m['name']}")
@@ -237,12 +269,14 @@ def stale(paths: list[Path] | None = None) -> list[str]:
 def fill_pages(paths: list[Path] | None = None, names: set[str] | None = None) -> list[Path]:
     """Rewrite every page (default: the README and the docs) whose blocks (or those named in
     ``names``) differ from their records; the pages changed."""
+    texts = {page: page.read_text() for page in (pages() if paths is None else paths)}
+    for page, text in texts.items():  # every page checked before any is written
+        check_markers(text, shown(page))
     changed: list[Path] = []
     rendered: dict[str, str] = {}
-    for page in pages() if paths is None else paths:
-        text = page.read_text()
+    for page, text in texts.items():
         new = fill(text, rendered, names)
         if new != text:
-            page.write_text(new)
+            write_text_atomic(page, new)
             changed.append(page)
     return changed

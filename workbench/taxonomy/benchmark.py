@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.paths import repo_root
+from workbench.paths import repo_root, write_text_atomic
 from workbench.taxonomy.builder import BuildParams, build_taxonomy
 from workbench.taxonomy.compositions import (
     DEFAULT_TEMPLATES,
@@ -241,9 +241,9 @@ def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
         manifest["select_protocol_files"] = write_protocol(bench.select_protocol, d)
         hashed += "".join(h for _, h in sorted(manifest["select_protocol_files"].items()))
     manifest["content_hash"] = hashlib.sha256(hashed.encode()).hexdigest()
-    tmp = d / (FILES["manifest"] + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, d / FILES["manifest"])
+    write_text_atomic(
+        d / FILES["manifest"], json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    )
     bench.manifest = manifest
     return d
 

@@ -260,11 +260,10 @@ class Taxonomy:
         return out
 
     def save(self, path: str | os.PathLike) -> Path:
+        from workbench.paths import write_text_atomic
+
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
         return path
 
     @classmethod

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
+from workbench.paths import write_text_atomic
 from workbench.releases import (
     MANIFEST_FILE,
     Found,
@@ -404,9 +405,7 @@ def save_unknown_dataset(ds: UnknownDataset, directory: str | os.PathLike) -> Pa
             text = "".join(
                 json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in ds.select(task, part)
             )
-            tmp = p.with_name(p.name + ".tmp")
-            tmp.write_text(text)
-            os.replace(tmp, p)
+            write_text_atomic(p, text)
             files[f"{task}/{p.name}"] = hashlib.sha256(text.encode()).hexdigest()
     manifest = {
         **ds.manifest,

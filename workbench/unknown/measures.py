@@ -24,6 +24,7 @@ from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import last_token_logits
 from workbench.generation.options import option_probabilities
+from workbench.paths import atomic_file
 from workbench.registry import Registry
 from workbench.scoring.keywords import (
     keyword_refusal,
@@ -328,7 +329,6 @@ def run_unknown(
     """
     import hashlib
     import json
-    import os
     from pathlib import Path
 
     from workbench.progress import tqdm
@@ -355,9 +355,8 @@ def run_unknown(
         path = chunks / f"{h}.parquet"
         if not path.is_file():
             rows = evaluate_unknown(lm, part, abstainer, **settings)
-            tmp = path.with_name(path.name + ".tmp")
-            rows.to_parquet(tmp, index=False)
-            os.replace(tmp, path)
+            with atomic_file(path) as tmp:
+                rows.to_parquet(tmp, index=False)
         frames.append(pd.read_parquet(path))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

@@ -178,13 +178,12 @@ class ReferenceAnswer:
 
 def save_jsonl(rows: Iterable[dict], path: str | os.PathLike) -> Path:
     """Write rows as JSON Lines atomically."""
+    from workbench.paths import atomic_file
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
     return path
 
 

@@ -470,9 +470,9 @@ def _constants(protocol: SelectProtocol) -> dict[str, Any]:
 
 
 def _write(path: Path, data: bytes) -> str:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from workbench.paths import write_bytes_atomic
+
+    write_bytes_atomic(path, data)
     return hashlib.sha256(data).hexdigest()
 
 
