@@ -819,3 +819,105 @@ def test_a_grid_stops_at_the_first_endpoint_that_is_down(tmp_path, capsys, monke
     errors = (tmp_path / "runs" / "dead" / "errors.jsonl").read_text().splitlines()
     assert [json.loads(e)["error"] for e in errors] == ["EndpointDown"]  # one cell, not four
     assert not (tmp_path / "runs" / "dead" / "cells").exists()
+
+
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        (
+            "techniques: [steering]\ntechnique_params: {steering: {strength: high}}",
+            "technique 'steering': parameter 'strength' must be a number, got 'high' (str)",
+        ),
+        (
+            "techniques: [sft]\ntechnique_params: {sft: {epochs: '3'}}",
+            "technique 'sft': parameter 'epochs' must be an integer, got '3' (str)",
+        ),
+        ("techniques: [base]\nn_target: -1", "'n_target' must be a non-negative integer, got -1"),
+        (
+            "techniques: [base]\nn_target: 0\nn_descendant: 0\nn_specificity: 0\nn_unrelated: 0",
+            "are all 0: the grid would ask no question",
+        ),
+    ],
+    ids=["strength as text", "epochs as text", "a negative count", "no question at all"],
+)
+def test_grid_values_are_checked_before_any_model_loads(tmp_path, capsys, fields, problem):
+    """Technique parameters by their declared types (a text strength once failed after two
+    minutes of preparation), counts by their range, and a grid that would ask nothing (it once
+    printed "0 rows" and exited 0)."""
+    from workbench.cli import main
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(f"name: typed\n{fields}\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert problem in line
+    assert not (tmp_path / "runs").exists()
+
+
+def _serve_status(status: int, seen: list):
+    """A local HTTP server answering every POST with ``status`` (counting them); its URL."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(self.path)
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = b'{"error": {"message": "not implemented"}}'
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def test_a_501_is_answered_at_once_not_retried(tmp_path):
+    """Retrying cannot change a 501: one request, not seven (the client's six retries, in every
+    cell, cost 94 s)."""
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointError
+    from workbench.generation import GenerationConfig, generate
+
+    seen: list = []
+    server, url = _serve_status(501, seen)
+    try:
+        lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
+        with pytest.raises(EndpointError, match="NotImplemented|501|InternalServerError"):
+            generate(lm, ["Hello?"], GenerationConfig(max_new_tokens=4), progress=False)
+        assert len(seen) == 1
+        lm.close()
+    finally:
+        server.shutdown()
+
+
+def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_path):
+    """It accepts connections and never answers: after one request's timeout and retries the
+    endpoint is down, so no later cell waits as long again."""
+    import socket
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+    from workbench.generation import GenerationConfig, generate
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts, never answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    try:
+        lm = load_model(
+            f"openai:served@{url}",
+            options={"cache_path": str(tmp_path / "c.sqlite"), "timeout": 0.5, "max_retries": 1},
+        )
+        with pytest.raises(EndpointDown, match="does not answer"):
+            generate(lm, ["Hello?"], GenerationConfig(max_new_tokens=4), progress=False)
+        with pytest.raises(EndpointDown, match="does not answer"):  # at once: nothing sent
+            lm._call("/chat/completions", {"model": "served", "messages": []})
+        lm.close()
+    finally:
+        silent.close()

@@ -120,6 +120,23 @@ class EndpointError(WorkbenchError):
     """An endpoint kept failing (rate limits, server errors, timeouts) after every retry."""
 
 
+#: Statuses no retry can change (the server does not implement the request): answered at once.
+NO_RETRY = frozenset({501, 505})
+
+
+def _client_class(openai):
+    """The official client, less its retries of statuses that retrying cannot change (it
+    retries every 5xx: a 501 cost six retries per request, in every cell)."""
+
+    class Client(openai.OpenAI):
+        def _should_retry(self, response) -> bool:
+            if response.status_code in NO_RETRY:
+                return False
+            return super()._should_retry(response)
+
+    return Client
+
+
 class EndpointDown(EndpointError):
     """An endpoint cannot be reached at all: nothing sent to it can be answered."""
 
@@ -221,7 +238,7 @@ class OpenAIModel(BlackBoxBackend):
         self._reached = False  # a TCP connection to the endpoint opened (asked once)
         self._down: EndpointDown | None = None
         self._reach_lock = threading.Lock()
-        self.client = openai.OpenAI(
+        self.client: openai.OpenAI = _client_class(openai)(
             base_url=self.base_url,
             api_key=key or "no-key",
             max_retries=o.max_retries,
@@ -309,10 +326,13 @@ class OpenAIModel(BlackBoxBackend):
             resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))  # type: ignore[call-overload]
         except self._connection_errors as e:
             if isinstance(e, self._timeouts):
-                raise EndpointError(
-                    f"{self.base_url}{path} timed out after {self.options.max_retries} "
-                    f"retries ({self.options.timeout:g} s each)"
-                ) from None
+                # it accepts connections and never answers: every later cell would wait as
+                # long, so the grid stops here
+                self._down = EndpointDown(
+                    f"endpoint {self.base_url} does not answer: {path} timed out after "
+                    f"{self.options.max_retries} retries ({self.options.timeout:g} s each)"
+                )
+                raise self._down from None
             # it connected before, and no longer does
             self._down = EndpointDown(
                 f"endpoint {self.base_url} stopped answering: {path} failed after "

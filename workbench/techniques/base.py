@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from workbench.errors import ConfigError
+from workbench.fieldtypes import check_fields
 from workbench.generation import Generation, GenerationConfig
 from workbench.registry import Registry
 from workbench.techniques.artifacts import ArtifactStore, check_meta
@@ -104,6 +105,9 @@ class Technique(ABC, Generic[P]):
             self.params: P = replace(params, **overrides)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"technique {self.name!r}: {e}") from None
+        # every value against its declared type, before any model loads
+        # (strength: "high" once failed after two minutes of preparation)
+        check_fields(self.params, label=f"technique {self.name!r}: parameter")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params})"
