@@ -921,3 +921,122 @@ def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_pat
         lm.close()
     finally:
         silent.close()
+
+
+LATIN1 = "name: caf\u00e9\ntechniques: [base]\n".encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    "argv, content, words",
+    [
+        (["grid"], LATIN1, "not UTF-8 text (byte 0xe9 at offset 9); save it as UTF-8"),
+        (["refusal-eval"], LATIN1, "not UTF-8 text (byte 0xe9 at offset 9)"),
+        (["scoring", "labels"], b'{"label": "refus\xe9"}\n', "not UTF-8 text (byte 0xe9"),
+        (
+            ["grid"],
+            b"name: twice\ntechniques: [base]\nn_target: 2\nn_target: 3\n",
+            "the key 'n_target' appears twice",
+        ),
+    ],
+    ids=["grid latin-1", "refusal-eval latin-1", "labels latin-1", "a key given twice"],
+)
+def test_a_file_in_another_encoding_or_with_a_repeated_key_is_one_line(
+    tmp_path, capsys, monkeypatch, argv, content, words
+):
+    """A config or labels file saved as Latin-1 was a UnicodeDecodeError traceback; a YAML key
+    given twice silently took the last value."""
+    import workbench.backends
+    from workbench.cli import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    path = tmp_path / "input.yaml"
+    path.write_bytes(content)
+    extra = ["--root", str(tmp_path / "runs")] if argv == ["grid"] else []
+    line = one_error_line(capsys, main([*argv, str(path), *extra]))
+    assert str(path) in line and words in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, config, words",
+    [
+        (
+            ["grid"],
+            "name: m\ntechniques: [base]\nmodels: [no-such-model-xyz]\n",
+            "config field 'models[0]': unknown model 'no-such-model-xyz'",
+        ),
+        (
+            ["grid"],
+            "name: d\ntechniques: [base]\nmodel_options: {smollm2-135m-instruct: {dtype: bf17}}\n",
+            "unknown dtype 'bf17'",
+        ),
+        (
+            ["refusal-eval"],
+            "name: j\ndatasets: [sanity]\njudge: no-such-judge-xyz\n",
+            "unknown model 'no-such-judge-xyz'",
+        ),
+        (
+            ["refusal-eval"],
+            "name: j\ndatasets: [sanity]\njudge: 5\n",
+            "config field 'judge' must be a mapping of its settings (model, ",
+        ),
+        (
+            ["refusal-eval"],
+            "name: s\ndatasets: [sanity]\nsampling: [1, 2]\n",
+            "config field 'sampling' must be a mapping of its settings (preset, ",
+        ),
+    ],
+    ids=["unknown model", "unknown dtype", "unknown judge", "judge a number", "sampling a list"],
+)
+def test_names_are_resolved_before_any_run_folder_is_made(
+    tmp_path, capsys, monkeypatch, argv, config, words
+):
+    """An unknown model, dtype or judge was found at model load, after progress bars, leaving a
+    run folder with a config and a lock; a judge or sampling of the wrong shape was a
+    traceback."""
+    import workbench.backends
+    from workbench.cli import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    extra = ["--root", str(tmp_path / "runs")] if argv == ["grid"] else []
+    line = one_error_line(capsys, main([*argv, str(path), *extra]))
+    assert words in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="the case of a torch without CUDA"
+)
+def test_a_cuda_device_on_a_cpu_only_torch_is_one_line(tmp_path, capsys, monkeypatch):
+    """It was 46-60 lines of traceback, from the grid and from generate."""
+    from workbench.cli import main
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(
+        "name: c\ntechniques: [base]\nmodel_options: {smollm2-135m-instruct: {device: 'cuda:7'}}\n"
+    )
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert "device 'cuda:7': this torch" in line and "CPU-only build" in line
+    line = one_error_line(capsys, main(["generate", "--device", "cuda", "Hi"]))
+    assert "device 'cuda': this torch" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_grid_workers_below_one_is_one_line(tmp_path, capsys):
+    from workbench.cli import main
+
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: w\ntechniques: [base]\n")
+    argv = ["grid", str(cfg), "--executor", "ray", "--workers", "0", "--root", str(tmp_path / "r")]
+    line = one_error_line(capsys, main(argv))
+    assert line == "error: --workers must be at least 1, got 0"

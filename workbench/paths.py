@@ -190,3 +190,18 @@ def atomic_directory(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_utf8(path: str | os.PathLike) -> str:
+    """The text of ``path``, or one ConfigError line naming the file and the first byte that
+    is not UTF-8 (a config or labels file saved in another encoding)."""
+    from workbench.errors import ConfigError
+
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save it "
+            "as UTF-8"
+        ) from None

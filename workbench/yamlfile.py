@@ -18,8 +18,11 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no config file at {p}")
+    from workbench.paths import read_utf8
+
+    text = read_utf8(p)
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.load(text, Loader=_unique_keys_loader())
     except yaml.YAMLError as e:
         first = str(e).strip().splitlines()
         raise ConfigError(f"{p}: invalid YAML: {' '.join(first[:3])}") from None
@@ -31,3 +34,26 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of config fields")
     return data
+
+
+def _unique_keys_loader():
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the
+    last one silently)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} appears twice", key_node.start_mark
+                )
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader

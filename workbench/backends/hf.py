@@ -45,6 +45,16 @@ class HFOptions:
 
     def __post_init__(self) -> None:
         check_fields(self, label="option")
+        # names resolved against what is installed, before any run folder is made
+        from workbench.models.loading import resolve_device
+        from workbench.models.numerics import resolve_dtype
+
+        if self.device is not None:
+            device = resolve_device(self.device)
+        else:
+            device = resolve_device("auto")
+        if self.dtype is not None:
+            resolve_dtype(self.dtype, device)
 
 
 @register_engine

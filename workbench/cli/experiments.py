@@ -29,9 +29,18 @@ def _demo(args) -> None:
 
 
 def _grid(args) -> None:
+    from workbench.backends import check_model
+    from workbench.errors import ConfigError, WorkbenchError
     from workbench.experiments import ExperimentConfig, Runner
 
     config = ExperimentConfig.from_yaml(args.config)
+    for i, model in enumerate(config.models):  # before any run folder is made
+        try:
+            check_model(model)
+        except WorkbenchError as e:
+            raise ConfigError(f"config field 'models[{i}]': {e}") from None
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     options = {}
     if args.executor == "ray":
         resources = {"CPU": args.cpus_per_worker}

@@ -63,14 +63,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _labels(args) -> int:
-    from workbench.paths import check_writable_file
+    from workbench.paths import check_writable_file, read_utf8
     from workbench.scoring.labels import current_labels_path, write_current_labels
 
     log = Path(args.log)
     if not log.is_file():
         raise WorkbenchError(f"no labels file {log}")
     out = check_writable_file(args.out or current_labels_path(log), "the --out file")
-    lines = sum(1 for line in log.read_text(encoding="utf-8").splitlines() if line.strip())
+    lines = sum(1 for line in read_utf8(log).splitlines() if line.strip())
     n = write_current_labels(log, out)
     print(
         f"{n} labels as they stand -> {out} (from {lines} lines of {log}: the other "

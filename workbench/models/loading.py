@@ -42,9 +42,24 @@ def resolve_device(device: str | None) -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except RuntimeError as e:
         raise ModelLoadError(f"unknown device {device!r}: {e}") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else "no visible GPU"
+            raise ModelLoadError(
+                f"device {device!r}: this torch ({torch.__version__}) has {build}; use "
+                "device='cpu' or 'auto'"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ModelLoadError(
+                f"device {device!r}: there are {torch.cuda.device_count()} GPU(s) "
+                f"(cuda:0..cuda:{torch.cuda.device_count() - 1})"
+            )
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelLoadError(f"device {device!r}: MPS is not available here; use 'cpu' or 'auto'")
+    return dev
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ where each value is in its release; a test keeps the preset equal to that table)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -384,8 +385,15 @@ class SuiteConfig:
             value = getattr(self, key)
             if value is None:
                 value = {}
+            if key == "judge" and isinstance(value, str):
+                value = {"model": value}  # judge: NAME, short for judge: {model: NAME}
             if isinstance(value, dict):
                 value = cls(**_check_keys(cls, value, key))
+            elif not isinstance(value, cls):
+                raise ConfigError(
+                    f"config field '{key}' must be a mapping of its settings "
+                    f"({', '.join(f.name for f in dataclasses.fields(cls))}), got {value!r}"
+                )
             object.__setattr__(self, key, value)
         from workbench.scoring.detectors import detectors_for
 

@@ -156,6 +156,16 @@ class RefusalSuite:
             from workbench.techniques import get_technique
 
             get_technique(ab.technique, **ab.params).check_data(bench, ab.target)
+        # every model, the judge's, the device and the dtype against what is installed
+        from workbench.backends import check_model
+        from workbench.models.loading import resolve_device
+        from workbench.models.numerics import resolve_dtype
+
+        judge = c.judge.model if c.judge.model not in (None, "self") else None
+        for name in [*c.models, *([judge] if judge else [])]:
+            if name not in self.loaded:
+                check_model(name)
+        resolve_dtype(c.dtype, resolve_device(c.device))
         check_writable(self.run_dir, "the run folder")
 
     def _bench(self, directory: str | None):

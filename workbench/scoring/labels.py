@@ -45,7 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import WorkbenchError
-from workbench.paths import repo_root
+from workbench.paths import read_utf8, repo_root
 
 LABELS = ("compliance", "refusal", "partial")
 #: ``model`` / ``family`` of the shipped sources.
@@ -77,7 +77,7 @@ def model_family(model: str | None) -> str:
 
 def _written(path: Path) -> list[dict]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("|", 3)
@@ -102,7 +102,7 @@ def _written(path: Path) -> list[dict]:
 
 def _embedded(path: Path) -> list[dict]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_utf8(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -131,7 +131,7 @@ def read_label_records(path: str | os.PathLike) -> list[dict]:
     """The current labels of a labels file: one record per item (the last line of each ``key``
     wins; withdrawn labels dropped), each with ``line``, its line number."""
     p = Path(path)
-    lines = p.read_text(encoding="utf-8").split("\n")
+    lines = read_utf8(p).split("\n")
     items: dict[str, dict] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -222,7 +222,9 @@ _DERIVED = ("id", "key", "line", "file", "refusal", "split")
 
 def _current_file(path: Path) -> list[dict]:
     """The rows of a current-labels CSV, each with ``line`` (its line in the file)."""
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    import io
+
+    frame = pd.read_csv(io.StringIO(read_utf8(path)), dtype=str, keep_default_na=False)
     missing = {"label", "question", "response"} - set(frame.columns)
     if missing:
         raise WorkbenchError(f"{path}: a labels table needs columns {sorted(missing)}")
