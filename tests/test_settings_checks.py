@@ -637,7 +637,9 @@ sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 """
 
 
-def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkeypatch, sig):
+    """Ctrl-C, or SIGTERM (which once ended the run with no message and a stale lock)."""
     import json
     import signal
     import subprocess
@@ -676,7 +678,7 @@ def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkey
     while len(list(chunks.glob("gen-*.parquet"))) < 2:
         assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sig))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert err.strip().splitlines() == [
@@ -1040,3 +1042,33 @@ def test_grid_workers_below_one_is_one_line(tmp_path, capsys):
     argv = ["grid", str(cfg), "--executor", "ray", "--workers", "0", "--root", str(tmp_path / "r")]
     line = one_error_line(capsys, main(argv))
     assert line == "error: --workers must be at least 1, got 0"
+
+
+def test_a_full_disk_is_one_line_saying_what_was_kept(tmp_path, capsys, monkeypatch):
+    """A full disk during a grid gave an OSError traceback (the finished cells were kept: now
+    it says so)."""
+    import errno
+
+    from workbench.cli import main
+    from workbench.experiments import Runner
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "runs" / "x"))
+
+    monkeypatch.setattr(Runner, "run", full)
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("name: full\ntechniques: [base]\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert line.startswith(f"error: No space left on device writing {tmp_path / 'runs' / 'x'}")
+    assert "what was finished before is kept" in line
+
+
+def test_a_damaged_record_is_one_line(tmp_path, monkeypatch):
+    from workbench.errors import WorkbenchError
+    from workbench.tables import measured
+
+    monkeypatch.setattr(measured, "repo_root", lambda: tmp_path)
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "demo.json").write_text('{"techniques": [{"abst')
+    with pytest.raises(WorkbenchError, match=r"record docs/results/demo.json is damaged"):
+        measured.read_record(measured.RESULTS_DIR / "demo.json")

@@ -57,3 +57,64 @@ def test_a_missing_reference_is_one_line(tmp_path):
     with pytest.raises(WorkbenchError, match="not valid JSON"):
         load_reference(bad)
     json.loads(project_path(str(REFERENCE)).read_text())  # the tracked one parses
+
+
+def _without(reference, **change):
+    out = json.loads(json.dumps(reference))
+    for k, v in change.items():
+        if v is None:
+            out.pop(k)
+        else:
+            out[k] = v
+    return out
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda r: [1, 2], "a list, not a mapping"),
+        (lambda r: {"rows": []}, "no machine, slice, metrics"),
+        (lambda r: _without(r, slice={**r["slice"], "n_target": 1}), "another slice"),
+        (lambda r: _without(r, rows=[{"technique": "base"}]), "rows[0] lacks"),
+        (lambda r: _without(r, metrics=r["metrics"][1:]), "no metrics for the cell"),
+    ],
+    ids=["a list", "keys missing", "another slice", "a row short", "a cell's metrics missing"],
+)
+def test_a_reference_of_another_shape_is_one_line_before_the_slice(
+    reference, tmp_path, capsys, monkeypatch, make, words
+):
+    """Any JSON used to be taken, and failed with a TypeError or KeyError after the whole
+    slice (20 minutes)."""
+    import workbench.experiments.verify as verify
+    from workbench.cli import main
+
+    monkeypatch.setattr(verify, "run_slice", lambda *a, **k: pytest.fail("the slice ran"))
+    path = tmp_path / "ref.json"
+    path.write_text(json.dumps(make(reference)))
+    status = main(["verify", "--reference", str(path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and words in err[0] and str(path) in err[0]
+
+
+def test_verify_removes_its_temporary_folder_when_stopped(tmp_path, monkeypatch):
+    """SIGTERM (or Ctrl-C) in the middle of the slice: its temporary folder goes."""
+    import os
+    import signal
+    import tempfile
+
+    import workbench.experiments.verify as verify
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = []
+
+    def killed(root, *a, **k):
+        made.append(root)
+        (root / "runs").mkdir()
+        os.kill(os.getpid(), signal.SIGTERM)
+        pytest.fail("not stopped")
+
+    monkeypatch.setattr(verify, "run_slice", killed)
+    with pytest.raises(KeyboardInterrupt):
+        verify.verify()
+    assert made and not made[0].exists()
+    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back

@@ -46,6 +46,16 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
     printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr. Ctrl-C is such an
     error too (``error: interrupted``, status 2, no traceback); a command that can resume says
     how in its own :class:`Interrupted`."""
+    import errno
+    import signal
+
+    def terminated(signum, frame):  # SIGTERM ends a command as Ctrl-C does: locks released
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread
+        previous = None
     try:
         return command(*args) or 0
     except WorkbenchError as e:
@@ -54,3 +64,16 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 2
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        where = f" writing {e.filename}" if e.filename else ""
+        print(
+            f"error: {e.strerror}{where}; what was finished before is kept (each result is "
+            "written whole or not at all): free space and run the same command again",
+            file=sys.stderr,
+        )
+        return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -30,7 +30,7 @@ def _demo(args) -> None:
 
 def _grid(args) -> None:
     from workbench.backends import check_model
-    from workbench.errors import ConfigError, WorkbenchError
+    from workbench.errors import ConfigError, Interrupted, WorkbenchError
     from workbench.experiments import ExperimentConfig, Runner
 
     config = ExperimentConfig.from_yaml(args.config)
@@ -54,7 +54,14 @@ def _grid(args) -> None:
             "imports": tuple(args.imports),
         }
     runner = Runner(config, root=args.root, executor=args.executor, **options)
-    table = runner.run()
+    try:
+        table = runner.run()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the cells written so far stay
+        done = len(list((runner.run_dir / "cells").glob("*.jsonl")))
+        raise Interrupted(
+            f"interrupted: {done} of {len(runner.cells())} cells are kept in {runner.run_dir}; "
+            f"the same command (grid {args.config}) goes on from there"
+        ) from None
     print(f"{len(table)} rows in {runner.run_dir / 'results.parquet'}")
 
 

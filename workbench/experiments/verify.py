@@ -11,6 +11,7 @@ other`` runs the same check in a fresh process on narrower CPU kernels than this
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -184,17 +185,54 @@ def compare(reference: dict[str, Any], table: pd.DataFrame) -> VerifyReport:
 
 
 def run_slice(
-    root: Path, config_overrides: dict[str, Any] | None = None, models: dict | None = None
+    root: Path,
+    config_overrides: dict[str, Any] | None = None,
+    models: dict | None = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Run the slice into ``root`` with a fresh artifact store (vectors recomputed here);
-    ``models``: models already loaded, by name (the local executor's)."""
+    ``models``: models already loaded, by name (the local executor's); ``progress``: the
+    grid's progress lines."""
     from workbench.experiments import ExperimentConfig, Runner
     from workbench.techniques import ArtifactStore
 
     config = ExperimentConfig.from_dict({**SLICE, **(config_overrides or {})})
     store = ArtifactStore(root / "artifacts")
-    runner = Runner(config, root=root / "runs", store=store, progress=False, models=models)
+    runner = Runner(config, root=root / "runs", store=store, progress=progress, models=models)
     return runner.run()
+
+
+def _describe_slice() -> str:
+    return (
+        f"{', '.join(SLICE['techniques'])} on {', '.join(SLICE['targets'])}, "
+        f"{SLICE['n_target']}+{SLICE['n_descendant']}+{SLICE['n_specificity']}+"
+        f"{SLICE['n_unrelated']} questions"
+    )
+
+
+@contextlib.contextmanager
+def _temporary_folder():
+    """A temporary folder removed however verify ends: a SIGTERM too (Python's own cleanup
+    runs only on exceptions, and a kill by signal raises none)."""
+    import shutil
+    import signal
+
+    tmp = Path(tempfile.mkdtemp(prefix="workbench-verify-"))
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def load_reference(path: Path) -> dict[str, Any]:
@@ -203,9 +241,48 @@ def load_reference(path: Path) -> dict[str, Any]:
             f"no reference at {path}: record one with python -m workbench verify --record"
         )
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
+        reference = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise WorkbenchError(f"reference {path} is not valid JSON: {e}") from None
+    check_reference(reference, path)
+    return reference
+
+
+def check_reference(reference: Any, path: Path | str) -> None:
+    """One line naming what a reference lacks, before the slice runs (any JSON used to be
+    taken, and a wrong one failed with a KeyError after the whole slice): a mapping with the
+    machine, the slice it recorded (this version's), a row per answer and metrics per cell."""
+
+    def bad(what: str) -> WorkbenchError:
+        return WorkbenchError(
+            f"reference {path} is not a verify reference: {what} (record one with python -m "
+            "workbench verify --record)"
+        )
+
+    if not isinstance(reference, dict):
+        raise bad(f"a {type(reference).__name__}, not a mapping")
+    missing = [k for k in ("machine", "slice", "rows", "metrics") if k not in reference]
+    if missing:
+        raise bad(f"no {', '.join(missing)}")
+    if reference["slice"] != SLICE:
+        raise bad("it recorded another slice than this version's")
+    rows, metrics = reference["rows"], reference["metrics"]
+    if not isinstance(rows, list) or not rows:
+        raise bad("no rows of answers")
+    need = {*KEY, "response"}
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not need <= set(r):
+            raise bad(f"rows[{i}] lacks {', '.join(sorted(need - set(r or {})))}")
+    need = {"technique", "target", "seed", *METRICS}
+    cells = {(r["technique"], r["target"], int(r["seed"])) for r in rows}
+    if not isinstance(metrics, list):
+        raise bad("metrics is not a list")
+    for i, m in enumerate(metrics):
+        if not isinstance(m, dict) or not need <= set(m):
+            raise bad(f"metrics[{i}] lacks {', '.join(sorted(need - set(m or {})))}")
+    have = {(m["technique"], m["target"], int(m["seed"])) for m in metrics}
+    if cells - have:
+        raise bad(f"no metrics for the cell {sorted(cells - have)[0]}")
 
 
 def verify(reference_path: str | os.PathLike | None = None, write: bool = False) -> int:
@@ -213,9 +290,10 @@ def verify(reference_path: str | os.PathLike | None = None, write: bool = False)
     per-cell agreement. 0 when every answer and metric equals the reference, else 1."""
     path = Path(reference_path) if reference_path else project_path(str(REFERENCE))
     reference = None if write else load_reference(path)  # before any model loads
-    with tempfile.TemporaryDirectory(prefix="workbench-verify-") as tmp:
+    with _temporary_folder() as tmp:
         start = time.time()
-        table = run_slice(Path(tmp))
+        print(f"verify: running the slice ({_describe_slice()})", flush=True)
+        table = run_slice(tmp, progress=True)
         seconds = time.time() - start
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,13 @@ def read_record(path: Path) -> dict[str, Any]:
     full = repo_root() / path
     if not full.is_file():
         raise WorkbenchError(f"no record {path}: run the command that measures it (see its page)")
-    return json.loads(full.read_text())
+    try:
+        return json.loads(full.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise WorkbenchError(
+            f"record {path} is damaged ({e}): restore it (git checkout {path}) or run the command "
+            "that measures it again"
+        ) from None
 
 
 def write_record(path: Path, record: dict[str, Any]) -> Path:
