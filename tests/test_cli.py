@@ -287,3 +287,17 @@ def test_the_command_line_page_documents_every_command():
     ]
     missing = [" ".join(p) for p in leaves if f"| `{' '.join(p)}" not in page]
     assert not missing, f"docs/cli.md lacks a row for: {missing}"
+
+
+def test_taxonomy_find_says_when_nothing_or_more_matches(capsys):
+    """No match printed nothing and exited 0; a long list was cut at 20 without a word."""
+    from workbench.cli import main
+
+    assert main(["taxonomy", "find", "zzzqqqxx"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.strip() == "no concept's name or id contains 'zzzqqqxx'"
+    assert main(["taxonomy", "find", ""]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    more = [line for line in lines if line.startswith("... ")]
+    assert more and "more atomic concepts match (--limit " in more[0]
+    assert len(lines) <= 2 * 20 + 2

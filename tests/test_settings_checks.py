@@ -839,8 +839,15 @@ def test_a_grid_stops_at_the_first_endpoint_that_is_down(tmp_path, capsys, monke
             "techniques: [base]\nn_target: 0\nn_descendant: 0\nn_specificity: 0\nn_unrelated: 0",
             "are all 0: the grid would ask no question",
         ),
+        ("techniques: [base]\ntemperature: -1", "'temperature' must be >= 0, got -1"),
     ],
-    ids=["strength as text", "epochs as text", "a negative count", "no question at all"],
+    ids=[
+        "strength as text",
+        "epochs as text",
+        "a negative count",
+        "no question at all",
+        "a negative temperature, greedy",
+    ],
 )
 def test_grid_values_are_checked_before_any_model_loads(tmp_path, capsys, fields, problem):
     """Technique parameters by their declared types (a text strength once failed after two
@@ -1034,14 +1041,24 @@ def test_a_cuda_device_on_a_cpu_only_torch_is_one_line(tmp_path, capsys, monkeyp
     assert not (tmp_path / "runs").exists()
 
 
-def test_grid_workers_below_one_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--workers", "0"], "error: --workers must be at least 1, got 0"),
+        (
+            ["--imports", "no_such_module_xyz"],
+            "error: --imports names 'no_such_module_xyz', which this python cannot import",
+        ),
+    ],
+)
+def test_grid_ray_options_are_checked_first(tmp_path, capsys, extra, message):
     from workbench.cli import main
 
     cfg = tmp_path / "grid.yaml"
     cfg.write_text("name: w\ntechniques: [base]\n")
-    argv = ["grid", str(cfg), "--executor", "ray", "--workers", "0", "--root", str(tmp_path / "r")]
-    line = one_error_line(capsys, main(argv))
-    assert line == "error: --workers must be at least 1, got 0"
+    argv = ["grid", str(cfg), "--executor", "ray", *extra, "--root", str(tmp_path / "r")]
+    assert one_error_line(capsys, main(argv)) == message
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_full_disk_is_one_line_saying_what_was_kept(tmp_path, capsys, monkeypatch):
@@ -1072,3 +1089,16 @@ def test_a_damaged_record_is_one_line(tmp_path, monkeypatch):
     (tmp_path / "docs" / "results" / "demo.json").write_text('{"techniques": [{"abst')
     with pytest.raises(WorkbenchError, match=r"record docs/results/demo.json is damaged"):
         measured.read_record(measured.RESULTS_DIR / "demo.json")
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [('{"files": {"atomic": ', "is damaged"), ('["not", "a", "manifest"]', "is not a benchmark")],
+    ids=["cut JSON", "a list"],
+)
+def test_a_malformed_benchmark_manifest_is_one_line(tmp_path, capsys, text, words):
+    from workbench.cli import main
+
+    (tmp_path / "manifest.json").write_text(text)
+    line = one_error_line(capsys, main(["taxonomy", "stats", "--data", str(tmp_path)]))
+    assert f"{tmp_path / 'manifest.json'} {words}" in line and "rebuild with" in line

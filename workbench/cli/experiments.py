@@ -41,6 +41,15 @@ def _grid(args) -> None:
             raise ConfigError(f"config field 'models[{i}]': {e}") from None
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    import importlib.util
+
+    for module in args.imports:  # what the Ray workers import: checked here, not in them
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise ConfigError(f"--imports names {module!r}, which this python cannot import")
     options = {}
     if args.executor == "ray":
         resources = {"CPU": args.cpus_per_worker}

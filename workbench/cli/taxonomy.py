@@ -33,6 +33,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     fi = sub.add_parser("find", help="concepts whose name or id contains TEXT")
     fi.add_argument("text")
     fi.add_argument("--data", default=None)
+    fi.add_argument("--limit", type=int, default=20, help="concepts shown per taxonomy")
     im = sub.add_parser("import-select", help="import SELECT's released data/SELECT files")
     im.add_argument("release", help="a clone of kinshuk-h/SELECT, its data/ or data/SELECT/ folder")
     im.add_argument("--out", required=True, help="benchmark directory to write")
@@ -124,7 +125,18 @@ def _run(args) -> int:
 
         print(json.dumps(concept_summary(bench, args.concept_id, n_questions=5), indent=2))
     elif args.cmd == "find":
-        for tax in (bench.atomic, bench.compositions):
-            for c in tax.find(args.text):
+        shown = 0
+        for label, tax in (("atomic", bench.atomic), ("compositions", bench.compositions)):
+            every = tax.find(args.text, limit=len(tax.concepts))
+            for c in every[: args.limit]:
                 print(f"{c.id:40s} {c.name}  (level {tax.level(c.id)}, {c.kind})")
+            shown += len(every)
+            if len(every) > args.limit:
+                print(
+                    f"... {len(every) - args.limit} more {label} concepts match "
+                    f"(--limit {len(every)} shows them all)"
+                )
+        if not shown:
+            print(f"no concept's name or id contains {args.text!r}", file=sys.stderr)
+            return 1
     return 0

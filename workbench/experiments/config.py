@@ -201,6 +201,8 @@ class ExperimentConfig:
             raise ConfigError(
                 f"config field 'temperature' must be > 0 when sampling, got {self.temperature!r}"
             )
+        if self.temperature < 0:  # unused when greedy, but never meaningful
+            raise ConfigError(f"config field 'temperature' must be >= 0, got {self.temperature!r}")
         for name, seeds in self.technique_seeds.items():
             if not seeds:
                 raise ConfigError(f"config field 'technique_seeds' gives {name!r} no seeds")

@@ -261,7 +261,19 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
             f"no benchmark in {d} (missing {FILES['manifest']}); "
             "build one with: python -m workbench taxonomy build"
         )
-    manifest = json.loads(mpath.read_text())
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        files_ok = isinstance(manifest, dict) and all(
+            isinstance(i, dict) and {"path", "sha256"} <= set(i)
+            for i in manifest.get("files", {}).values()
+        )
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
+        raise WorkbenchError(f"{mpath} is damaged ({e}); {_rebuild_hint({}, d)}") from None
+    if not files_ok:
+        raise WorkbenchError(
+            f"{mpath} is not a benchmark manifest (a mapping whose 'files' each have a path and "
+            f"a sha256); {_rebuild_hint({}, d)}"
+        )
     if verify:
         for info in manifest.get("files", {}).values():
             p = d / info["path"]
