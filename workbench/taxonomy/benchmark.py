@@ -267,8 +267,8 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
             isinstance(i, dict) and {"path", "sha256"} <= set(i)
             for i in manifest.get("files", {}).values()
         )
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
-        raise WorkbenchError(f"{mpath} is damaged ({e}); {_rebuild_hint({}, d)}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+        raise WorkbenchError(f"{mpath} is damaged ({err}); {_rebuild_hint({}, d)}") from None
     if not files_ok:
         raise WorkbenchError(
             f"{mpath} is not a benchmark manifest (a mapping whose 'files' each have a path and "
