@@ -1102,3 +1102,21 @@ def test_a_malformed_benchmark_manifest_is_one_line(tmp_path, capsys, text, word
     (tmp_path / "manifest.json").write_text(text)
     line = one_error_line(capsys, main(["taxonomy", "stats", "--data", str(tmp_path)]))
     assert f"{tmp_path / 'manifest.json'} {words}" in line and "rebuild with" in line
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"a\tb\n1\t2\n", "is not taxi's edits file (a JSON object of columns"),
+        (b'{"entity": {"0": "Korat"}}', "is not taxi's edits file: it has no column"),
+    ],
+    ids=["a TSV", "JSON of other columns"],
+)
+def test_releases_check_taxi_on_another_file_is_one_line(tmp_path, capsys, content, words):
+    """It was pandas' "Trailing data" traceback."""
+    from workbench.cli import main
+
+    path = tmp_path / "edits-evaluation.json"
+    path.write_bytes(content)
+    line = one_error_line(capsys, main(["releases", "check", "taxi", str(path)]))
+    assert f"{path} {words}" in line

@@ -244,7 +244,19 @@ def count_taxi(path: str | os.PathLike, frame: pd.DataFrame | None = None) -> di
     and the row's key."""
     p = Path(path)
     if frame is None:
-        frame = pd.read_json(p, orient="columns")
+        try:
+            frame = pd.read_json(p, orient="columns")
+        except (ValueError, UnicodeDecodeError) as e:  # not JSON, or JSON of another shape
+            raise WorkbenchError(
+                f"{p} is not taxi's edits file (a JSON object of columns, as "
+                f"datasets/edits-evaluation.json): {str(e).splitlines()[0][:120]}"
+            ) from None
+    missing = sorted(set(TAXI_COLUMNS) - set(frame.columns))
+    if missing:
+        raise WorkbenchError(
+            f"{p} is not taxi's edits file: it has no column {', '.join(map(repr, missing[:5]))}"
+            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        )
     for key, row in frame.iterrows():
         problem = _taxi_field_problem(row)
         if problem:
