@@ -1120,3 +1120,20 @@ def test_releases_check_taxi_on_another_file_is_one_line(tmp_path, capsys, conte
     path.write_bytes(content)
     line = one_error_line(capsys, main(["releases", "check", "taxi", str(path)]))
     assert f"{path} {words}" in line
+
+
+def test_label_files_say_what_they_are_in_one_line(tmp_path, capsys):
+    """A JSON array was reported as an "incomplete last line"; a skipped cut line was a raw
+    UserWarning with Python's source line."""
+    from workbench.cli import main
+
+    array = tmp_path / "array.jsonl"
+    array.write_text('[{"label": "refusal", "question": "q", "response": "r"}]')
+    line = one_error_line(capsys, main(["scoring", "labels", str(array)]))
+    assert "is one JSON array; a labels file is JSON Lines" in line
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text('{"label": "refusal", "question": "q", "response": "r"}\n{"label": "ref')
+    assert main(["scoring", "labels", str(cut), "--out", str(tmp_path / "cut.csv")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"warning: {cut}, line 2: skipped an incomplete last line")

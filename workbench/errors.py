@@ -48,9 +48,16 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
     how in its own :class:`Interrupted`."""
     import errno
     import signal
+    import warnings
 
     def terminated(signum, frame):  # SIGTERM ends a command as Ctrl-C does: locks released
         raise KeyboardInterrupt
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        # a command's warnings read as its errors do: one line, no source file or code line
+        print(f"warning: {message}", file=file or sys.stderr)
+
+    shown, warnings.showwarning = warnings.showwarning, one_line
 
     try:
         previous = signal.signal(signal.SIGTERM, terminated)
@@ -75,5 +82,6 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
         )
         return 2
     finally:
+        warnings.showwarning = shown
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -131,7 +131,18 @@ def read_label_records(path: str | os.PathLike) -> list[dict]:
     """The current labels of a labels file: one record per item (the last line of each ``key``
     wins; withdrawn labels dropped), each with ``line``, its line number."""
     p = Path(path)
-    lines = read_utf8(p).split("\n")
+    text = read_utf8(p)
+    if text.lstrip().startswith("["):
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            whole = None
+        if isinstance(whole, list):
+            raise WorkbenchError(
+                f"{p} is one JSON array; a labels file is JSON Lines (one labelled answer, a "
+                "JSON object, per line)"
+            )
+    lines = text.split("\n")
     items: dict[str, dict] = {}
     for n, line in enumerate(lines, 1):
         if not line.strip():
