@@ -1137,3 +1137,30 @@ def test_label_files_say_what_they_are_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert err[0].startswith(f"warning: {cut}, line 2: skipped an incomplete last line")
+
+
+def test_releases_describe_into_a_read_only_folder_is_one_line(tmp_path):
+    """It was a PermissionError traceback (a read-only file system, as a bind mount in a
+    private mount namespace)."""
+    import subprocess
+    import sys
+
+    from taxi_release import write_taxi_release
+
+    ro = tmp_path / "ro"
+    write_taxi_release(ro / "datasets", describe=False)
+    if not _read_only_mount_works(ro):
+        pytest.skip("no unshare/mount here to make a read-only folder")
+    command = f"{sys.executable} -m workbench releases describe taxi {ro}"
+    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
+    r = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=120,
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: cannot write") and "release manifest" in lines[0]
+    assert not (ro / "datasets" / "release_manifest.json").exists()

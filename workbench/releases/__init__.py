@@ -226,8 +226,11 @@ def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source
         for rel, f in sorted(found.items())
         if f.items is not None
     }
-    out = Path(root) / MANIFEST_FILE
-    out.write_text(
+    from workbench.paths import check_writable_file, write_text_atomic
+
+    out = check_writable_file(Path(root) / MANIFEST_FILE, "the release manifest")
+    write_text_atomic(
+        out,
         json.dumps(
             {
                 "kind": kind,
@@ -237,6 +240,6 @@ def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source
             },
             indent=1,
         )
-        + "\n"
+        + "\n",
     )
     return out
