@@ -39,6 +39,16 @@ PRESET_FIELDS = (
     "eval_seed",
 )
 
+#: How many questions of each relation a cell asks (the fields; at least one must be above 0).
+QUESTION_COUNTS = (
+    "n_target",
+    "n_descendant",
+    "n_specificity",
+    "n_unrelated",
+    "n_constituent",
+    "n_composition",
+)
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:
@@ -158,29 +168,12 @@ class ExperimentConfig:
             object.__setattr__(self, name, tuple(getattr(self, name)))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
-        for name in (
-            "n_target",
-            "n_descendant",
-            "n_specificity",
-            "n_unrelated",
-            "n_constituent",
-            "n_composition",
-            "max_new_tokens",
-            "num_samples",
-            "batch_size",
-        ):
+        for name in (*QUESTION_COUNTS, "max_new_tokens", "num_samples", "batch_size"):
             check_minimum(getattr(self, name), name)
-        counts = (
-            "n_target",
-            "n_descendant",
-            "n_specificity",
-            "n_unrelated",
-            "n_constituent",
-            "n_composition",
-        )
-        if all(getattr(self, name) == 0 for name in counts):
+        if all(getattr(self, name) == 0 for name in QUESTION_COUNTS):
             raise ConfigError(
-                f"config fields {', '.join(counts)} are all 0: the grid would ask no question"
+                f"config fields {', '.join(QUESTION_COUNTS)} are all 0: the grid would ask no "
+                "question"
             )
         if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
             raise ConfigError(
