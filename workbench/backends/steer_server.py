@@ -104,9 +104,14 @@ class Registry:
             return None
         return self._read(name)[0]
 
+    def specs(self) -> dict[str, Any]:
+        """name -> spec of every valid abstainer (each file read once)."""
+        read = {n: self._read(n)[0] for n in self._files()}
+        return {n: spec for n, spec in read.items() if spec is not None}
+
     def names(self) -> list[str]:
         """The names of the valid abstainers."""
-        return [n for n in self._files() if self._read(n)[0] is not None]
+        return list(self.specs())
 
     def skipped(self) -> dict[str, str]:
         """file name -> why, for each file that is not a valid spec."""
@@ -292,18 +297,11 @@ class SteeringMiddleware:
             _warn(f"abstainer {name!r} deleted")
             return await _send_json(send, 200, {"deleted": name})
         if method == "GET":
-            listed = []
-            for n in self.registry.names() if self.registry else []:
-                spec = self.registry.load(n) if self.registry else None
-                if spec is not None:
-                    listed.append(
-                        {
-                            "name": n,
-                            "digest": spec.digest(),
-                            "mode": spec.mode,
-                            "gated": spec.gate is not None,
-                        }
-                    )
+            specs = self.registry.specs() if self.registry else {}
+            listed = [
+                {"name": n, "digest": s.digest(), "mode": s.mode, "gated": s.gate is not None}
+                for n, s in specs.items()
+            ]
             return await _send_json(send, 200, {"abstainers": listed})
         if method != "POST":
             raise _error(405, "use GET or POST on /v1/abstainers (DELETE on /v1/abstainers/NAME)")
