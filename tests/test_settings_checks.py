@@ -745,9 +745,6 @@ def test_answers_in_the_cache_need_no_endpoint(tmp_path):
 
 
 def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_path):
-    import http.server
-    import json
-    import threading
 
     from workbench.backends import load_model
     from workbench.backends.openai_api import EndpointDown
@@ -766,22 +763,7 @@ def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_pa
         ],
     }
 
-    class Once(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Once)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server, url = _serve_json(200, answer, [])
     options = {"cache": False, "max_retries": 0}
     lm = load_model(f"openai:served@{url}", options=options)
     body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
@@ -862,16 +844,18 @@ def test_grid_values_are_checked_before_any_model_loads(tmp_path, capsys, fields
     assert not (tmp_path / "runs").exists()
 
 
-def _serve_status(status: int, seen: list):
-    """A local HTTP server answering every POST with ``status`` (counting them); its URL."""
+def _serve_json(status: int, answer: dict, seen: list):
+    """A local HTTP server answering every POST with ``status`` and ``answer`` (counting the
+    requests in ``seen``); the server and its /v1 URL."""
     import http.server
+    import json
     import threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             seen.append(self.path)
-            self.rfile.read(int(self.headers.get("content-length", 0)))
-            body = b'{"error": {"message": "not implemented"}}'
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
@@ -894,7 +878,7 @@ def test_a_501_is_answered_at_once_not_retried(tmp_path):
     from workbench.generation import GenerationConfig, generate
 
     seen: list = []
-    server, url = _serve_status(501, seen)
+    server, url = _serve_json(501, {"error": {"message": "not implemented"}}, seen)
     try:
         lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
         with pytest.raises(EndpointError, match="NotImplemented|501|InternalServerError"):
