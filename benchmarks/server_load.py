@@ -43,7 +43,7 @@ QUESTIONS = [
 ]
 
 
-def post(url: str, body, key: str | None, timeout: float = 600, raw: bytes | None = None):
+def post(url: str, body, key: str | None = None, timeout: float = 600, raw: bytes | None = None):
     """(status, parsed JSON body, or the stream's text) of one request."""
     data = raw if raw is not None else json.dumps(body).encode()
     headers = {"content-type": "application/json"}

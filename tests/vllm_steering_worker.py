@@ -20,21 +20,11 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+from server_load import post
+
 #: the shared server's API key (test-only)
 KEY = "test-key-not-a-secret"
-
-
-def post(url, body, timeout=300, key=None):
-    data = json.dumps(body).encode()
-    headers = {"content-type": "application/json"}
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    req = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def in_process(job, specs, options, out, last: bool):
@@ -152,7 +142,6 @@ def shared_server(job, specs, registry, ask, out):
     import subprocess
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from server_load import bad_pool, clean_answers, load_rounds, served_group, valid_pool
     from workbench.backends.serve import free_port
 
@@ -220,8 +209,6 @@ def hostile_rounds(url, job, specs, ask, n):
     import copy
     import math
 
-    from server_load import post as send
-
     def others():
         calls = list(zip(job["prompts"], job["assign"]))
         with cf.ThreadPoolExecutor(len(calls)) as ex:
@@ -277,19 +264,19 @@ def hostile_rounds(url, job, specs, ask, n):
     def hit(item):
         kind, payload = item
         if kind == "register":
-            return send(url + "/abstainers", payload, KEY)
+            return post(url + "/abstainers", payload, KEY)
         if kind == "register-nokey":
-            return send(url + "/abstainers", payload, None)
+            return post(url + "/abstainers", payload, None)
         if kind == "raw":
-            return send(url + "/chat/completions", None, KEY, raw=b'{"steering": {"spec": ')
+            return post(url + "/chat/completions", None, KEY, raw=b'{"steering": {"spec": ')
         if kind == "name":
-            return send(
+            return post(
                 url + "/chat/completions", {**chat, "steering": {"abstainer": payload}}, KEY
             )
         body = {**chat, "steering": {"spec": payload}}
         if kind == "stream":
             body["stream"] = True
-        return send(url + "/chat/completions", body, KEY)
+        return post(url + "/chat/completions", body, KEY)
 
     clean = others()
     with cf.ThreadPoolExecutor(len(hostile) + 1) as ex:
@@ -298,13 +285,13 @@ def hostile_rounds(url, job, specs, ask, n):
         during = burst.result()
     after = [others(), others()]
     # the delete of a registered one, and a request naming it afterwards
-    send(url + "/abstainers", {**ungated, "name": "temporary"}, KEY)
+    post(url + "/abstainers", {**ungated, "name": "temporary"}, KEY)
     deleted = urllib.request.Request(
         url + "/abstainers/temporary", method="DELETE", headers={"authorization": f"Bearer {KEY}"}
     )
     with urllib.request.urlopen(deleted) as r:
         delete_status = r.status
-    named = send(url + "/chat/completions", {**chat, "steering": {"abstainer": "temporary"}}, KEY)
+    named = post(url + "/chat/completions", {**chat, "steering": {"abstainer": "temporary"}}, KEY)
     listed = _get(url + "/abstainers", KEY)[1]
     return {
         "clean": clean,
