@@ -121,7 +121,31 @@ def open_notebook(page, url: str, token: str, path: str, settle_ms: int = 3000) 
             "the notebook did not open: " + (dialog.inner_text() if dialog.count() else "")
         ) from None
     page.wait_for_timeout(settle_ms)
-    accept_dialog(page)
+    wait_for_kernel(page)
+
+
+def kernel_status(page) -> str:
+    """The current notebook's kernel status as JupyterLab shows it ("idle", "busy", "starting",
+    "unknown" while it has none)."""
+    return page.evaluate(
+        "() => { const w = window.jupyterapp.shell.currentWidget;"
+        " const k = w && w.sessionContext && w.sessionContext.session"
+        " && w.sessionContext.session.kernel; return k ? k.status : 'unknown'; }"
+    )
+
+
+def wait_for_kernel(page, timeout_s: float = 240) -> None:
+    """Wait until the open notebook's kernel is idle, taking the kernel JupyterLab offers when
+    its dialog appears: on a loaded machine the dialog can come seconds after the notebook
+    shows, and cells run before a kernel is chosen wait for it for ever."""
+    deadline, status = time.time() + timeout_s, "unknown"
+    while time.time() < deadline:
+        accept_dialog(page)
+        status = kernel_status(page)
+        if status == "idle":
+            return
+        page.wait_for_timeout(300)
+    raise AssertionError(f"the notebook's kernel is not ready after {timeout_s:.0f} s: {status}")
 
 
 def run_all_cells(page) -> None:

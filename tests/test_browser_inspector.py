@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-from lab_server import accept_dialog, jupyter_lab, launch_chromium, open_notebook
+from lab_server import accept_dialog, jupyter_lab, kernel_status, launch_chromium, open_notebook
 from test_browser import CHROMIUM, ROOT, _log_console_text, _wait_text, needs_chromium
 from workbench.lab_extension import refresh_index_entry
 
@@ -211,7 +211,10 @@ def _open_and_run(page, url: str, token: str) -> dict:
     seen: list[tuple[float, str]] = []  # the status lines shown before the widget, with when
     widget = page.locator(".jp-OutputArea-output .widget-vbox")
     while not widget.count():
-        assert time.time() - started < 300, f"no widget after 300 s; status lines seen: {seen}"
+        assert time.time() - started < 300, (
+            f"no widget after 300 s; kernel {kernel_status(page)}; status lines seen: {seen}"
+        )
+        accept_dialog(page)
         for text in page.locator(".jp-OutputArea-output pre").all_inner_texts():
             text = text.strip()
             if text.startswith("steering inspector:") and (not seen or seen[-1][1] != text):
