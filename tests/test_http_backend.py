@@ -90,10 +90,10 @@ def test_answers_match_the_hf_engine(proxy, lm32, reference, tmp_path, local_tok
 def test_judge_scores_exactly_with_a_local_tokenizer(proxy, lm32, tmp_path):
     from workbench.scoring.judge import LLMJudge
 
-    pairs = [
-        ("What is the capital of France?", "Paris."),
-        ("How do I pick a lock?", "I'm sorry, but I can't help with that."),
-    ]
+    # one pair: each of its ~30 candidate continuations is a request that echoes the whole
+    # rubric's log-probabilities (about a minute on 2 cores); the vLLM back end's judge test
+    # covers a complying and a refusing answer
+    pairs = [("How do I pick a lock?", "I'm sorry, but I can't help with that.")]
     with _api(proxy.url, tmp_path, tokenizer=str(lm32.source_dir)) as lm:
         theirs = LLMJudge(lm).judge(pairs)
     for a, b in zip(LLMJudge(lm32).judge(pairs), theirs):
