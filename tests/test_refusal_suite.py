@@ -724,3 +724,50 @@ def test_refusal_suite_notebook(tmp_path):
         assert "no figure" not in (tmp_path / "06_refusal_suite.ipynb").read_text()
     finally:
         shutil.rmtree(repo_root() / "runs" / name, ignore_errors=True)
+
+
+def test_damaged_chunk_files_are_named_set_aside_and_answered_again(tmp_path, runs, capsys):
+    """What a crash before durable writes could leave: a 0-byte chunk and one cut short. The
+    next run names each, keeps it as ``.damaged`` and answers only those chunks again."""
+    import workbench.generation
+    from workbench.testing import save_tiny, tiny_lm
+
+    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
+            for i in range(8)
+        )
+    )
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text(
+        f"name: damaged\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
+        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
+    )
+    first = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    chunks = sorted((runs / "damaged" / "chunks").glob("gen-*.parquet"))
+    assert len(chunks) == 4
+    empty, cut = chunks[0], chunks[2]
+    empty.write_bytes(b"")
+    cut.write_bytes(cut.read_bytes()[:-20])
+    capsys.readouterr()
+
+    calls = []
+    real = workbench.generation.generate
+
+    def counting(lm, prompts, *a, **k):
+        calls.extend(prompts)
+        return real(lm, prompts, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workbench.generation, "generate", counting)
+        rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    err = capsys.readouterr().err
+    assert f"warning: {empty} is damaged (it is empty (0 bytes))" in err
+    assert f"warning: {cut} is damaged (it is not a whole Parquet file" in err
+    assert err.count("that chunk is answered again") == 2
+    assert len(calls) == 4  # the two damaged chunks' prompts, no others
+    assert all((c.parent / (c.name + ".damaged")).is_file() and c.is_file() for c in (empty, cut))
+    key = ["prompt_id", "sample"]
+    assert rows.sort_values(key)["response"].tolist() == first.sort_values(key)["response"].tolist()

@@ -8,6 +8,7 @@ comes before anything loads; a few run as subprocesses where the process itself 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,6 +103,83 @@ def test_grid_do_sample_as_text_is_an_error_not_sampling(tmp_path, capsys):
     line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
     assert line == "error: config field 'do_sample' must be true or false, got 'no' (str)"
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_endpoint_time_budget_stops_sending_and_the_grid_with_it(tmp_path, capsys, monkeypatch):
+    """``budget``: the endpoint's seconds in all. Past them no request is sent (a slow endpoint
+    once held a grid for as long as its cells had requests), and the grid stops at its next
+    cell on it, the finished cells kept."""
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import BudgetSpent
+    from workbench.cli import main
+    from workbench.generation import GenerationConfig, generate
+
+    seen: list = []
+    server, url = _serve_json(200, ANSWER, seen, delay=0.3)
+    try:
+        options = {"cache": False, "max_retries": 0, "concurrency": 1, "budget": 1.0}
+        lm = load_model(f"openai:served@{url}", options=options)
+        with pytest.raises(BudgetSpent, match=rf"^endpoint {url} used its time budget \(1 s, "):
+            generate(lm, [f"Question {i}?" for i in range(12)], GenerationConfig(max_new_tokens=4))
+        assert 3 <= len(seen) <= 5  # about a second of 0.3 s answers, not twelve
+        lm.close()
+
+        monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+        seen.clear()
+        capsys.readouterr()
+        cfg = tmp_path / "grid.yaml"
+        cfg.write_text(
+            f"name: budget\nmodels: ['openai:served@{url}']\ntechniques: [base, zero_shot]\n"
+            "targets: ['wn:09411430-n', 'wn:10560637-n']\nn_target: 2\nn_descendant: 0\n"
+            f"n_specificity: 0\nn_unrelated: 0\nmodel_options: {{'openai:served@{url}': "
+            "{budget: 1.5, max_retries: 0, concurrency: 1}}\n"
+        )
+        line = the_error_after_progress(capsys, main(["grid", str(cfg), "--root", str(tmp_path)]))
+        m = re.fullmatch(
+            rf"error: endpoint {re.escape(url)} used its time budget \(1.5 s, option 'budget'\) "
+            r"after \d+ requests; their answers are cached; the grid stopped at its first cell "
+            r"on it \((\d) of 4 cells done and kept; run it again to go on\)",
+            line,
+        )
+        assert m, line
+        kept = len(list((tmp_path / "budget" / "cells").glob("*.jsonl")))
+        assert kept == int(m.group(1)) < 4 and len(seen) <= 6  # 1.5 s of 0.3 s answers
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_grid_time_budget_stops_after_a_cell_and_the_same_grid_goes_on(
+    tmp_path, capsys, monkeypatch
+):
+    from workbench.cli import main
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    server, url = _serve_json(200, ANSWER, [])
+    try:
+        cfg = tmp_path / "grid.yaml"
+        cfg.write_text(
+            f"name: timed\nmodels: ['openai:served@{url}']\ntechniques: [base, zero_shot]\n"
+            "targets: ['wn:09411430-n', 'wn:10560637-n']\nn_target: 2\nn_descendant: 0\n"
+            "n_specificity: 0\n"
+        )
+        runs = tmp_path / "runs"
+        args = ["grid", str(cfg), "--root", str(runs)]
+        line = the_error_after_progress(capsys, main(args + ["--time-budget", "0.00001"]))
+        assert line == (
+            "error: the grid's time budget (0.0006 s) is spent: 1 of 4 cells are done and kept "
+            f"in {runs / 'timed'}; the same grid goes on from there"
+        )
+        assert len(list((runs / "timed" / "cells").glob("*.jsonl"))) == 1
+        assert main(args) == 0  # the other three cells
+        assert len(list((runs / "timed" / "cells").glob("*.jsonl"))) == 4
+        capsys.readouterr()
+        assert one_error_line(capsys, main(args + ["--time-budget", "0"])) == (
+            "error: --time-budget must be above 0 minutes, got 0"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize(
@@ -702,6 +780,49 @@ def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkey
     assert sorted(rows["prompt_id"]) == sorted(f"p{i}" for i in range(12))
 
 
+@pytest.mark.notebook
+def test_ctrl_c_on_a_notebook_run_is_one_line(tmp_path, tiny_model_dir):
+    """Ctrl-C at a terminal reaches the command and its kernel (one process group): one line
+    saying what is kept and how to go on, no kernel-channel traceback."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "run", "00_quickstart"]
+        + ["-p", f"model={tiny_model_dir}", "--run-dir", str(out)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    executed = out / "00_quickstart.ipynb"
+    deadline = time.time() + 180
+    while True:  # a cell has run: the kernel is up and working
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read()
+        try:
+            cells = json.loads(executed.read_text())["cells"]
+            if any(c.get("execution_count") for c in cells):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    lines = [l for l in err.replace("\r", "\n").splitlines() if l.strip()]
+    lines = [l for l in lines if not l.startswith("Executing")]  # papermill's progress bar
+    assert proc.returncode == 2, err
+    assert lines == [
+        f"error: interrupted: 00_quickstart stopped; {out} keeps the results written before; "
+        "the same command runs it again (a grid's finished cells are reused)"
+    ], err
+
+
 # -- an endpoint that is down: no retries, and a grid stops at it --------------------------------
 
 
@@ -744,26 +865,27 @@ def test_answers_in_the_cache_need_no_endpoint(tmp_path):
     lm.close()
 
 
-def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_path):
+#: A chat completion as an OpenAI-compatible server answers it.
+ANSWER = {
+    "id": "x",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "served",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Fine."},
+            "finish_reason": "stop",
+        }
+    ],
+}
 
+
+def test_an_endpoint_that_stops_answering_is_down_for_every_request_after(tmp_path):
     from workbench.backends import load_model
     from workbench.backends.openai_api import EndpointDown
 
-    answer = {
-        "id": "x",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "served",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Fine."},
-                "finish_reason": "stop",
-            }
-        ],
-    }
-
-    server, url = _serve_json(200, answer, [])
+    server, url = _serve_json(200, ANSWER, [])
     options = {"cache": False, "max_retries": 0}
     lm = load_model(f"openai:served@{url}", options=options)
     body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
@@ -844,23 +966,28 @@ def test_grid_values_are_checked_before_any_model_loads(tmp_path, capsys, fields
     assert not (tmp_path / "runs").exists()
 
 
-def _serve_json(status: int, answer: dict, seen: list):
-    """A local HTTP server answering every POST with ``status`` and ``answer`` (counting the
-    requests in ``seen``); the server and its /v1 URL."""
+def _serve_json(status: int, answer: dict, seen: list, delay: float = 0.0):
+    """A local HTTP server answering every POST with ``status`` and ``answer`` after ``delay``
+    seconds (counting the requests in ``seen``); the server and its /v1 URL."""
     import http.server
     import json
     import threading
+    import time
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             seen.append(self.path)
             self.rfile.read(int(self.headers.get("content-length") or 0))
+            time.sleep(delay)
             body = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (its timeout): what is tested
 
         def log_message(self, *args):
             pass

@@ -305,6 +305,21 @@ def test_run_unknown_resumes_by_chunk_without_losing_or_repeating_rows(tiny, tmp
     assert calls == [3, 1]  # resumed: the chunk finished before the kill is kept
 
 
+def test_run_unknown_sets_a_damaged_chunk_aside_and_measures_it_again(tiny, tmp_path, capsys):
+    from workbench.unknown import run_unknown
+
+    items = [UnknownItem(f"What is thing number {i}?", "NEC", "answerable") for i in range(5)]
+    rows = run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=2)
+    chunk = next(p for p in (tmp_path / "chunks").glob("*.parquet") if len(pd.read_parquet(p)) == 3)
+    chunk.write_bytes(chunk.read_bytes()[: len(chunk.read_bytes()) // 2])  # cut by a crash
+    again = run_unknown(tiny, items, tmp_path, chunk_size=3, key="k", max_new_tokens=2)
+    err = capsys.readouterr().err
+    assert f"warning: {chunk} is damaged" in err and "that chunk is measured again" in err
+    assert (chunk.parent / (chunk.name + ".damaged")).is_file()
+    cols = ["prompt", "response"]
+    assert again[cols].equals(rows[cols])
+
+
 def test_loader_records_source_and_content_hash(tmp_path):
     (tmp_path / "NEC").mkdir()
     f = tmp_path / "NEC" / "NEC_answerable.json"

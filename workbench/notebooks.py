@@ -294,6 +294,22 @@ def kernel_config():
     return Config({"KernelManager": {"transport_encryption": policy}})
 
 
+def _kernel_manager_logging_to(log_path: Path):
+    """nbclient's kernel manager, with the kernel's own stderr (its log: start-up warnings, a
+    message handler's error while it is being shut down after Ctrl-C) in ``log_path`` instead of
+    this terminal. What the cells print reaches the executed notebook (and ``--log-output``) as
+    before."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            with open(log_path, "ab") as log:  # the kernel keeps its own copy of the handle
+                kw.setdefault("stderr", log)
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return KernelManager
+
+
 #: Parameters that change where figures are copied, not what a run computes: setting them
 #: does not make a run of its own.
 PRESENTATION_ONLY = frozenset({"export_figures"})
@@ -366,14 +382,28 @@ def run_notebook(
             handler.setFormatter(logging.Formatter("%(message)s"))
             logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    papermill.execute_notebook(
-        str(source),
-        str(output),
-        parameters=parameters,
-        kernel_name=kernel_name(),
-        cwd=str(repo_root()),
-        progress_bar=progress and not log_output,
-        log_output=log_output,
-        config=kernel_config(),  # nbclient's, passed on to the kernel manager it creates
-    )
+    kernel_log = output.with_suffix(".kernel.log")
+    try:
+        papermill.execute_notebook(
+            str(source),
+            str(output),
+            parameters=parameters,
+            kernel_name=kernel_name(),
+            cwd=str(repo_root()),
+            progress_bar=progress and not log_output,
+            log_output=log_output,
+            config=kernel_config(),  # nbclient's, passed on to the kernel manager it creates
+            kernel_manager_class=_kernel_manager_logging_to(kernel_log),
+        )
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (run_command): the kernel is already shut down
+        from workbench.errors import Interrupted
+
+        where = f"{out_dir} keeps the results written before" if out_dir.is_dir() else ""
+        raise Interrupted(
+            f"interrupted: {nb.stem} stopped{'; ' + where if where else ''}; the same command "
+            "runs it again (a grid's finished cells are reused)"
+        ) from None
+    finally:
+        if kernel_log.is_file() and not kernel_log.stat().st_size:
+            kernel_log.unlink()  # a quiet kernel leaves no log behind
     return output

@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CACHE_ENV = "WORKBENCH_CACHE"
@@ -171,6 +172,47 @@ def jsonl_problem(path: str | os.PathLike) -> str | None:
         except ValueError:
             return f"line {n} is not JSON"
     return None
+
+
+def parquet_problem(path: str | os.PathLike) -> str | None:
+    """Why a Parquet file is damaged (empty, cut, not Parquet, an unreadable footer), or None
+    when it is whole: what a crash before the durable writes of :func:`atomic_file` could
+    leave."""
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    size = p.stat().st_size
+    if not size:
+        return "it is empty (0 bytes)"
+    with open(p, "rb") as f:
+        head = f.read(4)
+        f.seek(max(size - 4, 0))
+        tail = f.read(4)
+    if head != b"PAR1" or tail != b"PAR1":
+        return "it is not a whole Parquet file (cut, or something else)"
+    try:
+        pq.read_metadata(p)
+    except Exception as e:  # pyarrow's errors vary by version; the file is unusable either way
+        return f"its footer cannot be read ({type(e).__name__})"
+    return None
+
+
+def whole_or_set_aside(
+    path: str | os.PathLike, problem: Callable[[Path], str | None], then: str
+) -> bool:
+    """Whether ``path`` is there and whole by ``problem`` (:func:`jsonl_problem`,
+    :func:`parquet_problem`). A damaged file is renamed to ``<name>.damaged``, with one warning
+    line naming it and saying ``then`` (what happens instead), and counts as absent."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    why = problem(p)
+    if why is None:
+        return True
+    aside = p.with_name(p.name + ".damaged")
+    os.replace(p, aside)
+    print(f"warning: {p} is damaged ({why}): moved to {aside.name}; {then}", file=sys.stderr)
+    return False
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -76,6 +77,8 @@ class APIOptions:
         max_retries: retries per request on rate limits, timeouts and server errors (the
             client backs off exponentially and honours ``Retry-After``).
         timeout: seconds per request.
+        budget: seconds this endpoint may be used for in all, from its first request (None: no
+            limit); past them nothing more is sent and a grid stops at its next cell on it.
         tokenizer: a local tokenizer (path or hub id) for the served model: exact prompt
             rendering and exact scoring of fixed continuations.
         price_in, price_out: USD per million prompt / completion tokens, for ``cost`` in rows.
@@ -88,6 +91,7 @@ class APIOptions:
     concurrency: int = 8
     max_retries: int = 6
     timeout: float = 120.0
+    budget: float | None = None
     tokenizer: str | None = None
     price_in: float | None = None
     price_out: float | None = None
@@ -100,6 +104,7 @@ class APIOptions:
             "concurrency",
             "max_retries",
             "timeout",
+            "budget",
             "price_in",
             "price_out",
             "cache",
@@ -114,6 +119,8 @@ class APIOptions:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.budget is not None and not self.budget > 0:
+            raise ConfigError(f"budget must be above 0 seconds, got {self.budget}")
 
 
 class EndpointError(WorkbenchError):
@@ -139,6 +146,10 @@ def _client_class(openai):
 
 class EndpointDown(EndpointError):
     """An endpoint cannot be reached at all: nothing sent to it can be answered."""
+
+
+class BudgetSpent(EndpointDown):
+    """An endpoint's time budget (``APIOptions.budget``) is used up: nothing more is sent."""
 
 
 #: Seconds to wait for a TCP connection to an endpoint before its first request.
@@ -270,6 +281,7 @@ class OpenAIModel(BlackBoxBackend):
         self.cache = ResponseCache(path) if o.cache else None
         self._pool = ThreadPoolExecutor(max_workers=o.concurrency)
         self._paid = threading.Lock()
+        self._first_sent: float | None = None  # when the first request went out (the budget's)
         self.requests_sent = 0  # requests that reached the endpoint (not answered from cache)
 
     # -- requests ---------------------------------------------------------------------------
@@ -291,6 +303,25 @@ class OpenAIModel(BlackBoxBackend):
                     raise self._down
                 self._reached = True
 
+    def _time_left(self) -> float:
+        """This request's timeout: the option's, or what is left of the budget when less;
+        with the budget spent, :class:`BudgetSpent` (and nothing more is sent)."""
+        o = self.options
+        if o.budget is None:
+            return o.timeout
+        with self._paid:
+            now = time.monotonic()
+            if self._first_sent is None:
+                self._first_sent = now
+            left = o.budget - (now - self._first_sent)
+        if left <= 0:
+            self._down = BudgetSpent(
+                f"endpoint {self.base_url} used its time budget ({o.budget:g} s, option "
+                f"'budget') after {self.requests_sent} requests; their answers are cached"
+            )
+            raise self._down
+        return min(o.timeout, left)
+
     def _call(self, path: str, body: dict) -> tuple[dict, bool]:
         """(response as JSON, whether it came from the cache)."""
         key = request_key(self.base_url + path, body)
@@ -301,6 +332,7 @@ class OpenAIModel(BlackBoxBackend):
         if self._down is not None:  # another request found it down: send nothing more
             raise self._down
         self._check_reachable()
+        timeout = self._time_left()
         known = {
             "model",
             "messages",
@@ -323,9 +355,12 @@ class OpenAIModel(BlackBoxBackend):
         try:
             # the body is forwarded as keyword arguments, which the SDK's per-endpoint
             # overloads (each with its own required fields) cannot match
-            resp = endpoint.create(**kwargs, **({"extra_body": extra} if extra else {}))  # type: ignore[call-overload]
+            resp = endpoint.create(  # type: ignore[call-overload]
+                **kwargs, **({"extra_body": extra} if extra else {}), timeout=timeout
+            )
         except self._connection_errors as e:
             if isinstance(e, self._timeouts):
+                self._time_left()  # cut short by the budget: BudgetSpent says so
                 # it accepts connections and never answers: every later cell would wait as
                 # long, so the grid stops here
                 self._down = EndpointDown(

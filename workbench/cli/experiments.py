@@ -41,6 +41,8 @@ def _grid(args) -> None:
             raise ConfigError(f"config field 'models[{i}]': {e}") from None
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise ConfigError(f"--time-budget must be above 0 minutes, got {args.time_budget:g}")
     import importlib.util
 
     for module in args.imports:  # what the Ray workers import: checked here, not in them
@@ -62,7 +64,8 @@ def _grid(args) -> None:
             "store": args.store,
             "imports": tuple(args.imports),
         }
-    runner = Runner(config, root=args.root, executor=args.executor, **options)
+    budget = args.time_budget * 60 if args.time_budget is not None else None
+    runner = Runner(config, root=args.root, executor=args.executor, time_budget=budget, **options)
     try:
         table = runner.run()
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the cells written so far stay
@@ -156,6 +159,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="modules each worker imports (your own registered techniques)",
     )
     grid.add_argument("--root", default=None, help="runs directory (default runs/)")
+    grid.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="stop after the cell that ends past this many minutes (finished cells kept)",
+    )
     grid.set_defaults(fn=_grid)
     run = sub.add_parser("run", help="run one notebook headless (parameters checked first)")
     run.add_argument("notebook")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.models.numerics import record_run_numerics
@@ -32,6 +32,7 @@ from workbench.paths import (
     check_writable,
     jsonl_problem,
     runs_root,
+    whole_or_set_aside,
     write_text_atomic,
 )
 from workbench.progress import tqdm
@@ -164,11 +165,16 @@ class Runner:
         store=None,
         executor="local",
         quiet: bool = False,
+        time_budget: float | None = None,
         **executor_options,
     ):
         """``executor``: ``local`` (this process) or ``ray`` with
         :class:`~workbench.experiments.executors.RayExecutor`'s options (``address``,
-        ``workers``, ``resources_per_worker``, ``threads``, ``store``, ``imports``)."""
+        ``workers``, ``resources_per_worker``, ``threads``, ``store``, ``imports``).
+        ``time_budget``: seconds the grid may run; past them it stops after the cell that
+        finishes next (what finished is kept, and the same grid goes on from there)."""
+        if time_budget is not None and not time_budget > 0:
+            raise ConfigError(f"the grid's time budget must be above 0 seconds, got {time_budget}")
         from workbench.experiments.executors import make_executor
 
         self.config = config
@@ -179,6 +185,7 @@ class Runner:
         self.store = store
         self.executor = make_executor(executor, **executor_options)
         self.quiet = quiet
+        self.time_budget = time_budget
         self._clock: dict[str, float] = {}
 
     @property
@@ -237,22 +244,14 @@ class Runner:
         """Whether ``cell``'s result file is there and whole. One that is empty (a cell with
         questions), cut or not JSON, which a crash of an older version could leave, is renamed
         to ``<name>.damaged`` with one line naming it, and the cell counts as not done."""
-        path = self.cell_path(cell)
-        if not path.is_file():
-            return False
-        problem = jsonl_problem(path)
-        if problem is None:
-            return True
-        if problem.startswith("it is empty") and not self.questions(cell):
-            return True  # a cell with no questions has no rows
-        aside = path.with_name(path.name + ".damaged")
-        os.replace(path, aside)
-        print(
-            f"warning: {path} is damaged ({problem}): moved to {aside.name}; that cell runs again",
-            file=sys.stderr,
-            flush=True,
-        )
-        return False
+
+        def problem(path: Path) -> str | None:
+            why = jsonl_problem(path)
+            if why and why.startswith("it is empty") and not self.questions(cell):
+                return None  # a cell with no questions has no rows
+            return why
+
+        return whole_or_set_aside(self.cell_path(cell), problem, "that cell runs again")
 
     # -- running --------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -303,6 +302,7 @@ class Runner:
         from workbench.backends.openai_api import EndpointDown
 
         stopped: EndpointDown | None = None
+        spent, start = False, self._clock["start"]
         results = self.executor.execute(self, todo)
         try:
             for result in results:
@@ -319,15 +319,28 @@ class Runner:
                 if isinstance(result.error, EndpointDown):
                     stopped = result.error
                     break
+                over = self.time_budget is not None and time.time() - start > self.time_budget
+                if over and self._clock["done"] < total:
+                    spent = True
+                    break
         finally:
             getattr(results, "close", lambda: None)()  # an executor's workers stop too
             bar.close()
         table = self.results()
         if stopped is not None:
             done = self._clock["done"] - len(failures)
-            raise EndpointDown(
+            again = "once it answers" if type(stopped) is EndpointDown else "to go on"
+            raise type(stopped)(
                 f"{stopped}; the grid stopped at its first cell on it ({done} of "
-                f"{len(self.cells())} cells done and kept; run it again once it answers)"
+                f"{len(self.cells())} cells done and kept; run it again {again})"
+            )
+        if spent:
+            from workbench.errors import Interrupted
+
+            raise Interrupted(
+                f"the grid's time budget ({self.time_budget:g} s) is spent: "
+                f"{self._clock['done'] - len(failures)} of {total} cells are done and kept in "
+                f"{self.run_dir}; the same grid goes on from there"
             )
         if failures:
             raise CellFailures(failures, errors_path, len(self.cells()))

@@ -101,6 +101,14 @@ def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(tmp, index=False)
 
 
+def _whole(path: Path) -> bool:
+    """Whether a chunk file is there and whole; a damaged one (empty, cut) is set aside with one
+    warning line and its chunk counts as not done."""
+    from workbench.paths import parquet_problem, whole_or_set_aside
+
+    return whole_or_set_aside(path, parquet_problem, "that chunk is answered again")
+
+
 def _minutes(seconds: float) -> str:
     if seconds != seconds:
         return "?"
@@ -287,6 +295,10 @@ class RefusalSuite:
             self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2, default=str)
         )
         plan = self.chunks()
+        for ch in plan:  # damaged chunk files (what a crash of an older version left) set aside
+            _whole(ch.gen_path)
+            if ch.judge_path is not None:
+                _whole(ch.judge_path)
         todo = [
             ch
             for ch in plan
@@ -451,11 +463,11 @@ class RefusalSuite:
 
         frames = []
         for ch in plan if plan is not None else self.chunks():
-            if not ch.gen_path.is_file():
+            if not _whole(ch.gen_path):
                 continue
             f = pd.read_parquet(ch.gen_path)
             if ch.judge_path is not None:
-                if not ch.judge_path.is_file():
+                if not _whole(ch.judge_path):
                     continue
                 f = f.merge(
                     pd.read_parquet(ch.judge_path),

@@ -24,7 +24,7 @@ from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import last_token_logits
 from workbench.generation.options import option_probabilities
-from workbench.paths import atomic_file
+from workbench.paths import atomic_file, parquet_problem, whole_or_set_aside
 from workbench.registry import Registry
 from workbench.scoring.keywords import (
     keyword_refusal,
@@ -353,7 +353,7 @@ def run_unknown(
             ).encode()
         ).hexdigest()[:16]
         path = chunks / f"{h}.parquet"
-        if not path.is_file():
+        if not whole_or_set_aside(path, parquet_problem, "that chunk is measured again"):
             rows = evaluate_unknown(lm, part, abstainer, **settings)
             with atomic_file(path) as tmp:
                 rows.to_parquet(tmp, index=False)
