@@ -4,7 +4,7 @@ JupyterLab copies the kernel's ``language_info`` into the notebook it opens (and
 to a notebook without any); a stored notebook that lacks it, or holds another one, opens with the
 tab's "unsaved" dot before anything has run. The stored notebooks hold the project kernel's
 (scripts/nbstrip.py keeps it). Served as ``make lab`` serves them: a copy of ``notebooks/`` with
-its jupytext pairs and ``jupytext.toml`` above it, so that JupyterLab never writes into the
+its jupytext pairs and ``jupytext.toml``, so that JupyterLab never writes into the
 repository.
 """
 
@@ -41,7 +41,6 @@ def lab(tmp_path_factory):
         repo / "notebooks",
         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
     )
-    shutil.copy(ROOT / "jupytext.toml", repo)
     with jupyter_lab(repo / "notebooks", tmp) as (url, token, _log):
         yield url, token, repo / "notebooks"
 

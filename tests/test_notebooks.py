@@ -149,11 +149,13 @@ def test_a_jupyterlab_edit_and_the_runner_use_the_same_source(tmp_path):
 
     from workbench.notebooks import notebooks_dir, paired_source
 
-    (tmp_path / "src").mkdir()
-    shutil.copy(notebooks_dir() / "00_quickstart.ipynb", tmp_path / "00_quickstart.ipynb")
-    shutil.copy(notebooks_dir() / "src" / "00_quickstart.py", tmp_path / "src" / "00_quickstart.py")
-    shutil.copy(notebooks_dir().parent / "jupytext.toml", tmp_path / "jupytext.toml")
-    cm = TextFileContentsManager(root_dir=str(tmp_path))
+    # the folder as `make lab` serves it: jupytext's contents manager looks for its
+    # configuration only inside the served folder (once it sat above, and saving wrote the
+    # .ipynb alone)
+    served = tmp_path / "notebooks"
+    shutil.copytree(notebooks_dir(), served, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    tmp_path = served
+    cm = TextFileContentsManager(root_dir=str(served))
     model = cm.get("00_quickstart.ipynb")
     nb = model["content"]
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
@@ -185,7 +187,7 @@ def test_saving_a_notebook_writes_its_source_unchanged():
     import jupytext
     from jupytext.config import load_jupytext_configuration_file
 
-    config = load_jupytext_configuration_file(str(repo_root() / "jupytext.toml"))
+    config = load_jupytext_configuration_file(str(repo_root() / "notebooks" / "jupytext.toml"))
     for nb_path in sorted((repo_root() / "notebooks").glob("*.ipynb")):
         nb = jupytext.read(str(nb_path))
         nb.metadata["jupytext"] = {
