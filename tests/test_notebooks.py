@@ -333,3 +333,36 @@ def test_other_parameters_never_write_over_the_default_run(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="parameter 'n_target' must be a non-negative integer"):
         run(n_target=-1)
     assert len(ran) == n
+
+
+def test_a_kernel_spec_loses_its_debugger_and_the_project_kernel_has_none(tmp_path, monkeypatch):
+    """A kernel whose spec declares a debugger showed "idle" in JupyterLab for the whole of a
+    long cell (its debug requests' status messages); the set-up turns it off for the project's
+    kernel."""
+    import json
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from workbench.notebooks import KERNEL_NAME, kernel_name, without_debugger
+
+    spec = tmp_path / "kernels" / "probe" / "kernel.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(
+        json.dumps(
+            {
+                "argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "probe",
+                "language": "python",
+                "metadata": {"debugger": True, "supported_encryption": ["curve"]},
+            }
+        )
+    )
+    with monkeypatch.context() as m:
+        m.setenv("JUPYTER_PATH", str(tmp_path))
+        assert without_debugger("probe") == spec
+        assert json.loads(spec.read_text())["metadata"] == {
+            "debugger": False,
+            "supported_encryption": ["curve"],
+        }
+    if kernel_name() == KERNEL_NAME:  # registered by the set-up
+        assert KernelSpecManager().get_kernel_spec(KERNEL_NAME).metadata["debugger"] is False

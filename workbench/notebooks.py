@@ -282,6 +282,25 @@ def kernel_name() -> str:
     return KERNEL_NAME if KERNEL_NAME in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+def without_debugger(name: str) -> Path:
+    """Set ``"debugger": false`` in kernel ``name``'s spec (the set-up does it for the project's
+    kernel) and return its ``kernel.json``. JupyterLab sends a kernel that declares a debugger
+    debug requests on the control channel, and ipykernel publishes "idle" after each, so a
+    long cell showed as idle (ipykernel issue 799); without it the status is busy until the
+    cell ends. The JupyterLab debugger is not offered for this kernel."""
+    import json
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from workbench.paths import write_text_atomic
+
+    path = Path(KernelSpecManager().get_kernel_spec(name).resource_dir) / "kernel.json"
+    spec = json.loads(path.read_text())
+    spec.setdefault("metadata", {})["debugger"] = False
+    write_text_atomic(path, json.dumps(spec, indent=1) + "\n")
+    return path
+
+
 def kernel_config():
     """Configuration for the kernel a notebook runs in: its messages encrypted with CurveZMQ
     keys that the kernel manager provisions, where the kernelspec declares support (ipykernel's
