@@ -3,11 +3,17 @@
 A table cell holding a pipe inside code is written ``\\|`` in Markdown (``sft\\|sft_dpo.epochs``),
 which GitHub shows as ``|``; Python-Markdown keeps the backslash inside code spans. This drops it
 in table cells' code, so the site shows what GitHub shows; code blocks are left alone.
+
+The site works offline: the executed notebooks' pages come with nbconvert's loader of mermaid
+(from a public CDN, for diagrams none of them has) and an empty MathJax script tag; both are
+dropped, and a page that still loads a script or a stylesheet from another host fails the build.
 """
 
 from __future__ import annotations
 
 import re
+
+from mkdocs.exceptions import PluginError
 
 CELL = re.compile(r"<td[^>]*>.*?</td>", re.S)
 CODE = re.compile(r"<code>(.*?)</code>", re.S)
@@ -19,3 +25,29 @@ def _unescape_pipes(cell: re.Match) -> str:
 
 def on_page_content(html: str, **kwargs) -> str:
     return CELL.sub(_unescape_pipes, html)
+
+
+#: nbconvert's module script that imports mermaid from a CDN when a page has a diagram
+MERMAID = re.compile(
+    r'<script type="module">(?:(?!</script>).)*?mermaid(?:(?!</script>).)*</script>', re.S
+)
+EMPTY_SCRIPT = re.compile(r'<script src="">\s*</script>')
+#: a script, module import or stylesheet from another host
+EXTERNAL = re.compile(
+    r'<script[^>]*\ssrc="(?:https?:)?//[^"]+"|import\(\s*["\'](?:https?:)?//[^"\']+'
+    r'|<link[^>]*rel="stylesheet"[^>]*href="(?:https?:)?//[^"]+"'
+    r'|["\'](?:https?:)?//[^"\']+\.m?js["\']'
+)
+
+
+def on_post_page(output: str, page, **kwargs) -> str:
+    if "jp-Mermaid" not in output:
+        output = MERMAID.sub("", output)
+    output = EMPTY_SCRIPT.sub("", output)
+    found = EXTERNAL.search(output)
+    if found:
+        raise PluginError(
+            f"{page.file.src_uri} loads something from another host ({found[0][:120]}): the "
+            "site must work offline"
+        )
+    return output

@@ -6,11 +6,16 @@ Each ``notebooks/*.ipynb`` must (1) hold the same cells as its jupytext pair
 .gitattributes does that; a clone without the filter configured would commit outputs) and (3)
 have a parameters cell papermill reads without a warning: papermill skips a line holding a second
 ``=`` (in a help comment or a string), so a help comment says ``base: ...``, not ``base = ...``.
-Prints one line per problem and exits 1 when there is any.
+Each executed copy the site shows, ``docs/notebooks/*.ipynb``, must (4) have been run from its
+notebook's current code (``make docs-notebooks`` refreshes it), and no page of the docs may (5)
+print a path of the machine that built or ran it. Prints one line per problem and exits 1 when
+there is any.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +56,55 @@ def papermill_warnings(nb) -> list[str]:
     return logged
 
 
+#: A path of one machine: a home folder, or an absolute path into a checkout's folders.
+MACHINE_PATH = re.compile(
+    r"(?<![\w.:/~-])(?:/(?:home|Users)/[\w.-]+|[A-Z]:\\\\?Users"
+    r"|(?:/[\w.-]+)+/(?:runs|figures|data|notebooks|workbench|\.venv)/)"
+)
+
+
+def code_cells(cells) -> list[str]:
+    """The code a notebook's cells hold, less papermill's injected parameters."""
+    out = []
+    for c in cells:
+        if c["cell_type"] != "code" or "injected-parameters" in c["metadata"].get("tags", []):
+            continue
+        out.append("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+    return out
+
+
+def docs_problems(root: Path = ROOT) -> list[str]:
+    """Executed copies run from other code than the notebooks' own, and machine paths."""
+    out = []
+    for executed in sorted((root / "docs" / "notebooks").glob("*.ipynb")):
+        rel = executed.relative_to(root)
+        source = root / "notebooks" / executed.name
+        if not source.is_file():
+            out.append(f"{rel} has no notebook notebooks/{executed.name}")
+            continue
+        ran = code_cells(json.loads(executed.read_text(encoding="utf-8"))["cells"])
+        try:
+            now = code_cells(load_notebook(source).cells)
+        except ConfigError:
+            continue  # reported by problems()
+        if ran != now:
+            changed = next((i for i, (a, b) in enumerate(zip(ran, now)) if a != b), len(ran))
+            out.append(
+                f"{rel} was run from other code than {source.relative_to(root)} (code cell "
+                f"{changed + 1} differs): refresh it with make docs-notebooks"
+            )
+    pages = sorted((root / "docs").rglob("*.md")) + sorted((root / "docs").rglob("*.ipynb"))
+    for page in pages:
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            found = MACHINE_PATH.search(line)
+            if found:
+                out.append(
+                    f"{page.relative_to(root)}:{n}: a path of one machine ({found[0]}): "
+                    "write it relative to the repository"
+                )
+    return out
+
+
 def problems() -> list[str]:
     out = []
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -67,7 +121,7 @@ def problems() -> list[str]:
                 "`git config filter.nbstrip.clean 'python3 scripts/nbstrip.py'` "
                 "(make setup does) and stage it again"
             )
-    return out
+    return out + docs_problems()
 
 
 if __name__ == "__main__":

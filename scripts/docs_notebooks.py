@@ -15,7 +15,7 @@ as ``python -m workbench run NAME`` does) and copies the executed copy to
 from __future__ import annotations
 
 import argparse
-import shutil
+import json
 import sys
 from pathlib import Path
 
@@ -27,14 +27,41 @@ DOCS_NOTEBOOKS = ("00_quickstart", "00_build_taxonomy", "01_select_abstention")
 MAX_BYTES = 2_000_000
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def offline(nb: dict) -> dict:
+    """``nb`` as the site shows it: without live widgets' state (the site would load their
+    renderer from a public CDN, and it must work offline; each widget output keeps its text form,
+    a progress bar's last line, and an output with nothing else is dropped), and with the
+    checkout's absolute path written relative to it (``runs/demo/...``), as the workbench
+    prints paths inside the checkout."""
+    root = f"{ROOT.as_posix()}/"
+    nb = json.loads(json.dumps(nb).replace(json.dumps(root)[1:-1], ""))
+    nb["metadata"].pop("widgets", None)
+    for cell in nb["cells"]:
+        kept = []
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data is not None:
+                data.pop(WIDGET_VIEW, None)
+                if not data:
+                    continue
+            kept.append(out)
+        if cell["cell_type"] == "code":
+            cell["outputs"] = kept
+    return nb
+
+
 def publish(executed: Path) -> Path:
-    """Copy an executed notebook into docs/notebooks/ under its stem."""
+    """Write an executed notebook into docs/notebooks/ under its stem, without widget state."""
     if executed.stat().st_size > MAX_BYTES:
         raise SystemExit(f"{executed} is {executed.stat().st_size:,} bytes, over {MAX_BYTES:,}")
     name = executed.name.removesuffix(".ipynb").removesuffix(".input")
     out = ROOT / "docs" / "notebooks" / f"{name}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(executed, out)
+    nb = offline(json.loads(executed.read_text(encoding="utf-8")))
+    out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
 

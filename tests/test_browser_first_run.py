@@ -98,3 +98,83 @@ def test_a_notebook_opens_unmodified(lab, browser, name):
         if page.evaluate("() => !!window.jupyterapp"):  # the kernel stops with the test
             page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
         page.close()
+
+
+@needs_chromium
+def test_a_parameter_saved_in_lab_reaches_the_source_and_the_command_line(
+    lab, browser, tiny_model_dir, tmp_path
+):
+    """The loop: edit a parameter in JupyterLab (served as ``make lab`` serves it), save; the
+    paired ``src/*.py`` holds the new value, and ``python -m workbench params`` and ``run`` use
+    it. (With jupytext's configuration above the served folder, saving wrote the ``.ipynb``
+    alone and the command line refused the pair.)"""
+    import os
+    import subprocess
+    import time
+
+    url, token, served = lab
+    name, old, new = "00_quickstart.ipynb", "max_new_tokens = 48", "max_new_tokens = 5"
+    source = served / "src" / "00_quickstart.py"
+    assert old in source.read_text()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
+        page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget;"
+            " return w && w.sessionContext && w.sessionContext.kernelDisplayStatus === 'idle'; }",
+            timeout=120_000,
+        )
+        edited = page.evaluate(
+            """([old, neu]) => {
+              const w = window.jupyterapp.shell.currentWidget;
+              const cell = w.content.widgets.find(
+                c => (c.model.getMetadata('tags') || []).includes('parameters'));
+              const text = cell.model.sharedModel.getSource();
+              cell.model.sharedModel.setSource(text.replace(old, neu));
+              return cell.model.sharedModel.getSource();
+            }""",
+            [old, new],
+        )
+        assert new in edited
+        page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+        deadline = time.time() + 60
+        while new not in source.read_text():
+            assert time.time() < deadline, "saving in JupyterLab did not write src/00_quickstart.py"
+            time.sleep(0.3)
+    finally:
+        if page.evaluate("() => !!window.jupyterapp"):
+            page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
+        page.close()
+    env = {
+        **os.environ,
+        "WORKBENCH_RUNS": str(tmp_path / "runs"),
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+    }
+    params = subprocess.run(
+        [sys.executable, "-m", "workbench", "params", str(served / name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert params.returncode == 0, params.stderr
+    assert "max_new_tokens = 5 " in params.stdout, params.stdout
+    run = subprocess.run(
+        [sys.executable, "-m", "workbench", "run", str(served / name)]
+        + ["-p", f"model={tiny_model_dir}", "--run-dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    executed = json.loads((tmp_path / "out" / name).read_text())
+    parameters = next(
+        "".join(c["source"])
+        for c in executed["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
+    assert new in parameters and old not in parameters

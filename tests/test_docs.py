@@ -39,3 +39,66 @@ def test_every_page_is_in_the_navigation():
     nav = (ROOT / "mkdocs.yml").read_text()
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").glob("*.md")]
     assert [p for p in pages if p not in nav] == []
+
+
+def _script(name: str):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stale_executed_notebook_and_a_machine_path_fail_the_check(tmp_path):
+    """The docs' executed notebooks are run from the notebooks' current code, and no page
+    prints a path of one machine; the repository as it stands passes."""
+    import json
+    import shutil
+
+    check = _script("check_notebooks")
+    assert check.docs_problems() == []
+    (tmp_path / "docs" / "notebooks").mkdir(parents=True)
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    executed = tmp_path / "docs" / "notebooks" / "00_quickstart.ipynb"
+    nb = json.loads((ROOT / "docs" / "notebooks" / "00_quickstart.ipynb").read_text())
+    assert check.docs_problems(tmp_path) == []
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    code[-1]["source"] = "print('an older version of this cell')"
+    executed.write_text(json.dumps(nb))
+    (tmp_path / "docs" / "page.md").write_text("ok\nsee /home/alice/abstention/runs/x.csv\n")
+    found = check.docs_problems(tmp_path)
+    assert found == [
+        f"docs/notebooks/00_quickstart.ipynb was run from other code than "
+        f"notebooks/00_quickstart.ipynb (code cell {len(code)} differs): refresh it with make "
+        "docs-notebooks",
+        "docs/page.md:2: a path of one machine (/home/alice): write it relative to the repository",
+    ]
+
+
+def test_the_site_loads_nothing_from_another_host():
+    """nbconvert's CDN loader of mermaid (for diagrams the pages do not have) is dropped; any
+    other script or stylesheet from another host fails the build."""
+    import sys
+    from types import SimpleNamespace
+
+    from mkdocs.exceptions import PluginError
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    import hooks
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="notebooks/x.ipynb"))
+    loader = (
+        '<script type="module">\n const m = (await import("https://cdnjs.cloudflare.com/ajax/'
+        'libs/mermaid/11.10.0/mermaid.esm.min.mjs")).default;\n</script>'
+    )
+    html = f'<html><script src=""> </script><p>text</p>{loader}</html>'
+    assert hooks.on_post_page(html, page=page) == "<html><p>text</p></html>"
+    with pytest.raises(PluginError, match="notebooks/x.ipynb loads something from another host"):
+        hooks.on_post_page(
+            '<script src="https://unpkg.com/@jupyter-widgets/html-manager/dist/embed-amd.js">'
+            "</script>",
+            page=page,
+        )

@@ -210,3 +210,16 @@ def test_the_same_figure_saves_to_the_same_bytes(tmp_path):
     first = draw(tmp_path / "a")
     time.sleep(1.1)  # a PDF creation date would differ now
     assert draw(tmp_path / "b") == first
+
+
+def test_saved_paths_read_relative_to_the_checkout(tmp_path):
+    """A run inside the checkout says ``runs/<run>/figures/x.pdf`` (the same on every machine
+    and in the docs' executed notebooks), one outside it says where."""
+    from workbench.paths import repo_root
+    from workbench.plots.save import SavedFigure
+
+    inside = SavedFigure([repo_root() / "runs" / "demo" / "figures" / "x.pdf"])
+    assert inside._repr_markdown_() == "saved: `runs/demo/figures/x.pdf`"
+    assert repr(inside) == "saved: runs/demo/figures/x.pdf"
+    outside = SavedFigure([tmp_path / "x.png"])
+    assert repr(outside) == f"saved: {tmp_path / 'x.png'}"

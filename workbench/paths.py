@@ -59,6 +59,16 @@ def run_path(run_name: str) -> Path:
     return path
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a person reads it in output: relative to the checkout when inside it
+    (``runs/demo/figures/x.pdf``, the same on every machine and in the docs), else as given."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(repo_root()).as_posix()
+    except ValueError:
+        return str(p)
+
+
 def project_path(path: str | os.PathLike) -> Path:
     """A path as given when absolute, else relative to the checkout (``data/unknown`` means the
     same file from a notebook in ``notebooks/`` as from the command line)."""

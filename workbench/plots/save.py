@@ -186,7 +186,14 @@ class SavedFigure(list):
     figure itself is shown above it)."""
 
     def _repr_markdown_(self) -> str:
-        return "saved: " + ", ".join(f"`{p}`" for p in self) if self else ""
+        from workbench.paths import shown_path
+
+        return "saved: " + ", ".join(f"`{shown_path(p)}`" for p in self) if self else ""
+
+    def __repr__(self) -> str:  # the plain-text form of the same line
+        from workbench.paths import shown_path
+
+        return "saved: " + ", ".join(shown_path(p) for p in self) if self else "saved: nothing"
 
 
 def show_inline(fig) -> bool:

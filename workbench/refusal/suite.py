@@ -530,7 +530,9 @@ class RefusalSuite:
             # (a notebook shows the figure, then this line, as save_run_figure's own repr does)
             saved = save_run_figure(fig, c.name, name, width="column")
             if saved:
-                self._say("saved: " + ", ".join(str(p) for p in saved))
+                from workbench.paths import shown_path
+
+                self._say("saved: " + ", ".join(shown_path(p) for p in saved))
             figures.extend(saved)
 
         for system in dict.fromkeys(scores["system"]):
