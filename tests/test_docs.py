@@ -91,8 +91,9 @@ def test_the_site_loads_nothing_from_another_host():
 
     page = SimpleNamespace(file=SimpleNamespace(src_uri="notebooks/x.ipynb"))
     loader = (
-        '<script type="module">\n const m = (await import("https://cdnjs.cloudflare.com/ajax/'
-        'libs/mermaid/11.10.0/mermaid.esm.min.mjs")).default;\n</script>'
+        '<script type="module">\n const d = document.querySelectorAll(".jp-Mermaid > pre");\n'
+        ' const m = (await import("https://cdnjs.cloudflare.com/ajax/libs/mermaid/11.10.0/'
+        'mermaid.esm.min.mjs")).default;\n</script>'
     )
     html = f'<html><script src=""> </script><p>text</p>{loader}</html>'
     assert hooks.on_post_page(html, page=page) == "<html><p>text</p></html>"
