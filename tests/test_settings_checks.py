@@ -1275,3 +1275,22 @@ def test_releases_describe_into_a_read_only_folder_is_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("error: cannot write") and "release manifest" in lines[0]
     assert not (ro / "datasets" / "release_manifest.json").exists()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``python -m workbench params NB | head -1``: the reader closed the pipe before the
+    command wrote; it once ended in a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "params", "00_quickstart"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # as `head` does once it has what it wants
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(timeout=60) == 1 and err == "", err
