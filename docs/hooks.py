@@ -52,3 +52,15 @@ def on_post_page(output: str, page, **kwargs) -> str:
             "site must work offline"
         )
     return output
+
+
+def on_post_build(config, **kwargs) -> None:
+    """The site holds no build script, and the API reference has its own front page."""
+    from pathlib import Path
+
+    site = Path(config["site_dir"])
+    scripts = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.py"))
+    if scripts:
+        raise PluginError(f"build scripts published in the site: {', '.join(scripts)}")
+    if not (site / "reference" / "index.html").is_file():
+        raise PluginError("the API reference has no front page (reference/index.html)")

@@ -211,7 +211,11 @@ async def _send_json(send, status: int, body: dict, headers=()) -> None:
 
 
 class SteeringMiddleware:
-    """See the module docstring."""
+    """The ASGI middleware ``serve --steering`` puts in front of vLLM's app: it answers the
+    ``/v1/abstainers`` routes from its registry, runs the gate of a request whose body has a
+    ``steering`` field and passes it on steered or not, and leaves every other request to vLLM.
+    It reads the registry folder from ``WORKBENCH_STEERING_REGISTRY`` and the key from
+    ``VLLM_API_KEY``, as vLLM's ``--middleware`` constructs it with the app alone."""
 
     def __init__(self, app):
         self.app = app

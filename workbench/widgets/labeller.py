@@ -51,7 +51,7 @@ from workbench.widgets.labelling.answers import (
     prepare_answers,
 )
 from workbench.widgets.labelling.questions import (
-    ALL,
+    _ALL,
     SHOW,
     disagreement,
     group_ids,
@@ -62,7 +62,6 @@ from workbench.widgets.labelling.records import label_record
 from workbench.widgets.labelling.views import agreement_html, card_html, question_html
 
 __all__ = [
-    "ALL",
     "CLEAR_KEY",
     "LABEL_KEYS",
     "NEXT_KEYS",
@@ -94,7 +93,7 @@ NEXT_KEYS, PREVIOUS_KEYS, CLEAR_KEY = "nj", "bk", "x"
 _COLOURS = {"compliance": "success", "refusal": "danger", "partial": "warning"}
 _BORDERS = {True: "2px solid #1976d2", False: "1px solid #ccc"}
 #: The keys box keeps what was typed (see the module's docstring) but shows none of it.
-KEYS_CSS = (  # more specific than ipywidgets' own rule for a text box's colour
+_KEYS_CSS = (  # more specific than ipywidgets' own rule for a text box's colour
     "<style>.wb-keys.widget-text input[type='text'] { color: transparent; "
     "caret-color: #1976d2; }</style>"
 )
@@ -191,24 +190,24 @@ class Labeller:
         )
         self.concept = w.Dropdown(
             options=self._options("target", "target_name"),
-            value=ALL,
+            value=_ALL,
             description="concept",
             style=wide,
         )
         self.relation = w.Dropdown(
-            options=self._options("relation"), value=ALL, description="relation", style=wide
+            options=self._options("relation"), value=_ALL, description="relation", style=wide
         )
         self.split_column = next((c for c in SPLIT_COLUMNS if c in self.frame), None)
         self.split = w.Dropdown(
-            options=self._options(self.split_column) if self.split_column else [("all", ALL)],
-            value=ALL,
+            options=self._options(self.split_column) if self.split_column else [("all", _ALL)],
+            value=_ALL,
             description=self.split_column or "split",
             style=wide,
         )
         models = list(dict.fromkeys(model_column(self.frame).astype(str)))
         self.model = w.Dropdown(
-            options=[("all", ALL)] + [(m, m) for m in models],
-            value=ALL,
+            options=[("all", _ALL)] + [(m, m) for m in models],
+            value=_ALL,
             description="model",
             style=wide,
         )
@@ -231,8 +230,8 @@ class Labeller:
             style=wide,
             layout=w.Layout(width="360px"),
         )
-        self.keys.add_class("wb-keys")  # its text is hidden (KEYS_CSS): the last key shows beside
-        self.last_key = w.HTML(f"{KEYS_CSS}<span style='color:#888'>no key yet</span>")
+        self.keys.add_class("wb-keys")  # its text is hidden (_KEYS_CSS): the last key shows beside
+        self.last_key = w.HTML(f"{_KEYS_CSS}<span style='color:#888'>no key yet</span>")
         self.question = w.HTML()
         self.cards: list[_Card] = []
         self.answers = w.Box(
@@ -296,7 +295,7 @@ class Labeller:
             fn()
 
     def _options(self, col: str | None, name_col: str | None = None) -> list[tuple[str, str]]:
-        opts = [("all", ALL)]
+        opts = [("all", _ALL)]
         if not col or col not in self.frame:
             return opts
         seen = self.frame.drop_duplicates(col)
@@ -433,7 +432,7 @@ class Labeller:
         """What one key does (see the module's docstring)."""
         with self._lock:
             k = key.lower()
-            self.last_key.value = f"{KEYS_CSS}<span>key: <b>{html.escape(key)}</b></span>"
+            self.last_key.value = f"{_KEYS_CSS}<span>key: <b>{html.escape(key)}</b></span>"
             if k in LABEL_KEYS:
                 self.label_focused(LABEL_KEYS[k])
             elif k == CLEAR_KEY:

@@ -19,7 +19,7 @@ SHOW = (
     ("where detectors disagree", "disagree"),
     ("where a detector disagrees with the label", "mismatch"),
 )
-ALL = "__all__"
+_ALL = "__all__"
 
 
 def disagreement(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
@@ -64,12 +64,12 @@ def question_groups(
     frame: pd.DataFrame,
     labels: Mapping[str, str],
     techniques: Sequence[str] | None = None,
-    concept: str = ALL,
-    relation: str = ALL,
-    split: tuple[str | None, str] = (None, ALL),
+    concept: str = _ALL,
+    relation: str = _ALL,
+    split: tuple[str | None, str] = (None, _ALL),
     show: str = "all",
     order: Sequence[str] | None = None,
-    model: str = ALL,
+    model: str = _ALL,
 ) -> list[list[int]]:
     """The questions to walk through, each as the row positions of its answers (ordered by
     technique, then model and sample), after the filters: techniques shown (None: all), a
@@ -80,15 +80,15 @@ def question_groups(
     keep = np.ones(n, dtype=bool)
     if techniques is not None:
         keep &= frame["technique"].isin(list(techniques)).to_numpy()
-    if concept != ALL and "target" in frame:
+    if concept != _ALL and "target" in frame:
         keep &= (frame["target"] == concept).to_numpy()
-    if relation != ALL and "relation" in frame:
+    if relation != _ALL and "relation" in frame:
         keep &= (frame["relation"] == relation).to_numpy()
     col, value = split
-    if col and value != ALL:
+    if col and value != _ALL:
         keep &= (frame[col].astype(str) == value).to_numpy()
     models = model_column(frame).astype(str)
-    if model != ALL:
+    if model != _ALL:
         keep &= (models == model).to_numpy()
     if show == "all":
         wanted = np.ones(n, dtype=bool)
