@@ -95,4 +95,4 @@ if labels_path.is_file() and labeller.labels:
 else:
     table = None
     print("rerun this cell after labelling: it scores the labels file with the current rules")
-table.round(3) if table is not None else None
+table.set_index("detector").round(2) if table is not None else None

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.paths import shown_path
 from workbench.scoring.labels import (
     LABELS,
     append_label_record,
@@ -118,10 +119,12 @@ class _Card:
         for lab, b in self.buttons.items():
             b.on_click(lambda _, lab=lab: on_label(self, lab))
         self.box = w.VBox(  # cards of a row share a height; the buttons sit at the bottom
-            [self.html, w.HBox(list(self.buttons.values()))],
+            [
+                self.html,
+                w.HBox(list(self.buttons.values()), layout=w.Layout(flex_flow="row wrap")),
+            ],
             layout=w.Layout(
-                flex="1 1 300px",
-                min_width="260px",
+                min_width="0",
                 margin="2px",
                 justify_content="space-between",
                 border=_BORDERS[False],
@@ -174,7 +177,7 @@ class Labeller:
         self._note = (
             f"restored {len(self.labels)} labels from {self.path.name}"
             if self.labels
-            else f"labels are saved to {self.path}"
+            else "each label is saved as you give it"
         )
         if self.path.is_file():
             self._write_current()  # in step with the log, whatever wrote the log
@@ -234,9 +237,14 @@ class Labeller:
         self.last_key = w.HTML(f"{_KEYS_CSS}<span style='color:#888'>no key yet</span>")
         self.question = w.HTML()
         self.cards: list[_Card] = []
-        self.answers = w.Box(
+        # a question's answers side by side, as many columns as fit at 230 px or more: the
+        # default four techniques in one row of a notebook at 1,400 px (with wrapping cards,
+        # the fourth took a row of its own and pushed the agreement table out of view)
+        self.answers = w.GridBox(
             layout=w.Layout(
-                display="flex", flex_flow="row wrap", align_items="stretch", width="100%"
+                grid_template_columns="repeat(auto-fit, minmax(230px, 1fr))",
+                align_items="stretch",
+                width="100%",
             )
         )
         by = [("overall", ""), ("per technique", "technique")]
@@ -519,7 +527,7 @@ class Labeller:
         self.status.value = (
             f"<span class='wb-status'><b>{n} of {len(self.frame)} answers labelled</b>{other}"
             f" · labels as they stand: <code>{e(self.current_path.name)}</code>, every change: "
-            f"<code>{e(self.path.name)}</code> (in <code>{e(str(self.path.parent))}</code>)"
+            f"<code>{e(self.path.name)}</code> (in <code>{e(shown_path(self.path.parent))}</code>)"
             f"<br>{self._note}</span>"
         )
 
