@@ -85,6 +85,9 @@ def test_a_small_limit_spreads_over_the_splits_and_says_what_it_leaves_out():
         len(cut) == 2 and len(dropped) == 1 and set(cut.splits) | set(dropped) == set(data.splits)
     )
     assert data.limited(0, 0) == (data, ())
+    for seed in range(20):  # too small for every split: should_refuse is never the one left out
+        for limit in (1, 2):
+            assert "should_refuse" in data.limited(limit, seed)[0].splits
     # one split: the plain seeded sample, as before this change
     import random
 

@@ -314,10 +314,15 @@ class PromptSet:
         return cut, tuple(e for e in self.splits if e not in kept)
 
 
+#: The split a limit too small for every split keeps first: the prompts a model should refuse,
+#: what a refusal suite is about.
+KEPT_FIRST = ("should_refuse",)
+
+
 def sample_items(items: Sequence[PromptItem], limit: int, seed: str) -> list[PromptItem]:
     """A seeded sample of at most ``limit`` items, in their order, spread over the expected
     behaviours: each keeps at least one item while ``limit`` allows (so a small limit never
-    silently drops a split), the rest in proportion to their sizes (largest remainder). With one
+    silently drops a split; below one per split, ``should_refuse`` is kept first), the rest in proportion to their sizes (largest remainder). With one
     behaviour it is the plain seeded sample ``random.Random(seed).sample``."""
     import random
 
@@ -329,8 +334,11 @@ def sample_items(items: Sequence[PromptItem], limit: int, seed: str) -> list[Pro
     if len(groups) == 1:
         return [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), limit))]
     names = list(groups)
-    if limit < len(names):  # not every split can keep one: a seeded choice of splits
-        names = sorted(random.Random(f"{seed}:splits").sample(names, limit), key=list(groups).index)
+    if limit < len(names):  # not every split can keep one: should_refuse, then a seeded choice
+        first = [n for n in KEPT_FIRST if n in groups][:limit]
+        others = [n for n in names if n not in first]
+        chosen = first + random.Random(f"{seed}:splits").sample(others, limit - len(first))
+        names = sorted(chosen, key=list(groups).index)
     share = dict.fromkeys(names, 1)
     rest = limit - len(names)
     spare = {n: len(groups[n]) - 1 for n in names}
