@@ -223,3 +223,12 @@ def test_saved_paths_read_relative_to_the_checkout(tmp_path):
     assert repr(inside) == "saved: runs/demo/figures/x.pdf"
     outside = SavedFigure([tmp_path / "x.png"])
     assert repr(outside) == f"saved: {tmp_path / 'x.png'}"
+
+
+def test_a_long_id_in_a_title_breaks_at_its_separators():
+    """A panel title such as ``steering@wn:09411430-n`` once broke as ``wn:0`` / ``9411430-n``."""
+    from workbench.plots.save import fit_lines
+
+    assert fit_lines(["steering@wn:09411430-n"], 0.9) == "steering@wn:\n09411430-n"
+    lines = fit_lines(["smollm2-135m-instruct / steering@wn:09411430-n"], 0.9).split("\n")
+    assert lines == ["smollm2-135m-", "instruct /", "steering@wn:", "09411430-n"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +65,22 @@ def text_width(text: str, size: float = FONT_SIZE) -> float:
     )
 
 
+def _at_separators(text: str, limit: float, size: float) -> list[str]:
+    """``text`` (one line) broken after ``@``, ``:``, ``/``, ``_`` or ``-`` into lines of at most
+    ``limit`` points where it is wider: ``steering@`` / ``wn:09411430-n``, not ``wn:0`` /
+    ``9411430-n``. A line with no separator to break at is left as it is."""
+    if text_width(text, size) <= limit:
+        return [text]
+    lines, current = [], ""
+    for piece in re.split(r"(?<=[@:/_-])", text):
+        if current and text_width(current + piece, size) > limit:
+            lines.append(current)
+            current = piece
+        else:
+            current += piece
+    return [*lines, current]
+
+
 def fit_lines(parts: Sequence[str], inches: float, size: float = FONT_SIZE) -> str:
     """``parts`` (phrases) joined into lines no wider than ``inches`` at ``size`` points: a
     phrase stays on one line when it fits one, a longer one is broken between words (a word
@@ -82,6 +99,11 @@ def fit_lines(parts: Sequence[str], inches: float, size: float = FONT_SIZE) -> s
                 chunk = textwrap.wrap(part, chars, break_long_words=split_words)
             if all(text_width(c, size) <= limit for c in chunk):
                 break
+            if not split_words:  # a word too wide: after its separators (@ : / _ -) if it fits
+                soft = [line for c in chunk for line in _at_separators(c, limit, size)]
+                if all(text_width(c, size) <= limit for c in soft):
+                    chunk = soft
+                    break
         pieces.extend(chunk)
     lines: list[str] = []
     for piece in pieces:
