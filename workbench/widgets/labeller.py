@@ -237,12 +237,12 @@ class Labeller:
         self.last_key = w.HTML(f"{_KEYS_CSS}<span style='color:#888'>no key yet</span>")
         self.question = w.HTML()
         self.cards: list[_Card] = []
-        # a question's answers side by side, as many columns as fit at 230 px or more: the
+        # a question's answers side by side, as many columns as fit at 200 px or more: the
         # default four techniques in one row of a notebook at 1,400 px (with wrapping cards,
         # the fourth took a row of its own and pushed the agreement table out of view)
         self.answers = w.GridBox(
             layout=w.Layout(
-                grid_template_columns="repeat(auto-fit, minmax(230px, 1fr))",
+                grid_template_columns="repeat(auto-fit, minmax(200px, 1fr))",
                 align_items="stretch",
                 width="100%",
             )
