@@ -36,7 +36,7 @@ abstainer_target = "wn:09411430-n"  # the concept it abstains from (river)
 # %%
 import pandas as pd
 
-from workbench.paths import project_path
+from workbench.paths import project_path, shown_path
 from workbench.refusal import RefusalSuite, SuiteConfig
 from workbench.refusal.datasets import describe
 
@@ -55,18 +55,20 @@ else:
     config = SuiteConfig(**settings)
 suite = RefusalSuite(config)
 suite.prepare()  # every dataset read, every abstainer checked, before any model loads
-pd.DataFrame([{"dataset": d.name, "prompts": len(d), "splits": ", ".join(d.splits), "file": d.path}
-              for d in suite.datasets])
+pd.DataFrame([{"dataset": d.name, "prompts": len(d), "splits": ", ".join(d.splits),
+               "file": shown_path(d.path)} for d in suite.datasets]).set_index("dataset")
 
 # %% [markdown]
 # The registered datasets (download them into `data_dir`, or give a dataset its `path`):
 
 # %%
-pd.DataFrame(describe())[["name", "expected", "file", "description"]]
+registry = pd.DataFrame(describe())[["name", "expected", "file", "description"]].set_index("name")
+registry.style.set_properties(**{"white-space": "normal", "text-align": "left"})  # whole texts
 
 # %%
 result = suite.run()
-print(f"c(x) from {result.metrics['score_source']}; {len(result.rows)} answers in {result.run_dir}")
+print(f"c(x) from {result.metrics['score_source']}; {len(result.rows)} answers in "
+      f"{shown_path(result.run_dir)}")
 
 # %% [markdown]
 # ## Which splits misbehave
