@@ -1294,3 +1294,48 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     proc.stdout.close()  # as `head` does once it has what it wants
     err = proc.stderr.read() if proc.stderr else ""
     assert proc.wait(timeout=60) == 1 and err == "", err
+
+
+@pytest.mark.parametrize(
+    "notebook, parameter, message",
+    [
+        (
+            "03_refusal_judge",
+            "labels_split=train",
+            "parameter 'labels_split' got 'train'; choose from: test, dev, all",
+        ),
+        ("06_refusal_suite", "sampling=bogus", "parameter 'sampling' got 'bogus'; choose from:"),
+        ("06_refusal_suite", "config_file=no_such.yaml", "parameter 'config_file': "),
+    ],
+)
+def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, parameter, message):
+    """Each once started the kernel: a model loaded and generated for minutes with zero labels,
+    or papermill's traceback after a run folder was made."""
+    from workbench.cli import main
+
+    line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
+    assert message in line
+
+
+def test_describing_a_folder_with_no_release_file_is_one_line(tmp_path, capsys):
+    """It once wrote a manifest listing no file, and `releases check` then called the folder
+    whole."""
+    from workbench.cli import main
+
+    (tmp_path / "atoms").mkdir()
+    (tmp_path / "atoms" / "x.json").write_text("{}")
+    line = one_error_line(capsys, main(["releases", "describe", "select", str(tmp_path)]))
+    assert "no file of a select release found" in line
+    assert not (tmp_path / "release_manifest.json").exists()
+
+
+def test_published_outputs_that_are_not_utf8_are_one_line(tmp_path):
+    from workbench.errors import WorkbenchError
+    from workbench.unknown.outputs import OutputFile, _read_lines
+
+    path = tmp_path / "out.json"
+    path.write_bytes(b'{"prompt": "caf\xe9", "label": 0}\n')
+    with pytest.raises(WorkbenchError, match="not UTF-8"):
+        _read_lines(
+            OutputFile(path=path, model="m", task="NEC", partition="answerable", confidence=False)
+        )

@@ -157,6 +157,7 @@ def _choices() -> dict[str, tuple]:
     that registries are complete)."""
     from workbench.editing.editors import EDITORS
     from workbench.editing.scoring import NORMALIZATIONS
+    from workbench.refusal.config import SAMPLING_PRESETS
     from workbench.scoring.detectors import DETECTOR_COLUMNS, detectors_for
     from workbench.techniques import TECHNIQUES
     from workbench.techniques.presets import PRESETS
@@ -174,6 +175,8 @@ def _choices() -> dict[str, tuple]:
         "score_detector": tuple(detectors_for()),
         "normalization": NORMALIZATIONS,
         "executor": ("local", "ray"),
+        "labels_split": ("test", "dev", "all"),
+        "sampling": tuple(SAMPLING_PRESETS),
     }
 
 
@@ -211,7 +214,21 @@ def validate_parameters(
                 )
     _check_models(name, parameters)
     _check_concepts(name, known, parameters)
+    _check_files(name, parameters)
     return known
+
+
+def _check_files(name: str, parameters: dict[str, Any]) -> None:
+    """A file a parameter names (``*_file``, relative to the checkout) is there: one line now,
+    not a traceback from the kernel after a run folder was made."""
+    from workbench.paths import project_path
+
+    for key, value in parameters.items():
+        if key.endswith("_file") and isinstance(value, str) and value:
+            path = project_path(value)
+            if not path.is_file():
+                what = "a folder" if path.is_dir() else "not there"
+                raise ConfigError(f"notebook {name}: parameter {key!r}: {path} is {what}")
 
 
 def _values(value: Any) -> list:

@@ -226,6 +226,13 @@ def describe(kind: str, root: str | os.PathLike, found: dict[str, Found], source
         for rel, f in sorted(found.items())
         if f.items is not None
     }
+    if not files:  # a manifest of nothing would make `releases check` call the folder whole
+        from workbench.errors import ConfigError
+
+        raise ConfigError(
+            f"no file of a {kind} release found under {root}: nothing to describe (is it the "
+            "release's folder?)"
+        )
     from workbench.paths import check_writable_file, write_text_atomic
 
     out = check_writable_file(Path(root) / MANIFEST_FILE, "the release manifest")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+from workbench.paths import read_utf8
 from workbench.scoring import detect_refusal, keyword_refusal
 from workbench.scoring.keywords import unknownbench_correct, unknownbench_refusal
 from workbench.unknown.datasets import TASKS
@@ -88,7 +89,7 @@ def output_files(paths: list[str | os.PathLike], model: str | None = None) -> li
 def _read_lines(f: OutputFile) -> list[tuple[int, dict, str]]:
     """(line number, record, reply) of every line of ``f``."""
     out = []
-    for n, line in enumerate(f.path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_utf8(f.path).splitlines(), 1):
         if not line.strip():
             continue
         try:
