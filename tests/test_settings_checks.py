@@ -1339,3 +1339,21 @@ def test_published_outputs_that_are_not_utf8_are_one_line(tmp_path):
         _read_lines(
             OutputFile(path=path, model="m", task="NEC", partition="answerable", confidence=False)
         )
+
+
+def test_a_key_written_where_its_variable_name_belongs_is_refused_and_never_echoed(
+    tmp_path, capsys
+):
+    """``api_key_env: sk-...`` was accepted and copied into the run's config.json."""
+    from workbench.cli import main
+
+    secret = "sk-test-SECRET-0123456789"
+    url = "http://127.0.0.1:9/v1"
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(
+        f"name: keyed\nmodels: ['openai:x@{url}']\ntechniques: [base]\n"
+        f"model_options: {{'openai:x@{url}': {{api_key_env: {secret}}}}}\n"
+    )
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert "api_key_env must name the environment variable" in line and secret not in line
+    assert not (tmp_path / "runs").exists()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -119,6 +120,13 @@ class APIOptions:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            # never echoed: what is here may be the key itself, written in the wrong field
+            raise ConfigError(
+                "api_key_env must name the environment variable that holds the key (such as "
+                "OPENAI_API_KEY), and this is not a variable name: put the key in a variable "
+                "and name the variable here"
+            )
         if self.budget is not None and not self.budget > 0:
             raise ConfigError(f"budget must be above 0 seconds, got {self.budget}")
 
