@@ -218,13 +218,17 @@ def validate_parameters(
     return known
 
 
+#: Parameters naming a file the notebook reads (``labels_file`` may name one it will create).
+INPUT_FILES = ("config_file", "taxi_file")
+
+
 def _check_files(name: str, parameters: dict[str, Any]) -> None:
-    """A file a parameter names (``*_file``, relative to the checkout) is there: one line now,
-    not a traceback from the kernel after a run folder was made."""
+    """A file a parameter reads (:data:`INPUT_FILES`, relative to the checkout) is there: one
+    line now, not a traceback from the kernel after a run folder was made."""
     from workbench.paths import project_path
 
     for key, value in parameters.items():
-        if key.endswith("_file") and isinstance(value, str) and value:
+        if key in INPUT_FILES and isinstance(value, str) and value:
             path = project_path(value)
             if not path.is_file():
                 what = "a folder" if path.is_dir() else "not there"
