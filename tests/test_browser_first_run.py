@@ -71,21 +71,25 @@ STATE = """() => {
 }"""
 
 
+def _open_alone(page, url: str, token: str, name: str) -> None:
+    """Open notebook ``name`` in a fresh workspace (``?reset``: only it opens) and wait until
+    its kernel has started and answered (its language_info reaches the notebook then)."""
+    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp.shell.currentWidget;"
+        " return w && w.sessionContext && w.sessionContext.kernelDisplayStatus === 'idle'; }",
+        timeout=120_000,
+    )
+
+
 @needs_chromium
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_a_notebook_opens_unmodified(lab, browser, name):
     url, token, served = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        # ?reset: a fresh workspace, so that only this notebook opens
-        page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
-        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
-        # the kernel has started and answered (its language_info reaches the notebook then)
-        page.wait_for_function(
-            "() => { const w = window.jupyterapp.shell.currentWidget;"
-            " return w && w.sessionContext && w.sessionContext.kernelDisplayStatus === 'idle'; }",
-            timeout=120_000,
-        )
+        _open_alone(page, url, token, name)
         page.wait_for_timeout(SETTLE_MS)
         state = page.evaluate(STATE)
         stored = json.loads((served / name).read_text())["metadata"]
@@ -118,13 +122,7 @@ def test_a_parameter_saved_in_lab_reaches_the_source_and_the_command_line(
     assert old in source.read_text()
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
-        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
-        page.wait_for_function(
-            "() => { const w = window.jupyterapp.shell.currentWidget;"
-            " return w && w.sessionContext && w.sessionContext.kernelDisplayStatus === 'idle'; }",
-            timeout=120_000,
-        )
+        _open_alone(page, url, token, name)
         edited = page.evaluate(
             """([old, neu]) => {
               const w = window.jupyterapp.shell.currentWidget;

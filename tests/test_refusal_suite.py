@@ -452,6 +452,44 @@ def runs(tmp_path, monkeypatch):
     return tmp_path / "runs"
 
 
+def tiny_suite_file(tmp_path, name: str, prompts: int) -> Path:
+    """A refusal-eval config on a tiny model: ``prompts`` may-refuse prompts in chunks of 2,
+    greedy 4-token answers."""
+    from workbench.testing import save_tiny, tiny_lm
+
+    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
+    data = tmp_path / "prompts.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
+            for i in range(prompts)
+        )
+    )
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text(
+        f"name: {name}\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{data}'}}]\n"
+        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
+    )
+    return cfg
+
+
+def run_counting(cfg) -> tuple[pd.DataFrame, list[str]]:
+    """The suite of ``cfg`` run again: its rows and the prompts it generated answers for."""
+    import workbench.generation
+
+    calls: list[str] = []
+    real = workbench.generation.generate
+
+    def counting(lm, prompts, *a, **k):
+        calls.extend(prompts)
+        return real(lm, prompts, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workbench.generation, "generate", counting)
+        rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    return rows, calls
+
+
 def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs):
     write_seed_split(tmp_path / "dl", "xstest_safe", 3)
     config = SuiteConfig(
@@ -596,7 +634,6 @@ sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 
 
 def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
-    import workbench.generation
     from workbench.testing import save_tiny, tiny_lm
 
     model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
@@ -637,16 +674,7 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
     done = len(list(chunks.glob("gen-*.parquet")))
     assert 2 <= done < 6, done
 
-    calls = []
-    real = workbench.generation.generate
-
-    def counting(lm, prompts, *a, **k):
-        calls.extend(prompts)
-        return real(lm, prompts, *a, **k)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(workbench.generation, "generate", counting)
-        rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    rows, calls = run_counting(cfg)
     assert len(calls) == 12 - 2 * done  # only the chunks the kill left undone
     key = ["system", "dataset", "prompt_id", "sample"]
     assert len(rows) == 24 and not rows.duplicated(key).any()
@@ -729,22 +757,7 @@ def test_refusal_suite_notebook(tmp_path):
 def test_damaged_chunk_files_are_named_set_aside_and_answered_again(tmp_path, runs, capsys):
     """What a crash before durable writes could leave: a 0-byte chunk and one cut short. The
     next run names each, keeps it as ``.damaged`` and answers only those chunks again."""
-    import workbench.generation
-    from workbench.testing import save_tiny, tiny_lm
-
-    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(
-        "".join(
-            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
-            for i in range(8)
-        )
-    )
-    cfg = tmp_path / "suite.yaml"
-    cfg.write_text(
-        f"name: damaged\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
-        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
-    )
+    cfg = tiny_suite_file(tmp_path, "damaged", 8)
     first = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
     chunks = sorted((runs / "damaged" / "chunks").glob("gen-*.parquet"))
     assert len(chunks) == 4
@@ -752,17 +765,7 @@ def test_damaged_chunk_files_are_named_set_aside_and_answered_again(tmp_path, ru
     empty.write_bytes(b"")
     cut.write_bytes(cut.read_bytes()[:-20])
     capsys.readouterr()
-
-    calls = []
-    real = workbench.generation.generate
-
-    def counting(lm, prompts, *a, **k):
-        calls.extend(prompts)
-        return real(lm, prompts, *a, **k)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(workbench.generation, "generate", counting)
-        rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    rows, calls = run_counting(cfg)
     err = capsys.readouterr().err
     assert f"warning: {empty} is damaged (it is empty (0 bytes))" in err
     assert f"warning: {cut} is damaged (it is not a whole Parquet file" in err

@@ -657,6 +657,20 @@ def test_unknownbench_build_into_an_unwritable_folder(capsys, under_a_file, monk
     assert line.endswith(NOT_A_FOLDER)
 
 
+def _on_read_only(ro: Path, command: str, timeout: float):
+    """``command`` run with ``ro`` mounted read-only (a private mount namespace)."""
+    import subprocess
+
+    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=timeout,
+    )
+
+
 def _read_only_mount_works(path: Path) -> bool:
     import subprocess
 
@@ -672,7 +686,6 @@ def test_a_read_only_folder_is_found_by_writing_to_it(tmp_path):
     """A folder that exists on a read-only file system (a bind mount in a private mount
     namespace, where unshare is allowed): the probe file finds it, as it would a folder of
     another user's."""
-    import subprocess
     import sys
 
     ro = tmp_path / "ro"
@@ -682,14 +695,7 @@ def test_a_read_only_folder_is_found_by_writing_to_it(tmp_path):
     cfg = tmp_path / "grid.yaml"
     cfg.write_text("name: ro\ntechniques: [base]\ntargets: ['wn:09411430-n']\n")
     command = f"{sys.executable} -m workbench grid {cfg} --root {ro / 'runs'}"
-    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
-    r = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
+    r = _on_read_only(ro, command, timeout=300)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
         f"error: cannot write to the run folder {ro / 'runs' / 'ro'}: Read-only file system "
@@ -718,31 +724,16 @@ sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkeypatch, sig):
     """Ctrl-C, or SIGTERM (which once ended the run with no message and a stale lock)."""
-    import json
     import signal
     import subprocess
     import sys
     import time
 
-    import workbench.generation
-    from workbench.refusal import RefusalSuite, SuiteConfig
-    from workbench.testing import save_tiny, tiny_lm
+    from test_refusal_suite import run_counting, tiny_suite_file
 
     runs = tmp_path / "runs"
     monkeypatch.setenv("WORKBENCH_RUNS", str(runs))
-    model_dir = save_tiny(tiny_lm(seed=3), tmp_path / "model")
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(
-        "".join(
-            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
-            for i in range(12)
-        )
-    )
-    cfg = tmp_path / "suite.yaml"
-    cfg.write_text(
-        f"name: stopped\nmodels: ['{model_dir}']\ndatasets: [{{name: mine, path: '{prompts}'}}]\n"
-        "chunk_size: 2\ndevice: cpu\nsampling: {preset: greedy, max_new_tokens: 4}\n"
-    )
+    cfg = tiny_suite_file(tmp_path, "stopped", 12)
     proc = subprocess.Popen(
         [sys.executable, "-c", SLOW_SUITE, str(cfg)],
         env=subprocess_env(WORKBENCH_RUNS=str(runs)),
@@ -767,15 +758,7 @@ def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkey
     assert 2 <= len(kept) < 6 and all(n.startswith("gen-") and n.endswith(".parquet") for n in kept)
     assert not (runs / "stopped" / "rows.parquet").exists()
 
-    calls = []
-    real = workbench.generation.generate
-
-    def counting(lm, prompts, *a, **k):
-        calls.extend(prompts)
-        return real(lm, prompts, *a, **k)
-
-    monkeypatch.setattr(workbench.generation, "generate", counting)
-    rows = RefusalSuite(SuiteConfig.from_yaml(cfg), progress=False).run().rows
+    rows, calls = run_counting(cfg)
     assert len(calls) == 12 - 2 * len(kept)  # only what the interrupt left undone
     assert sorted(rows["prompt_id"]) == sorted(f"p{i}" for i in range(12))
 
@@ -1253,7 +1236,6 @@ def test_label_files_say_what_they_are_in_one_line(tmp_path, capsys):
 def test_releases_describe_into_a_read_only_folder_is_one_line(tmp_path):
     """It was a PermissionError traceback (a read-only file system, as a bind mount in a
     private mount namespace)."""
-    import subprocess
     import sys
 
     from taxi_release import write_taxi_release
@@ -1263,14 +1245,7 @@ def test_releases_describe_into_a_read_only_folder_is_one_line(tmp_path):
     if not _read_only_mount_works(ro):
         pytest.skip("no unshare/mount here to make a read-only folder")
     command = f"{sys.executable} -m workbench releases describe taxi {ro}"
-    script = f"mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} && exec {command}"
-    r = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=120,
-    )
+    r = _on_read_only(ro, command, timeout=120)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("error: cannot write") and "release manifest" in lines[0]
