@@ -1026,6 +1026,78 @@ def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_pat
         silent.close()
 
 
+def test_ctrl_c_while_an_endpoint_never_answers_ends_refusal_eval_at_once(tmp_path):
+    """Requests in flight to an endpoint that accepts connections and never answers: Ctrl-C
+    printed its line, then the command waited for them (120 s timeout x 6 retries each)."""
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    asked = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept():  # takes each connection, reads the request, never answers
+        while True:
+            try:
+                conn, _ = silent.accept()
+            except OSError:
+                return
+            held.append(conn)
+            conn.settimeout(0.5)
+            try:
+                if b"POST" in conn.recv(4096):
+                    asked.set()
+            except OSError:
+                pass
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    data = tmp_path / "prompts.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}?", "expected": "may_refuse"}) + "\n"
+            for i in range(4)
+        )
+    )
+    cfg = tmp_path / "suite.yaml"
+    cfg.write_text(
+        f"name: silent\nmodels: ['openai:served@{url}']\n"
+        f"datasets: [{{name: mine, path: '{data}'}}]\nsampling: {{max_new_tokens: 4}}\n"
+    )
+    runs = tmp_path / "runs"
+    env = subprocess_env(WORKBENCH_RUNS=str(runs), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "refusal-eval", str(cfg), "--quiet"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert asked.wait(120), proc.stderr.read() if proc.poll() is not None else "no request"
+        time.sleep(0.5)  # the requests are in flight
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        proc.kill()
+        silent.close()
+        for conn in held:
+            conn.close()
+    assert proc.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: interrupted"), err
+    assert took < 10, took
+
+
 LATIN1 = "name: caf\u00e9\ntechniques: [base]\n".encode("latin-1")
 
 
@@ -1114,6 +1186,118 @@ def test_names_are_resolved_before_any_run_folder_is_made(
     line = one_error_line(capsys, main([*argv, str(path), *extra]))
     assert words in line
     assert not (tmp_path / "runs").exists()
+
+
+LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
+
+
+@pytest.mark.parametrize(
+    "files, argv, words",
+    [
+        (
+            {"g.yaml": b"name: x\ntechniques: [base\n  n_target: 2\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "g.yaml: invalid YAML: line 3, column 11: while parsing a flow sequence: "
+            "expected ',' or ']', but got ':'",
+        ),
+        ({"g.yaml/": b""}, ["grid", "{tmp}/g.yaml"], "g.yaml is a folder; give the config file"),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\njudge: {model: no-such-judge-xyz}\n"},
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'judge.model': unknown model 'no-such-judge-xyz'",
+        ),
+        (
+            {
+                "r.yaml": b"name: j\ndatasets: [sanity]\n"
+                b"abstainers: [{technique: steering, target: 'wn:nope-n'}]\n"
+            },
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'abstainers[0]': unknown concept id 'wn:nope-n'",
+        ),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\n"},
+            ["refusal-eval", "{tmp}/r.yaml", "--limit", "-1"],
+            "error: --limit must be an integer >= 0, got -1",
+        ),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\n"},
+            ["refusal-eval", "{tmp}/r.yaml", "--name", "a/b"],
+            "error: --name must be a plain directory name, got 'a/b'",
+        ),
+        (
+            {"afile": b"x", "r.yaml": b"name: j\ndatasets: [xstest_safe]\ndata_dir: {tmp}/afile\n"},
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'data_dir' names a file",
+        ),
+        (
+            {
+                "p.jsonl": LATIN1_JSONL,
+                "r.yaml": b"name: j\ndatasets: [{name: mine, path: '{tmp}/p.jsonl'}]\n",
+            },
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "p.jsonl: not UTF-8 text (byte 0xe9 at offset 26); save it as UTF-8",
+        ),
+        (
+            {"g.yaml": b"name: t\ntechniques: [base]\ntechnique_params: {steerng: {}}\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "names 'steerng', which is no technique; did you mean 'steering'?",
+        ),
+        ({}, ["generate", "Hi", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
+        (
+            {"outs/readme.json": b"{}"},
+            ["unknown", "score-outputs", "{tmp}/outs"],
+            "(a folder is searched for files named <model>_<NEC|",
+        ),
+    ],
+    ids=[
+        "YAML line and column",
+        "config a folder",
+        "judge model",
+        "abstainer target",
+        "--limit",
+        "--name",
+        "data_dir a file",
+        "JSONL latin-1",
+        "technique_params typo",
+        "generate 0 tokens",
+        "no outputs named",
+    ],
+)
+def test_each_mistake_names_its_field_or_option(tmp_path, capsys, monkeypatch, files, argv, words):
+    """From a sweep of new faults: each was one line but named the wrong thing (a YAML error's
+    excerpt cut mid-way, an option called a config field, a model without the field that named
+    it, a codec message) or loaded a model before finding it."""
+    import workbench.backends
+    from workbench.cli import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    for name, content in files.items():
+        path = tmp_path / name
+        if name.endswith("/"):
+            path.mkdir()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.replace(b"{tmp}", str(tmp_path).encode()))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    extra = ["--root", str(tmp_path / "runs")] if argv[0] == "grid" else []
+    line = one_error_line(capsys, main([*args, *extra]))
+    assert words in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_torn_last_label_line_is_not_counted_as_superseded(tmp_path, capsys):
+    from workbench.cli import main
+
+    log = tmp_path / "labels.jsonl"
+    row = '{"key": "a", "label": "%s", "question": "q", "response": "r"}\n'
+    log.write_text(row % "refusal" + row % "compliance" + '{"key": "b", "label": "ref')
+    assert main(["scoring", "labels", str(log)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 superseded labels and withdrawals, 1 incomplete last line skipped" in out
+    assert err.strip().startswith(f"warning: {log}, line 3: skipped an incomplete last line")
 
 
 @pytest.mark.skipif(

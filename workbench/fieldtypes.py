@@ -175,17 +175,23 @@ def check_fields(
             check_value(getattr(obj, f.name), hints[f.name], prefix + f.name, label)
 
 
+#: How many questions of each kind a grid asks (an experiment's fields and the notebooks'
+#: parameters of the same names).
+QUESTION_COUNTS = (
+    "n_target",
+    "n_descendant",
+    "n_specificity",
+    "n_unrelated",
+    "n_constituent",
+    "n_composition",
+)
+
 #: The smallest value a count may take, by field name (config fields and notebook parameters
 #: share names): what a negative or zero count would break only after a model has loaded.
 MINIMUMS: dict[str, int] = {
     **dict.fromkeys(
         (
-            "n_target",
-            "n_descendant",
-            "n_specificity",
-            "n_unrelated",
-            "n_constituent",
-            "n_composition",
+            *QUESTION_COUNTS,
             "limit",
             "per_partition",
             "edits_per_group",

@@ -16,6 +16,8 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
     import yaml
 
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p} is a folder; give the config file (a .yaml) inside it")
     if not p.is_file():
         raise ConfigError(f"no config file at {p}")
     from workbench.paths import read_utf8
@@ -24,8 +26,7 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=_unique_keys_loader())
     except yaml.YAMLError as e:
-        first = str(e).strip().splitlines()
-        raise ConfigError(f"{p}: invalid YAML: {' '.join(first[:3])}") from None
+        raise ConfigError(f"{p}: invalid YAML: {yaml_problem(e)}") from None
     if data is None or data == {}:
         raise ConfigError(
             f"{p}: no config fields in the file (an empty config is not taken to mean "
@@ -34,6 +35,19 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of config fields")
     return data
+
+
+def yaml_problem(e: Exception) -> str:
+    """A YAML error as one phrase: what went wrong and the line and column where the parser
+    found it (1-based, as editors count), without PyYAML's multi-line excerpt."""
+    mark = getattr(e, "problem_mark", None)
+    what = ": ".join(
+        str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x
+    )
+    if not what:
+        what = " ".join(str(e).split())
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{what}"
 
 
 def _unique_keys_loader():

@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
@@ -44,6 +44,7 @@ from workbench.backends.base import (
     register_engine,
 )
 from workbench.backends.cache import ResponseCache, request_key
+from workbench.backends.daemon_pool import DaemonPool
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
 from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
@@ -287,7 +288,7 @@ class OpenAIModel(BlackBoxBackend):
         )
         path = o.cache_path or cache_home() / "responses" / "openai.sqlite"
         self.cache = ResponseCache(path) if o.cache else None
-        self._pool = ThreadPoolExecutor(max_workers=o.concurrency)
+        self._pool = DaemonPool(o.concurrency)
         self._paid = threading.Lock()
         self._first_sent: float | None = None  # when the first request went out (the budget's)
         self.requests_sent = 0  # requests that reached the endpoint (not answered from cache)
@@ -404,12 +405,15 @@ class OpenAIModel(BlackBoxBackend):
                 out.append(f.result())
                 bar.update()
             return out
-        except BaseException:
+        except BaseException as e:
             # Stop here: nothing more is sent once a request has failed for good; requests in
             # flight finish (their answers are cached, so a resumed run does not pay again).
+            # Ctrl-C waits for none of them: one to an endpoint that never answers would hold
+            # the command for its timeout and retries (the pool's threads are daemons).
             for f in futures:
                 f.cancel()
-            wait(futures)
+            if not isinstance(e, KeyboardInterrupt):
+                wait(futures)
             raise
         finally:
             bar.close()

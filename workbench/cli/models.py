@@ -15,10 +15,13 @@ def _models(args) -> None:
 
 def _generate(args) -> None:
     from workbench.backends import load_model
+    from workbench.errors import ConfigError
     from workbench.generation import GenerationConfig, generate
 
-    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    if args.max_new_tokens < 1:  # before the model, whose load takes seconds to minutes
+        raise ConfigError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, system_prompt=args.system)
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
     for q, g in zip(args.question, generate(lm, args.question, cfg, progress=False)):
         print(f"Q: {q}\nA: {g.text}\n")
 

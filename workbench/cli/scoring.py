@@ -70,11 +70,19 @@ def _labels(args) -> int:
     if not log.is_file():
         raise WorkbenchError(f"no labels file {log}")
     out = check_writable_file(args.out or current_labels_path(log), "the --out file")
+    import warnings
+
     lines = sum(1 for line in read_utf8(log).splitlines() if line.strip())
-    n = write_current_labels(log, out)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        n = write_current_labels(log, out)
+    for w in said:  # shown, and not counted as superseded
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    torn = sum("incomplete last line" in str(w.message) for w in said)
+    skipped = f", {torn} incomplete last line skipped" if torn else ""
     print(
-        f"{n} labels as they stand -> {out} (from {lines} lines of {log}: the other "
-        f"{lines - n} are superseded labels and withdrawals)"
+        f"{n} labels as they stand -> {out} (from {lines} lines of {log}: "
+        f"{lines - n - torn} superseded labels and withdrawals{skipped})"
     )
     return 0
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import check_fields, check_minimum
+from workbench.fieldtypes import QUESTION_COUNTS, check_fields, check_minimum
 from workbench.yamlfile import read_mapping
 
 if TYPE_CHECKING:
@@ -37,16 +37,6 @@ PRESET_FIELDS = (
     "system_prompt",
     "eval_sampling",
     "eval_seed",
-)
-
-#: How many questions of each relation a cell asks (the fields; at least one must be above 0).
-QUESTION_COUNTS = (
-    "n_target",
-    "n_descendant",
-    "n_specificity",
-    "n_unrelated",
-    "n_constituent",
-    "n_composition",
 )
 
 
@@ -242,14 +232,22 @@ class ExperimentConfig:
         """Check technique names and parameters, target ids, and that the benchmark has the
         questions each technique learns from; raise ConfigError naming the field."""
         from workbench.taxonomy import UnknownConceptError
-        from workbench.techniques import get_technique
+        from workbench.techniques import TECHNIQUES, get_technique
 
         for name in self.technique_params:
+            if name not in TECHNIQUES:
+                import difflib
+
+                close = difflib.get_close_matches(name, list(TECHNIQUES), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ConfigError(
+                    f"config field 'technique_params' names {name!r}, which is no technique; "
+                    f"{hint}known: {', '.join(sorted(TECHNIQUES))}"
+                )
             if name not in self.techniques:
                 raise ConfigError(
                     f"config field 'technique_params' names {name!r}, which is not in 'techniques'"
                 )
-        from workbench.techniques import TECHNIQUES
 
         assert self.technique_seeds is not None  # set on construction
         for name in self.technique_seeds:

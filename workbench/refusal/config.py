@@ -404,6 +404,12 @@ class SuiteConfig:
             )
         for key in ("thinking_marker", "system_prompt", "data_dir", "device", "dtype"):
             _not_empty(getattr(self, key), key)
+        data_dir = Path(self.data_dir).expanduser()
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigError(
+                f"config field 'data_dir' names a file ({data_dir}); it is the folder the "
+                "datasets are downloaded into"
+            )
         _at_least(self.limit, "limit")
         _at_least(self.chunk_size, "chunk_size", 1)
         for key in ("margin", "refusal_threshold", "over_refusal_threshold"):

@@ -399,7 +399,16 @@ def read_records(path: str | os.PathLike, name: str = "?") -> list[dict]:
         text = p.read_text(encoding="utf-8")
     except DatasetError:
         raise
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:  # a CSV or JSON saved in another encoding
+        from workbench.errors import ConfigError
+        from workbench.paths import read_utf8
+
+        try:  # the file's first bad byte (pandas reports one within its read buffer)
+            read_utf8(p)
+        except ConfigError as e:
+            raise _fail(name, p, str(e).removeprefix(f"{p}: ")) from None
+        raise
+    except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _fail(name, p, f"cannot be read as {kind}: {first}") from None
     if kind == "json":

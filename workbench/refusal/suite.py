@@ -159,20 +159,28 @@ class RefusalSuite:
                     file=sys.stderr,
                 )
             self.datasets.append(data)
-        for ab in c.abstainers:
-            bench = self._bench(ab.benchmark)
-            from workbench.techniques import get_technique
+        from workbench.errors import ConfigError, WorkbenchError
+        from workbench.techniques import get_technique
 
-            get_technique(ab.technique, **ab.params).check_data(bench, ab.target)
+        for i, ab in enumerate(c.abstainers):
+            bench = self._bench(ab.benchmark)
+            try:
+                get_technique(ab.technique, **ab.params).check_data(bench, ab.target)
+            except WorkbenchError as e:
+                raise ConfigError(f"config field 'abstainers[{i}]': {e}") from None
         # every model, the judge's, the device and the dtype against what is installed
         from workbench.backends import check_model
         from workbench.models.loading import resolve_device
         from workbench.models.numerics import resolve_dtype
 
         judge = c.judge.model if c.judge.model not in (None, "self") else None
-        for name in [*c.models, *([judge] if judge else [])]:
+        fields = [f"models[{i}]" for i in range(len(c.models))] + (["judge.model"] if judge else [])
+        for where, name in zip(fields, [*c.models, *([judge] if judge else [])]):
             if name not in self.loaded:
-                check_model(name)
+                try:
+                    check_model(name)
+                except WorkbenchError as e:
+                    raise ConfigError(f"config field '{where}': {e}") from None
         resolve_dtype(c.dtype, resolve_device(c.device))
         check_writable(self.run_dir, "the run folder")
 
@@ -567,12 +575,16 @@ def run_config_file(
 ) -> SuiteResult:
     """The ``refusal-eval`` command: read a YAML config (checked before any model loads), run or
     resume it, print the splits that misbehave and where everything went."""
-    from workbench.errors import Interrupted
+    from workbench.errors import ConfigError, Interrupted
 
     config = SuiteConfig.from_yaml(path)
-    changes = {k: v for k, v in (("name", name), ("limit", limit)) if v is not None}
-    if changes:
-        config = SuiteConfig.from_dict({**config.to_dict(), **changes})
+    for option, value in (("name", name), ("limit", limit)):
+        if value is None:
+            continue
+        try:
+            config = SuiteConfig.from_dict({**config.to_dict(), option: value})
+        except ConfigError as e:  # the option's mistake, not the file's
+            raise ConfigError(str(e).replace(f"config field '{option}'", f"--{option}")) from None
     start = time.time()
     suite = RefusalSuite(config, progress=progress)
     try:

@@ -47,6 +47,13 @@ class OutputFile:
     confidence: bool  # verbalized confidences, not answers
 
 
+#: The published outputs' file names, as the errors spell them.
+_NAMES = (
+    f"<model>_<{'|'.join(TASKS)}>_<answerable|unanswerable>.json, or "
+    "<model>_uncertainty_... for confidences"
+)
+
+
 def output_files(paths: list[str | os.PathLike], model: str | None = None) -> list[OutputFile]:
     """The output files named by ``paths`` (files, or folders searched recursively), optionally
     of one ``model``; a named file whose name is not an output file's, or nothing found, is an
@@ -58,10 +65,7 @@ def output_files(paths: list[str | os.PathLike], model: str | None = None) -> li
             candidates = sorted(q for q in p.rglob("*.json") if OUTPUT_NAME.match(q.name))
         elif p.is_file():
             if not OUTPUT_NAME.match(p.name):
-                raise WorkbenchError(
-                    f"{p} is not an output file (<model>_<{'|'.join(TASKS)}>_"
-                    "<answerable|unanswerable>.json, or <model>_uncertainty_... for confidences)"
-                )
+                raise WorkbenchError(f"{p} is not an output file ({_NAMES})")
             candidates = [p]
         else:
             raise WorkbenchError(f"no such file or folder: {p}")
@@ -82,7 +86,10 @@ def output_files(paths: list[str | os.PathLike], model: str | None = None) -> li
                 f"found: {', '.join(models) or 'none'}"
             )
     if not found:
-        raise WorkbenchError(f"no output files under {', '.join(map(str, paths))}")
+        raise WorkbenchError(
+            f"no output files under {', '.join(map(str, paths))} (a folder is searched for "
+            f"files named {_NAMES})"
+        )
     return found
 
 

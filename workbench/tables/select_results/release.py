@@ -114,9 +114,13 @@ def model_dir_name(model_id: str) -> str:
 def _yaml(path: Path) -> Any:
     import yaml
 
+    from workbench.yamlfile import yaml_problem
+
     try:
-        return yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SelectResultsError(f"{path}: invalid YAML: {yaml_problem(e)}") from None
+    except (OSError, UnicodeDecodeError) as e:
         raise SelectResultsError(f"{path}: cannot read ({e})") from None
 
 

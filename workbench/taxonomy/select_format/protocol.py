@@ -111,11 +111,9 @@ def _yaml(path: Path, text: str, what: str) -> Any:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ProtocolError(
-            f"{path}: invalid YAML{where}: {getattr(e, 'problem', None) or e}"
-        ) from None
+        from workbench.yamlfile import yaml_problem
+
+        raise ProtocolError(f"{path}: invalid YAML: {yaml_problem(e)}") from None
     if not isinstance(data, dict) or not data:
         raise ProtocolError(f"{path}: expected a mapping of {what}")
     return data
