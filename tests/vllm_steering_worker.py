@@ -34,7 +34,9 @@ def in_process(job, specs, options, out, last: bool):
     from vllm_worker import load_in_process
     from workbench.generation import GenerationConfig
 
+    began = time.time()
     lm = load_in_process(job["model"], dtype="float32", options={"max_model_len": 2048, **options})
+    started = round(time.time() - began, 1)
     try:
         config = GenerationConfig(**job["config"])
         chosen = [specs[a] if a else None for a in job["assign"]]
@@ -44,6 +46,7 @@ def in_process(job, specs, options, out, last: bool):
             "texts": [g.text for g in gens],
             "records": records,
             "cached_tokens": lm.last_cached_tokens,
+            "started_in": started,
         }
         if last and job.get("select_like"):
             out["select_like"] = select_like(lm, job, specs)
@@ -108,7 +111,9 @@ def through_server(job, specs):
             body["steering"] = {"abstainer": name}
         return post(url + "/chat/completions", body, key=key)
 
+    began = time.time()
     proc, url = start(os.path.join(registry, "server.log"))
+    out["started_in"] = round(time.time() - began, 1)
     try:
         out["registered"] = [post(url + "/abstainers", s.to_dict()) for s in specs.values()]
         n = job["config"]["max_new_tokens"]
@@ -121,7 +126,9 @@ def through_server(job, specs):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
+    began = time.time()
     out["shared"] = shared_server(job, specs, registry, ask, out)
+    out["shared_seconds"] = round(time.time() - began, 1)
     return out
 
 
@@ -155,6 +162,7 @@ def shared_server(job, specs, registry, ask, out):
         stdout=subprocess.PIPE,
         text=True,
     )
+    began = time.time()
     url = f"http://127.0.0.1:{port}/v1"
     res: dict = {}
     group = None
@@ -164,6 +172,7 @@ def shared_server(job, specs, registry, ask, out):
             cli.stdout.readline(),
             cli.stdout.readline(),
         ]  # "serving: ...", "steering: ..."
+        res["started_in"] = round(time.time() - began, 1)
         group = served_group(cli.pid)
         res["health"] = _get(f"http://127.0.0.1:{port}/health")[0]
         res["no_key"] = _get(url + "/abstainers")
@@ -205,7 +214,7 @@ def shared_server(job, specs, registry, ask, out):
 
 def hostile_rounds(url, job, specs, ask, n):
     """Other clients' requests (every prompt of the plan, plain and steered) alone; then in one
-    burst with every hostile request; then twice more alone. Token ids of each round."""
+    burst with every hostile request; then once more alone. Token ids of each round."""
     import copy
     import math
 
@@ -283,7 +292,7 @@ def hostile_rounds(url, job, specs, ask, n):
         burst = ex.submit(others)
         answers = dict(zip(hostile, ex.map(hit, hostile.values())))
         during = burst.result()
-    after = [others(), others()]
+    after = [others()]
     # the delete of a registered one, and a request naming it afterwards
     post(url + "/abstainers", {**ungated, "name": "temporary"}, KEY)
     deleted = urllib.request.Request(
