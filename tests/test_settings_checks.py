@@ -1217,7 +1217,7 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         (
             {"r.yaml": b"name: j\ndatasets: [sanity]\n"},
             ["refusal-eval", "{tmp}/r.yaml", "--limit", "-1"],
-            "error: --limit must be an integer >= 0, got -1",
+            "error: --limit must be a non-negative integer, got -1",
         ),
         (
             {"r.yaml": b"name: j\ndatasets: [sanity]\n"},
@@ -1244,6 +1244,31 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         ),
         ({}, ["generate", "Hi", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
         (
+            {"g.yaml": b"? [a, b]\n: 1\nname: x\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "invalid YAML: line 1, column 3: a key must be a plain name, not a list",
+        ),
+        (
+            {"g.yaml": b"name: " + b"a" * 300 + b"\ntechniques: [base]\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'name' is 300 bytes long; a run name may have at most 100",
+        ),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\nmargin: .nan\n"},
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'margin' must be a number, got nan",
+        ),
+        (
+            {"g.yaml": b"name: t\ntechniques: [base]\ndo_sample: true\ntemperature: .inf\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'temperature' must be a number, got inf",
+        ),
+        (
+            {"g.yaml": b"name: t\ntechniques: [sft]\ntechnique_params: {sft: {rank: 0}}\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "technique 'sft': parameter 'rank' must be a positive integer, got 0",
+        ),
+        (
             {"outs/readme.json": b"{}"},
             ["unknown", "score-outputs", "{tmp}/outs"],
             "(a folder is searched for files named <model>_<NEC|",
@@ -1260,6 +1285,11 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         "JSONL latin-1",
         "technique_params typo",
         "generate 0 tokens",
+        "a list as a key",
+        "a 300-byte name",
+        "NaN margin",
+        "infinite temperature",
+        "LoRA rank 0",
         "no outputs named",
     ],
 )

@@ -125,7 +125,7 @@ def test_setup_pins_the_cpu_torch_and_keeps_an_installed_one():
 def test_setup_installs_from_the_lock_and_make_lock_refreshes_it():
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert "LOCK=${LOCK-requirements.lock}" in setup
-    assert '"$py" -m pip install -q --no-deps -r "$pins"' in setup
+    assert '"$py" -m pip install -q --no-compile --no-deps -r "$pins"' in setup
     assert '-e ".[dev,ray]" -c "$pins"' in setup
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^lock: setup\n\t\$\(PY\) scripts/lock\.py$", makefile, re.M)

@@ -9,12 +9,14 @@ and the value it got.
 
 The rules are those of a config file, not Python's: a bool is only ``true``/``false`` (never
 1 or "yes"), an int is never a bool, a float takes an int, a tuple or list takes either (YAML
-has only lists), ``X | None`` takes null, ``Literal[...]`` one of its values, ``Any`` anything.
+has only lists), a float is finite (YAML's ``.nan`` and ``.inf`` are refused), ``X | None``
+takes null, ``Literal[...]`` one of its values, ``Any`` anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal, Union
@@ -129,8 +131,9 @@ def mismatch(value: Any, annotation: Any, where: str) -> str | None:
         ok = isinstance(value, bool)
     elif annotation is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
-    elif annotation is float:
+    elif annotation is float:  # YAML's .nan and .inf pass every range check: refused here
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value)
     elif isinstance(annotation, type):
         ok = isinstance(value, annotation)
     else:  # an annotation this module does not read: not checked here
@@ -168,11 +171,14 @@ def check_fields(
 ) -> None:
     """Check every field of the dataclass instance ``obj`` against its annotation (fields in
     ``skip`` are left to their class: nested configs parsed from mappings); ``prefix`` names
-    where ``obj`` sits (``sampling.``)."""
+    where ``obj`` sits (``sampling.``). A count named in :data:`MINIMUMS` is held to its
+    minimum too."""
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
         if f.name not in skip:
-            check_value(getattr(obj, f.name), hints[f.name], prefix + f.name, label)
+            value = getattr(obj, f.name)
+            check_value(value, hints[f.name], prefix + f.name, label)
+            check_minimum(value, prefix + f.name, label)
 
 
 #: How many questions of each kind a grid asks (an experiment's fields and the notebooks'
@@ -215,6 +221,13 @@ MINIMUMS: dict[str, int] = {
             "concepts_per_root",
             "composition_max_depth",
             "chunk_size",
+            # LoRA training (workbench.finetuning.lora.FinetuneParams)
+            "rank",
+            "alpha",
+            "epochs",
+            "dpo_epochs",
+            "grad_accumulation",
+            "max_length",
         ),
         1,
     ),

@@ -42,13 +42,30 @@ def runs_root() -> Path:
     return Path(override).expanduser() if override else repo_root() / "runs"
 
 
+#: The longest run name, in bytes (file systems allow 255 per name; a run's files add theirs).
+MAX_RUN_NAME = 100
+
+
+def check_run_name(name: object, field: str = "run_name") -> None:
+    """A one-line ConfigError unless ``name`` is a plain directory name: not empty, no path
+    separator, not hidden, at most :data:`MAX_RUN_NAME` bytes (a longer one failed at mkdir
+    with a traceback)."""
+    from workbench.errors import ConfigError
+
+    text = name if isinstance(name, str) else ""
+    if not text or any(c in text for c in "/\\") or text.startswith("."):
+        raise ConfigError(f"{field} must be a plain directory name, got {name!r}")
+    if len(text.encode()) > MAX_RUN_NAME:
+        raise ConfigError(
+            f"{field} is {len(text.encode())} bytes long; a run name may have at most "
+            f"{MAX_RUN_NAME}"
+        )
+
+
 def run_folder(run_name: str) -> Path:
     """``runs/<run_name>/`` (not created); a run name that is not a plain directory name is a
     ConfigError."""
-    if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
-        from workbench.errors import ConfigError
-
-        raise ConfigError(f"run_name must be a plain directory name, got {run_name!r}")
+    check_run_name(run_name)
     return runs_root() / run_name
 
 

@@ -165,10 +165,9 @@ class ExperimentConfig:
                 f"config fields {', '.join(QUESTION_COUNTS)} are all 0: the grid would ask no "
                 "question"
             )
-        if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
-            raise ConfigError(
-                f"config field 'name' must be a plain directory name, got {self.name!r}"
-            )
+        from workbench.paths import check_run_name
+
+        check_run_name(self.name, "config field 'name'")
         for m in self.model_options:
             if m not in self.models:
                 raise ConfigError(

@@ -340,10 +340,9 @@ class SuiteConfig:
             object.__setattr__(self, "models", (self.models,))
         # the nested settings are parsed (and checked) from their mappings below
         check_fields(self, skip=("datasets", "abstainers", "sampling", "judge"))
-        if not self.name or any(c in self.name for c in "/\\") or self.name.startswith("."):
-            raise ConfigError(
-                f"config field 'name' must be a plain directory name, got {self.name!r}"
-            )
+        from workbench.paths import check_run_name
+
+        check_run_name(self.name, "config field 'name'")
         if not self.models:
             raise ConfigError("config field 'models' must list at least one model")
         for i, m in enumerate(self.models):
