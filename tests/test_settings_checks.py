@@ -764,6 +764,41 @@ def test_ctrl_c_on_refusal_eval_is_one_line_and_the_run_resumes(tmp_path, monkey
 
 
 @pytest.mark.notebook
+def test_an_error_inside_a_notebook_is_one_line_naming_the_cell(tmp_path, capsys, monkeypatch):
+    """A notebook's own check failing in its kernel (notebook 03's temperature, 04's data_dir)
+    was a 50-line PapermillExecutionError traceback."""
+    import nbformat
+
+    from workbench.cli import main
+
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "P"}
+    nb.metadata["language_info"] = {"name": "python"}
+    params = nbformat.v4.new_code_cell("temperature = 0.7  # sampling temperature")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "from workbench.errors import ConfigError\n"
+            "if temperature <= 0:\n"
+            "    raise ConfigError(f'temperature must be > 0, got {temperature}')"
+        ),
+    ]
+    path = tmp_path / "checks.ipynb"
+    nbformat.write(nb, str(path))
+    status = main(["run", str(path), "-p", "temperature=-0.5", "--run-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("Executing")]
+    assert status == 2 and len(lines) == 1, err  # papermill's progress bar, then one line
+    # cell 3 of the executed copy: papermill adds the injected parameters after cell 1
+    assert lines[0].startswith(
+        "error: checks: cell 3 stopped with ConfigError: temperature must be > 0, got -0.5"
+    )
+    assert str(tmp_path / "out" / "checks.ipynb") in lines[0]  # the executed copy: traceback
+
+
+@pytest.mark.notebook
 def test_ctrl_c_on_a_notebook_run_is_one_line(tmp_path, tiny_model_dir):
     """Ctrl-C at a terminal reaches the command and its kernel (one process group): one line
     saying what is kept and how to go on, no kernel-channel traceback."""
@@ -841,8 +876,9 @@ def test_answers_in_the_cache_need_no_endpoint(tmp_path):
     url = _dead_endpoint()
     lm = load_model(f"openai:served@{url}", options={"cache_path": str(tmp_path / "c.sqlite")})
     body = {"model": "served", "messages": [{"role": "user", "content": "Hi?"}]}
-    lm.cache.put(request_key(url + "/chat/completions", body), {"choices": []})
-    assert lm._call("/chat/completions", body) == ({"choices": []}, True)
+    cached = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi."}}]}
+    lm.cache.put(request_key(url + "/chat/completions", body), cached)
+    assert lm._call("/chat/completions", body) == (cached, True)
     with pytest.raises(EndpointDown):
         lm._call("/chat/completions", {**body, "max_tokens": 3})
     lm.close()
@@ -1024,6 +1060,104 @@ def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_pat
         lm.close()
     finally:
         silent.close()
+
+
+def test_a_timed_out_request_is_retried_once_not_max_retries_times(tmp_path):
+    """Seven tries of the timeout each (14 minutes at the defaults) before a run on an
+    endpoint that never answers could stop: now two."""
+    import socket
+    import time
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointDown
+    from workbench.generation import GenerationConfig, generate
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    try:
+        lm = load_model(
+            f"openai:served@{url}",
+            options={"cache_path": str(tmp_path / "c.sqlite"), "timeout": 1.0, "max_retries": 6},
+        )
+        start = time.monotonic()
+        with pytest.raises(EndpointDown, match="does not answer"):
+            generate(lm, ["Hello?"], GenerationConfig(max_new_tokens=4), progress=False)
+        took = time.monotonic() - start
+        lm.close()
+    finally:
+        silent.close()
+    assert 2.0 <= took < 5.5, took  # two timeouts and one backoff, not seven and six
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [({"choices": []}, "no choices"), (None, "not JSON")],
+    ids=["no choices", "not JSON"],
+)
+def test_an_answer_that_is_no_completion_is_one_line_and_never_cached(tmp_path, answer, words):
+    """An empty choices list was cached, so the run kept failing after the server was fixed;
+    a body that is not JSON was a JSONDecodeError traceback."""
+    import http.server
+    import json
+    import threading
+
+    from workbench.backends import load_model
+    from workbench.backends.openai_api import EndpointError
+    from workbench.generation import GenerationConfig, generate
+
+    good = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "served",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hi there."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    state = {"fixed": False, "asked": 0}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            state["asked"] += 1
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = (
+                json.dumps(good).encode()
+                if state["fixed"]
+                else (b"<html>oops</html>" if answer is None else json.dumps(answer).encode())
+            )
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    options = {"cache_path": str(tmp_path / "c.sqlite"), "max_retries": 0}
+    config = GenerationConfig(max_new_tokens=4)
+    try:
+        lm = load_model(f"openai:served@{url}", options=options)
+        with pytest.raises(EndpointError, match="not an OpenAI completion") as e:
+            generate(lm, ["Hello?"], config, progress=False)
+        assert words in str(e.value) and "\n" not in str(e.value)
+        lm.close()
+        state["fixed"] = True
+        lm = load_model(f"openai:served@{url}", options=options)
+        assert generate(lm, ["Hello?"], config, progress=False)[0].text == "Hi there."
+        assert state["asked"] == 2  # asked again: the bad answer was not cached
+        lm.close()
+    finally:
+        server.shutdown()
 
 
 def test_ctrl_c_while_an_endpoint_never_answers_ends_refusal_eval_at_once(tmp_path):
@@ -1268,6 +1402,29 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
             ["grid", "{tmp}/g.yaml"],
             "technique 'sft': parameter 'rank' must be a positive integer, got 0",
         ),
+        ({}, ["serve", "m", "--port", "99999"], "--port must be between 1 and 65535, got 99999"),
+        (
+            {"afile": b"x"},
+            ["serve", "m", "--steering", "--registry", "{tmp}/afile"],
+            "--registry must be a folder",
+        ),
+        (
+            {
+                "cdir/": b"",
+                "g.yaml": b"name: c\ntechniques: [base]\nmodels: ['openai:s@http://127.0.0.1:9/v1']\n"
+                b"model_options: {'openai:s@http://127.0.0.1:9/v1': {cache_path: '{tmp}/cdir'}}\n",
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "cannot write the response cache (option 'cache_path') ",
+        ),
+        (
+            {
+                "g.yaml": b"name: c\ntechniques: [base]\nmodels: ['openai:s@http://127.0.0.1:9/v1']\n"
+                b"model_options: {'openai:s@http://127.0.0.1:9/v1': {timeout: -1}}\n"
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "timeout must be above 0 seconds, got -1",
+        ),
         (
             {"outs/readme.json": b"{}"},
             ["unknown", "score-outputs", "{tmp}/outs"],
@@ -1290,6 +1447,10 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         "NaN margin",
         "infinite temperature",
         "LoRA rank 0",
+        "serve port",
+        "serve registry a file",
+        "cache_path a folder",
+        "negative timeout",
         "no outputs named",
     ],
 )
@@ -1356,6 +1517,15 @@ def test_a_cuda_device_on_a_cpu_only_torch_is_one_line(tmp_path, capsys, monkeyp
         (
             ["--imports", "no_such_module_xyz"],
             "error: --imports names 'no_such_module_xyz', which this python cannot import",
+        ),
+        (
+            ["--address", "127.0.0.1:9"],
+            "error: nothing answers at the Ray address '127.0.0.1:9' (Connection refused; is "
+            "the cluster running? ray start --head starts one)",
+        ),
+        (
+            ["--address", "bogus"],
+            "error: a Ray address is host:port or ray://host:port, got 'bogus'",
         ),
     ],
 )
@@ -1495,6 +1665,12 @@ def test_a_reader_that_stops_early_gets_no_traceback():
         ),
         ("06_refusal_suite", "sampling=bogus", "parameter 'sampling' got 'bogus'; choose from:"),
         ("06_refusal_suite", "config_file=no_such.yaml", "parameter 'config_file': "),
+        (
+            "00_quickstart",
+            "questions=[1, None]",
+            "parameter 'questions[0]' must be a string, got 1 (int)",
+        ),
+        ("nope.ipynb", "x=1", "no notebook 'nope.ipynb'"),
     ],
 )
 def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, parameter, message):
@@ -1504,6 +1680,18 @@ def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, paramet
 
     line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
     assert message in line
+
+
+@pytest.mark.parametrize("content", [b"", b'{\n "cells": [\n  {\n   "cell_'], ids=["empty", "cut"])
+def test_a_notebook_file_that_is_empty_or_cut_short_is_one_line(tmp_path, capsys, content):
+    """It was nbformat's JSONDecodeError traceback."""
+    from workbench.cli import main
+
+    path = tmp_path / "broken.ipynb"
+    path.write_bytes(content)
+    for argv in (["run", str(path)], ["params", str(path)]):
+        line = one_error_line(capsys, main(argv))
+        assert f"{path} cannot be read as a notebook" in line
 
 
 def test_describing_a_folder_with_no_release_file_is_one_line(tmp_path, capsys):

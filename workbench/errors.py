@@ -80,9 +80,14 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise
         where = f" writing {e.filename}" if e.filename else ""
+        remedy = (
+            "choose a writable place and run the command again"
+            if e.errno == errno.EROFS
+            else "free space and run the same command again"
+        )
         print(
             f"error: {e.strerror}{where}; what was finished before is kept (each result is "
-            "written whole or not at all): free space and run the same command again",
+            f"written whole or not at all): {remedy}",
             file=sys.stderr,
         )
         return 2

@@ -61,18 +61,29 @@ def _cells(nb) -> list[tuple[str, str, tuple]]:
     ]
 
 
+def _read(path: Path):
+    """A notebook or its script through jupytext; one that is empty, cut short or not a
+    notebook is one ConfigError line naming it."""
+    import jupytext
+
+    try:
+        return jupytext.read(str(path))
+    except Exception as e:  # nbformat's and json's errors, a read error: all "cannot be read"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise ConfigError(f"{path} cannot be read as a notebook ({first})") from None
+
+
 def load_notebook(path: str | os.PathLike):
     """The notebook's cells (an nbformat node), read through jupytext from its pair.
 
     Raises ConfigError when the ``.ipynb`` and its ``src/*.py`` hold different cells.
     """
-    import jupytext
 
     nb_path = find_notebook(path)
     src = paired_source(nb_path)
     if not src.is_file():
-        return jupytext.read(str(nb_path))
-    text, ipynb = jupytext.read(str(src)), jupytext.read(str(nb_path))
+        return _read(nb_path)
+    text, ipynb = _read(src), _read(nb_path)
     if _cells(text) != _cells(ipynb):
         raise ConfigError(
             f"{nb_path.name} and src/{src.name} hold different cells (edited without jupytext?); "
@@ -134,8 +145,8 @@ BENCHMARK_PARAMETER = {"01_select_abstention": "data_dir", "02_select_compositio
 
 
 def parameter_type(param: NotebookParameter) -> Any:
-    """The type a parameter's values must have: its default's (a list takes a list or a tuple;
-    a float an int), or for a ``None`` default the type of the grid's field of the same name
+    """The type a parameter's values must have: its default's (a list takes a list or a tuple,
+    of its items' type when they share one; a float an int), or for a ``None`` default the type of the grid's field of the same name
     (notebooks 01 and 02 pass them on to ExperimentConfig); anything when neither says."""
     import typing
 
@@ -146,6 +157,12 @@ def parameter_type(param: NotebookParameter) -> Any:
         declared = {**typing.get_type_hints(ExperimentConfig), "layer": int | None}
         return declared.get(param.name, Any)
     if isinstance(default, (list, tuple)):
+        # a list of strings (questions, techniques, targets) takes strings only: [1, None]
+        # once reached the model as a question
+        kinds = {type(v) for v in default}
+        if kinds and all(k in (str, int, float, bool) for k in kinds) and len(kinds) == 1:
+            (kind,) = kinds
+            return list[kind]  # type: ignore[valid-type]
         return list[Any]
     if isinstance(default, dict):
         return dict[Any, Any]
@@ -435,6 +452,14 @@ def run_notebook(
             config=kernel_config(),  # nbclient's, passed on to the kernel manager it creates
             kernel_manager_class=_kernel_manager_logging_to(kernel_log),
         )
+    except papermill.PapermillExecutionError as e:  # the cell's traceback is in the output
+        from workbench.errors import WorkbenchError
+
+        what = (str(e.evalue).strip().splitlines() or [""])[0][:300]
+        raise WorkbenchError(
+            f"{nb.stem}: cell {e.exec_count} stopped with {e.ename}: {what} (the executed "
+            f"notebook, with the whole traceback: {output})"
+        ) from None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (run_command): the kernel is already shut down
         from workbench.errors import Interrupted
 

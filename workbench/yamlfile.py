@@ -64,7 +64,10 @@ def _unique_keys_loader():
             key = loader.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict, set)):  # "? [a, b]": YAML allows it, Python cannot
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"a key must be a plain name, not a {type(key).__name__}", key_node.start_mark
+                    None,
+                    None,
+                    f"a key must be a plain name, not a {type(key).__name__}",
+                    key_node.start_mark,
                 )
             if key in seen:
                 raise yaml.constructor.ConstructorError(

@@ -25,6 +25,7 @@ client is made and is never written to a file, a row or a cache key.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -130,6 +131,12 @@ class APIOptions:
             )
         if self.budget is not None and not self.budget > 0:
             raise ConfigError(f"budget must be above 0 seconds, got {self.budget}")
+        if not self.timeout > 0:
+            raise ConfigError(f"timeout must be above 0 seconds, got {self.timeout}")
+        if self.cache and self.cache_path:  # before a run folder is made, not at the first answer
+            from workbench.paths import check_writable_file
+
+            check_writable_file(self.cache_path, "the response cache (option 'cache_path')")
 
 
 class EndpointError(WorkbenchError):
@@ -142,13 +149,26 @@ NO_RETRY = frozenset({501, 505})
 
 def _client_class(openai):
     """The official client, less its retries of statuses that retrying cannot change (it
-    retries every 5xx: a 501 cost six retries per request, in every cell)."""
+    retries every 5xx: a 501 cost six retries per request, in every cell), and with a timed-out
+    request retried once, not ``max_retries`` times: an endpoint that accepts connections and
+    never answers held each request for the timeout seven times over (14 minutes at the
+    defaults) before the run could stop."""
 
     class Client(openai.OpenAI):
         def _should_retry(self, response) -> bool:
             if response.status_code in NO_RETRY:
                 return False
             return super()._should_retry(response)
+
+        def _send_request(self, request, **kwargs):
+            try:
+                return super()._send_request(request, **kwargs)
+            except Exception as e:
+                retried = request.headers.get("x-stainless-retry-count", "0") != "0"
+                if retried and "Timeout" in type(e).__name__:
+                    # an OpenAIError: the client raises it as it is, without a retry
+                    raise openai.APITimeoutError(request=request) from e
+                raise
 
     return Client
 
@@ -336,7 +356,7 @@ class OpenAIModel(BlackBoxBackend):
         key = request_key(self.base_url + path, body)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and _has_choices(hit):  # one without: asked again, replaced
                 return hit, True
         if self._down is not None:  # another request found it down: send nothing more
             raise self._down
@@ -389,7 +409,18 @@ class OpenAIModel(BlackBoxBackend):
                 f"{self.base_url}{path} failed after {self.options.max_retries} "
                 f"retries: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
             ) from None
+        except ValueError as e:  # a 200 whose body is not JSON
+            raise EndpointError(
+                f"{self.base_url}{path} answered with something that is not an OpenAI "
+                f"completion (not JSON: {str(e).splitlines()[0][:120]})"
+            ) from None
         data = resp.model_dump(mode="json")
+        if not _has_choices(data):
+            # never cached: a fixed server is asked again on the next run
+            raise EndpointError(
+                f"{self.base_url}{path} answered with something that is not an OpenAI "
+                f"completion (no choices: {json.dumps(data)[:120]})"
+            )
         with self._paid:
             self.requests_sent += 1
         if self.cache is not None:
@@ -539,6 +570,12 @@ class OpenAIModel(BlackBoxBackend):
             self.cache.close()
             self.cache = None
         self.client.close()
+
+
+def _has_choices(data: dict) -> bool:
+    """Whether an endpoint's JSON answer is a completion: a non-empty list of choices."""
+    choices = data.get("choices")
+    return isinstance(choices, list) and bool(choices)
 
 
 def _load_tokenizer(source: str):

@@ -65,6 +65,10 @@ def _grid(args) -> None:
             "imports": tuple(args.imports),
         }
     budget = args.time_budget * 60 if args.time_budget is not None else None
+    if args.executor == "ray":  # before the run folder: a dead address once hung for minutes
+        from workbench.experiments.executors import RayExecutor
+
+        RayExecutor(address=args.address).check_address()
     runner = Runner(config, root=args.root, executor=args.executor, time_budget=budget, **options)
     try:
         table = runner.run()

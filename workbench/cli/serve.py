@@ -9,10 +9,19 @@ import argparse
 def _serve(args) -> int:
     import os
     import signal
+    from pathlib import Path
 
     from workbench.backends.serve import start_vllm_server, stop_server
+    from workbench.errors import ConfigError
     from workbench.models.loading import resolve_source
 
+    # before vLLM starts (half a minute or more), not in its traceback
+    if args.port is not None and not 0 < args.port < 65536:
+        raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    if args.registry and Path(args.registry).exists() and not Path(args.registry).is_dir():
+        raise ConfigError(
+            f"--registry must be a folder (of registered abstainers): {args.registry}"
+        )
     key = args.api_key or os.environ.get("VLLM_API_KEY")
     proc, url = start_vllm_server(
         args.model,

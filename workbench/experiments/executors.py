@@ -179,6 +179,34 @@ class RayExecutor:
         if unknown:
             raise ConfigError(f"resources_per_worker takes CPU and GPU, got {sorted(unknown)}")
 
+    def check_address(self) -> None:
+        """Before any work: an address of a cluster (``host:port``, ``ray://host:port``) must
+        answer, and a ``ray://`` one needs Ray's client installed. Ray itself retried a dead
+        address for minutes without a word."""
+        address = self.address or os.environ.get("RAY_ADDRESS")
+        if not address or address == "auto":
+            return
+        import importlib.util
+        import socket
+
+        rest = address
+        if address.startswith("ray://"):
+            if importlib.util.find_spec("grpc") is None:
+                raise ConfigError(
+                    f"the address {address!r} needs Ray's client: pip install 'ray[client]'"
+                )
+            rest = address.removeprefix("ray://")
+        host, _, port = rest.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"a Ray address is host:port or ray://host:port, got {address!r}")
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except OSError as e:
+            raise ConfigError(
+                f"nothing answers at the Ray address {address!r} ({e.strerror or e}; is the "
+                "cluster running? ray start --head starts one)"
+            ) from None
+
     def _start(self):
         try:
             import ray
@@ -203,7 +231,13 @@ class RayExecutor:
                     kwargs["num_gpus"] = int(self.workers * gpus)
             else:
                 kwargs["address"] = self.address or os.environ["RAY_ADDRESS"]
-            ray.init(**kwargs)
+            try:
+                ray.init(**kwargs)
+            except (ConnectionError, ValueError, RuntimeError) as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+                raise ConfigError(
+                    f"cannot join the Ray cluster at {kwargs['address']!r}: {first}"
+                ) from None
         return ray, threads
 
     def execute(self, runner, cells: Sequence) -> Iterator[CellResult]:
