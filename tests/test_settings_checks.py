@@ -1035,19 +1035,25 @@ def test_a_501_is_answered_at_once_not_retried(tmp_path):
         server.shutdown()
 
 
+def _silent_endpoint():
+    """A listening socket that accepts connections and never answers, and its /v1 URL."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    return silent, f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+
+
 def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_path):
     """It accepts connections and never answers: after one request's timeout and retries the
     endpoint is down, so no later cell waits as long again."""
-    import socket
 
     from workbench.backends import load_model
     from workbench.backends.openai_api import EndpointDown
     from workbench.generation import GenerationConfig, generate
 
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)  # accepts, never answers
-    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    silent, url = _silent_endpoint()
     try:
         lm = load_model(
             f"openai:served@{url}",
@@ -1065,17 +1071,13 @@ def test_an_endpoint_that_never_answers_stops_the_grid_at_its_first_cell(tmp_pat
 def test_a_timed_out_request_is_retried_once_not_max_retries_times(tmp_path):
     """Seven tries of the timeout each (14 minutes at the defaults) before a run on an
     endpoint that never answers could stop: now two."""
-    import socket
     import time
 
     from workbench.backends import load_model
     from workbench.backends.openai_api import EndpointDown
     from workbench.generation import GenerationConfig, generate
 
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)
-    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    silent, url = _silent_endpoint()
     try:
         lm = load_model(
             f"openai:served@{url}",
@@ -1107,19 +1109,6 @@ def test_an_answer_that_is_no_completion_is_one_line_and_never_cached(tmp_path, 
     from workbench.backends.openai_api import EndpointError
     from workbench.generation import GenerationConfig, generate
 
-    good = {
-        "id": "x",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "served",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Hi there."},
-                "finish_reason": "stop",
-            }
-        ],
-    }
     state = {"fixed": False, "asked": 0}
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -1127,7 +1116,7 @@ def test_an_answer_that_is_no_completion_is_one_line_and_never_cached(tmp_path, 
             state["asked"] += 1
             self.rfile.read(int(self.headers.get("content-length") or 0))
             body = (
-                json.dumps(good).encode()
+                json.dumps(ANSWER).encode()
                 if state["fixed"]
                 else (b"<html>oops</html>" if answer is None else json.dumps(answer).encode())
             )
@@ -1153,7 +1142,7 @@ def test_an_answer_that_is_no_completion_is_one_line_and_never_cached(tmp_path, 
         lm.close()
         state["fixed"] = True
         lm = load_model(f"openai:served@{url}", options=options)
-        assert generate(lm, ["Hello?"], config, progress=False)[0].text == "Hi there."
+        assert generate(lm, ["Hello?"], config, progress=False)[0].text == "Fine."
         assert state["asked"] == 2  # asked again: the bad answer was not cached
         lm.close()
     finally:

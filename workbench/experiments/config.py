@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import QUESTION_COUNTS, check_fields, check_minimum
+from workbench.fieldtypes import QUESTION_COUNTS, check_fields
 from workbench.yamlfile import read_mapping
 
 if TYPE_CHECKING:
@@ -158,8 +158,6 @@ class ExperimentConfig:
             object.__setattr__(self, name, tuple(getattr(self, name)))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
-        for name in (*QUESTION_COUNTS, "max_new_tokens", "num_samples", "batch_size"):
-            check_minimum(getattr(self, name), name)
         if all(getattr(self, name) == 0 for name in QUESTION_COUNTS):
             raise ConfigError(
                 f"config fields {', '.join(QUESTION_COUNTS)} are all 0: the grid would ask no "

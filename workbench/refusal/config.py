@@ -286,7 +286,6 @@ class JudgeConfig:
     def __post_init__(self) -> None:
         check_fields(self, prefix="judge.")
         _not_empty(self.model, "judge.model")
-        _at_least(self.batch_size, "judge.batch_size", 1)
         _at_least(self.answer_chars, "judge.answer_chars", 1)
 
 
@@ -409,8 +408,6 @@ class SuiteConfig:
                 f"config field 'data_dir' names a file ({data_dir}); it is the folder the "
                 "datasets are downloaded into"
             )
-        _at_least(self.limit, "limit")
-        _at_least(self.chunk_size, "chunk_size", 1)
         for key in ("margin", "refusal_threshold", "over_refusal_threshold"):
             v = getattr(self, key)
             if v < 0:
