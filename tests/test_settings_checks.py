@@ -1367,6 +1367,22 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         ),
         ({}, ["generate", "Hi", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
         (
+            {},
+            ["generate", "Hi", "--max-new-tokens", "100000"],
+            "--max-new-tokens is 100000, more than model 'smollm2-135m-instruct' holds in one "
+            "sequence (8192 tokens, prompt included)",
+        ),
+        (
+            {"g.yaml": b"name: t\ntechniques: [base]\nmax_new_tokens: 9000\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'max_new_tokens' is 9000, more than model 'smollm2-135m-instruct'",
+        ),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\nsampling: {max_new_tokens: 10000}\n"},
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'sampling.max_new_tokens' is 10000, more than model",
+        ),
+        (
             {"g.yaml": b"? [a, b]\n: 1\nname: x\n"},
             ["grid", "{tmp}/g.yaml"],
             "invalid YAML: line 1, column 3: a key must be a plain name, not a list",
@@ -1431,6 +1447,9 @@ LATIN1_JSONL = b'{"id": "a", "prompt": "caf\xe9?", "expected": "may_refuse"}\n'
         "JSONL latin-1",
         "technique_params typo",
         "generate 0 tokens",
+        "generate past the context",
+        "grid past the context",
+        "refusal-eval past the context",
         "a list as a key",
         "a 300-byte name",
         "NaN margin",
@@ -1660,6 +1679,22 @@ def test_a_reader_that_stops_early_gets_no_traceback():
             "parameter 'questions[0]' must be a string, got 1 (int)",
         ),
         ("nope.ipynb", "x=1", "no notebook 'nope.ipynb'"),
+        (
+            "01_select_abstention",
+            "max_new_tokens=100000",
+            "parameter 'max_new_tokens' is 100000, more than model 'smollm2-135m-instruct'",
+        ),
+        ("01_select_abstention", "models=[]", "config field 'models' must list at least one"),
+        (
+            "02_select_compositions",
+            'technique_params={"steering": 5}',
+            "config field 'technique_params.steering' must be a mapping, got 5 (int)",
+        ),
+        (
+            "01_select_abstention",
+            'technique_params={"steering": {"strength": "x"}}',
+            "technique 'steering': parameter 'strength' must be a number, got 'x' (str)",
+        ),
     ],
 )
 def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, parameter, message):
@@ -1669,6 +1704,33 @@ def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, paramet
 
     line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
     assert message in line
+
+
+@pytest.mark.parametrize(
+    "config, length",
+    [
+        ({"max_position_embeddings": 4096}, 4096),
+        ({"n_positions": 1024}, 1024),
+        ({"text_config": {"max_position_embeddings": 32768}}, 32768),
+        ({"hidden_size": 8}, None),
+    ],
+    ids=["llama-like", "gpt2-like", "multimodal", "unsaid"],
+)
+def test_a_models_context_length_is_read_without_loading_it(tmp_path, config, length):
+    """What bounds ``max_new_tokens`` before a model loads: a huge budget once loaded the model
+    and then generated past its context until it was killed."""
+    import json
+
+    from workbench.backends import check_new_tokens
+    from workbench.models.loading import context_length
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert context_length(str(tmp_path)) == length
+    check_new_tokens(str(tmp_path), length or 10**6)  # at the limit (or none known): fine
+    check_new_tokens("openai:m@http://127.0.0.1:9/v1", 10**6)  # the endpoint's say
+    if length:
+        with pytest.raises(ConfigError, match=f"more than model .* holds .*{length} tokens"):
+            check_new_tokens(str(tmp_path), length + 1)
 
 
 @pytest.mark.parametrize("content", [b"", b'{\n "cells": [\n  {\n   "cell_'], ids=["empty", "cut"])

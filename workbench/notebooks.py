@@ -229,9 +229,10 @@ def validate_parameters(
                     f"notebook {name}: parameter {key!r} got {bad[0]!r}; "
                     f"choose from: {', '.join(map(str, choices))}"
                 )
-    _check_models(name, parameters)
+    _check_models(name, known, parameters)
     _check_concepts(name, known, parameters)
     _check_files(name, parameters)
+    _check_grid(name, known, parameters)
     return known
 
 
@@ -256,10 +257,40 @@ def _values(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _check_models(name: str, parameters: dict[str, Any]) -> None:
+#: Notebooks whose parameters make a grid (:func:`workbench.experiments.notebook.notebook_run`):
+#: the grid is made and checked against its benchmark before the kernel starts, so its checks
+#: (an empty list, a technique's parameters, a target the benchmark lacks) speak in one line,
+#: not from a cell.
+GRID_NOTEBOOKS = ("01_select_abstention", "02_select_compositions")
+
+
+def _check_grid(name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]) -> None:
+    if name not in GRID_NOTEBOOKS:
+        return
+    import inspect
+
+    from workbench.errors import WorkbenchError
+    from workbench.experiments.notebook import notebook_run
+    from workbench.paths import project_path
+    from workbench.taxonomy import load_benchmark
+
+    values = {key: parameters.get(key, p.default) for key, p in known.items()}
+    wanted = inspect.signature(notebook_run).parameters
+    try:
+        config = notebook_run(**{key: v for key, v in values.items() if key in wanted}).config
+        data_dir = values.get("data_dir")
+        config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
+    except WorkbenchError as e:
+        raise ConfigError(f"notebook {name}: {e}") from None
+
+
+def _check_models(
+    name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]
+) -> None:
     """Models given as parameters can load (registered, a model directory, a hub id the cache
-    or the hub has): one line now, not a traceback from the kernel."""
-    from workbench.backends import check_model
+    or the hub has) and hold ``max_new_tokens`` new tokens: one line now, not a traceback from
+    the kernel."""
+    from workbench.backends import check_model, check_new_tokens
     from workbench.errors import WorkbenchError
 
     for key in MODEL_PARAMETERS:
@@ -269,6 +300,16 @@ def _check_models(name: str, parameters: dict[str, Any]) -> None:
                     check_model(model)
                 except WorkbenchError as e:
                     raise ConfigError(f"notebook {name}: parameter {key!r}: {e}") from None
+    new_tokens = parameters.get("max_new_tokens")
+    if "max_new_tokens" not in known or not isinstance(new_tokens, int):
+        return
+    for key in ("model", "models"):  # the answering models; a judge answers in a few tokens
+        if key in known:
+            for model in _values(parameters.get(key, known[key].default)):
+                if isinstance(model, str) and model:
+                    check_new_tokens(
+                        model, new_tokens, f"notebook {name}: parameter 'max_new_tokens'"
+                    )
 
 
 def _check_concepts(

@@ -87,6 +87,19 @@ def check_model(name: str) -> None:
     BACKENDS[ref.backend].check_target(ref.target)
 
 
+def check_new_tokens(model: str, max_new_tokens: int, where: str = "max_new_tokens") -> None:
+    """Raise a one-line ConfigError when ``max_new_tokens`` is more than ``model`` can hold in
+    one sequence (its context length, read without loading it): such a run loads the model and
+    then generates past what it was trained on until it is killed."""
+    ref = parse_model(model)
+    limit = BACKENDS[ref.backend].context_length(ref.target)
+    if limit is not None and max_new_tokens > limit:
+        raise ConfigError(
+            f"{where} is {max_new_tokens}, more than model {model!r} holds in one sequence "
+            f"({limit} tokens, prompt included)"
+        )
+
+
 def check_options(model: str, options: Any) -> None:
     """Raise a one-line error when ``options`` (a grid's ``model_options`` entry) names an
     option ``model``'s back end lacks or gives one a value of the wrong type: before any model
@@ -136,6 +149,7 @@ __all__ = [
     "VLLMOptions",
     "capabilities_of",
     "check_model",
+    "check_new_tokens",
     "check_options",
     "check_technique",
     "load_model",

@@ -231,6 +231,11 @@ class OpenAIModel(BlackBoxBackend):
         """Any served name: the endpoint is asked when the model is first used."""
 
     @classmethod
+    def context_length(cls, target: str) -> None:
+        """Unknown before the endpoint is asked (a server refuses a request too long itself)."""
+        return None
+
+    @classmethod
     def technique_hint(cls, target: str) -> str:
         return (
             "an API model takes black-box techniques only (base, zero_shot, few_shot_cot); "

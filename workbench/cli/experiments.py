@@ -29,7 +29,7 @@ def _demo(args) -> None:
 
 
 def _grid(args) -> None:
-    from workbench.backends import check_model
+    from workbench.backends import check_model, check_new_tokens
     from workbench.errors import ConfigError, Interrupted, WorkbenchError
     from workbench.experiments import ExperimentConfig, Runner
 
@@ -39,6 +39,8 @@ def _grid(args) -> None:
             check_model(model)
         except WorkbenchError as e:
             raise ConfigError(f"config field 'models[{i}]': {e}") from None
+        assert config.max_new_tokens is not None  # the preset gave it
+        check_new_tokens(model, config.max_new_tokens, "config field 'max_new_tokens'")
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     if args.time_budget is not None and not args.time_budget > 0:

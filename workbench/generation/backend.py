@@ -116,6 +116,14 @@ class Backend(ABC):
         check_model_name(target)
 
     @classmethod
+    def context_length(cls, target: str) -> int | None:
+        """The most tokens ``target`` takes in one sequence, read without loading it (None:
+        unknown here)."""
+        from workbench.models.loading import context_length
+
+        return context_length(target)
+
+    @classmethod
     def technique_hint(cls, target: str) -> str:
         """Where a technique this engine cannot run would run (the end of that error line)."""
         return f"run it on the Hugging Face engine (model {target!r})"

@@ -236,6 +236,57 @@ def check_model_name(name: str, revision: str | None = None) -> None:
         _unregistered_source(name, revision)
 
 
+#: Where a model's config.json gives the longest sequence it was trained on (the first found).
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def _config_context(config_file: Path) -> int | None:
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return None
+    for holder in (config, config.get("text_config") or {}):  # multimodal: the text model's
+        for key in _CONTEXT_KEYS:
+            if isinstance(holder.get(key), int) and holder[key] > 0:
+                return int(holder[key])
+    return None
+
+
+def _gguf_context(path: Path) -> int | None:
+    try:
+        import gguf
+
+        fields = gguf.GGUFReader(path).fields
+        arch = fields["general.architecture"].contents()
+        return int(fields[f"{arch}.context_length"].contents())
+    except Exception:  # no gguf package, or a file without the key: unknown, not an error
+        return None
+
+
+def context_length(name: str, revision: str | None = None) -> int | None:
+    """The context length (tokens) of model ``name`` read from its config, loading no weights:
+    the embedded model's cached config or GGUF header, a local directory's or a cached hub
+    snapshot's ``config.json``; None where nothing local says."""
+    spec = get_spec(name)
+    if spec is not None:
+        try:
+            cached = embedded_cache_dir(spec) / "config.json"
+        except ModelLoadError:
+            return None
+        if cached.is_file():
+            return _config_context(cached)
+        return _gguf_context(package_dir(spec) / spec.gguf_file)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return _config_context(path / "config.json")
+    if "/" in name and not _looks_like_path(name):
+        from workbench.models.hub import cached_snapshot
+
+        snapshot = cached_snapshot(name, revision)
+        return _config_context(snapshot / "config.json") if snapshot else None
+    return None
+
+
 def _unregistered_source(name: str, revision: str | None) -> ModelSource:
     path = Path(name).expanduser()
     if path.exists():

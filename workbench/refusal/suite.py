@@ -169,7 +169,7 @@ class RefusalSuite:
             except WorkbenchError as e:
                 raise ConfigError(f"config field 'abstainers[{i}]': {e}") from None
         # every model, the judge's, the device and the dtype against what is installed
-        from workbench.backends import check_model
+        from workbench.backends import check_model, check_new_tokens
         from workbench.models.loading import resolve_device
         from workbench.models.numerics import resolve_dtype
 
@@ -181,6 +181,11 @@ class RefusalSuite:
                     check_model(name)
                 except WorkbenchError as e:
                     raise ConfigError(f"config field '{where}': {e}") from None
+                if where != "judge.model":  # the judge answers in its own few tokens
+                    assert c.sampling.max_new_tokens is not None  # the preset gave it
+                    check_new_tokens(
+                        name, c.sampling.max_new_tokens, "config field 'sampling.max_new_tokens'"
+                    )
         resolve_dtype(c.dtype, resolve_device(c.device))
         check_writable(self.run_dir, "the run folder")
 
