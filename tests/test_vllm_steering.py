@@ -224,6 +224,8 @@ def test_server_unknown_abstainer_is_one_line_and_spares_the_others(run):
 
 
 def test_server_restart_keeps_registered_abstainers(run):
+    """The server started on a registry an earlier one saved lists and answers its
+    abstainers by name."""
     out, engine = run
     listed = {a["name"] for a in out["server"]["after_restart"]["abstainers"]}
     assert listed == set(ABSTAINERS)

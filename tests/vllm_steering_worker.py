@@ -5,7 +5,8 @@
 The job holds abstainers (SteerSpec JSON), prompts each assigned one abstainer or none, and
 generation settings; this side answers them inside vLLM, in process (one mixed batch per engine
 setting: prefix caching and chunked prefill on, then off) and through ``serve --steering``
-(concurrent requests, an unknown abstainer, a restart), and optionally runs the verify slice's
+(a registry an earlier server left, concurrent requests, an unknown abstainer, hostile
+requests, a load test), and optionally runs the verify slice's
 steering cell on ``vllm:``. The SELECT-like case and the slice run on the last in-process
 engine: one engine per setting, none more.
 """
@@ -79,20 +80,17 @@ def select_like(lm, job, specs):
 
 
 def through_server(job, specs):
-    from workbench.backends.serve import start_vllm_server
+    """The server as an operator starts it for a group (:func:`shared_server`), on a
+    registry that a server before it left behind: the plan's abstainers saved as ``POST
+    /v1/abstainers`` saves them (a server reads the registry on every request, so what a
+    restart keeps is what is on disk)."""
+    from pathlib import Path
+
+    from workbench.backends.steer_server import Registry
 
     registry = tempfile.mkdtemp(prefix="workbench-registry-")
-    out = {}
-
-    def start(log):
-        return start_vllm_server(
-            job["model"].removeprefix("vllm:"),
-            "m",
-            dtype="float32",
-            steering=True,
-            registry=registry,
-            log=log,
-        )
+    for spec in specs.values():
+        Registry(Path(registry)).save(spec)
 
     def ask(url, prompt, name, max_tokens, key=None, ids=False):
         body = {
@@ -111,21 +109,7 @@ def through_server(job, specs):
             body["steering"] = {"abstainer": name}
         return post(url + "/chat/completions", body, key=key)
 
-    began = time.time()
-    proc, url = start(os.path.join(registry, "server.log"))
-    out["started_in"] = round(time.time() - began, 1)
-    try:
-        out["registered"] = [post(url + "/abstainers", s.to_dict()) for s in specs.values()]
-        n = job["config"]["max_new_tokens"]
-        calls = [(p, a) for p, a in zip(job["prompts"], job["assign"])]
-        calls.append(("Say hello.", "no-such-abstainer"))
-        with cf.ThreadPoolExecutor(len(calls)) as ex:
-            answers = list(ex.map(lambda c: ask(url, c[0], c[1], n), calls))
-        out["answers"] = answers[:-1]
-        out["unknown"] = answers[-1]
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
+    out: dict = {}
     began = time.time()
     out["shared"] = shared_server(job, specs, registry, ask, out)
     out["shared_seconds"] = round(time.time() - began, 1)
@@ -142,10 +126,11 @@ def _get(url, key=None):
 
 
 def shared_server(job, specs, registry, ask, out):
-    """The restart, as an operator starts a server for a group: ``python -m workbench serve
+    """The server as an operator starts it for a group: ``python -m workbench serve
     --steering`` with its key in VLLM_API_KEY, vLLM's log in --log-file, a corrupt file left
-    in the registry. Then hostile requests interleaved with other clients' requests, a small
-    load test, and SIGTERM to the command."""
+    in the registry. The registry's abstainers listed and answered by name (the restart),
+    registered again and asked concurrently; then hostile requests interleaved with other
+    clients' requests, a small load test, and SIGTERM to the command."""
     import subprocess
     from pathlib import Path
 
@@ -180,6 +165,15 @@ def shared_server(job, specs, registry, ask, out):
         n = job["config"]["max_new_tokens"]
         i = next(k for k, a in enumerate(job["assign"]) if a)
         out["restart_answer"] = [i, ask(url, job["prompts"][i], job["assign"][i], n, KEY)]
+        # registered again over HTTP (the key's route), then every prompt of the plan at once
+        # with a request naming no registered abstainer among them
+        out["registered"] = [post(url + "/abstainers", s.to_dict(), KEY) for s in specs.values()]
+        calls = [(p, a) for p, a in zip(job["prompts"], job["assign"])]
+        calls.append(("Say hello.", "no-such-abstainer"))
+        with cf.ThreadPoolExecutor(len(calls)) as ex:
+            answers = list(ex.map(lambda c: ask(url, c[0], c[1], n, KEY), calls))
+        out["answers"] = answers[:-1]
+        out["unknown"] = answers[-1]
         res.update(hostile_rounds(url, job, specs, ask, n))
         pool = valid_pool(["rivers", "always"], 8)
         clean = clean_answers(url, KEY, pool)
