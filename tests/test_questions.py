@@ -51,8 +51,17 @@ def test_question_bank_roundtrip_and_bad_rows(tmp_path):
     back = QuestionBank.load(path)
     assert back.rows() == bank.rows()
     path.write_text('{"concept_id": "x", "split": "train"}\n')
-    with pytest.raises(WorkbenchError, match="line 1: malformed question row"):
+    with pytest.raises(WorkbenchError, match="line 1: question row lacks 'question'"):
         QuestionBank.load(path)
+    for row, problem in [
+        ('{"concept_id": "x", "split": "eval", "question": null}', "'question' must be non-empty"),
+        ('{"concept_id": "x", "split": "bogus", "question": "Q?"}', "split 'bogus' is not one"),
+        ('{"concept_id": 7, "split": "eval", "question": "Q?"}', "'concept_id' must be non-empty"),
+        ("[1, 2]", "malformed question row"),
+    ]:
+        path.write_text('{"concept_id": "x", "split": "train", "question": "Q?"}\n' + row + "\n")
+        with pytest.raises(WorkbenchError, match=f"q.jsonl, line 2: .*{problem}"):
+            QuestionBank.load(path)
 
 
 def test_duplicates_are_counted():

@@ -204,8 +204,14 @@ def test_runner_and_notebooks_write_under_the_same_runs_root(tmp_path, monkeypat
         (lambda text: "", "it is empty (0 bytes)"),
         (lambda text: text[: len(text) // 2], "its last line is cut"),
         (lambda text: "{not json\n" + text, "line 1 is not JSON"),
+        (lambda text: "[1, 2, 3]\n", "line 1 is not a row (a JSON object)"),
+        (lambda text: text.split("\n", 1)[1], "it holds 9 rows, not the cell's 10"),
+        (
+            lambda text: '{"response": "x"}\n' + text.split("\n", 1)[1],
+            "row 1 lacks model, question_index, sample, seed, target, technique",
+        ),
     ],
-    ids=["zero bytes", "last line cut", "not JSON"],
+    ids=["zero bytes", "last line cut", "not JSON", "not rows", "a row short", "unkeyed row"],
 )
 def test_a_damaged_cell_file_is_named_set_aside_and_run_again(
     tmp_path, bench, no_hub_models, monkeypatch, capsys, damage, problem

@@ -1524,7 +1524,8 @@ def test_a_cuda_device_on_a_cpu_only_torch_is_one_line(tmp_path, capsys, monkeyp
         (["--workers", "0"], "error: --workers must be at least 1, got 0"),
         (
             ["--imports", "no_such_module_xyz"],
-            "error: --imports names 'no_such_module_xyz', which this python cannot import",
+            "error: --imports names 'no_such_module_xyz', which this python cannot import (No "
+            "module named 'no_such_module_xyz')",
         ),
         (
             ["--address", "127.0.0.1:9"],
@@ -1686,6 +1687,30 @@ def test_a_reader_that_stops_early_gets_no_traceback():
         ),
         ("01_select_abstention", "models=[]", "config field 'models' must list at least one"),
         (
+            "03_refusal_judge",
+            "labels_dir=/no/such/labels",
+            "parameter 'labels_dir': /no/such/labels is not a folder",
+        ),
+        (
+            "01_select_abstention",
+            "release_run=no_such_run",
+            "parameter 'release_run': no run 'no_such_run' with results",
+        ),
+        (
+            "05_categorical_editing",
+            "layer=999",
+            "parameter 'layer': layer is 999, but model 'smollm2-135m-instruct' has 30 layers",
+        ),
+        (
+            "07_label_answers",
+            "run_dir=README.md",
+            "parameter 'run_dir': ",
+        ),
+        ("07_label_answers", "labels_file=data", "parameter 'labels_file': "),
+        ("06_refusal_suite", 'datasets=["bogus_set"]', "unknown dataset 'bogus_set'"),
+        ("00_build_taxonomy", "branching=[3, 3, -1]", "'branching[2]' must be a positive integer"),
+        ("00_quickstart", 'questions=["a", " "]', "parameter 'questions[1]' is blank"),
+        (
             "02_select_compositions",
             'technique_params={"steering": 5}',
             "config field 'technique_params.steering' must be a mapping, got 5 (int)",
@@ -1785,3 +1810,194 @@ def test_a_key_written_where_its_variable_name_belongs_is_refused_and_never_echo
     line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
     assert "api_key_env must name the environment variable" in line and secret not in line
     assert not (tmp_path / "runs").exists()
+
+
+# -- the fourth sweep: outputs that would replace inputs, inputs read only after the work, a
+# credential in a URL, run folders of another command ------------------------------------------
+
+LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}\n'
+
+
+@pytest.mark.parametrize(
+    "files, argv, words",
+    [
+        (
+            {"lab.jsonl": LABEL_ROW},
+            ["scoring", "labels", "{tmp}/lab.jsonl", "--out", "{tmp}/lab.jsonl"],
+            "the --out file {tmp}/lab.jsonl is an input {tmp}/lab.jsonl",
+        ),
+        (
+            {"lab.jsonl": LABEL_ROW},
+            ["scoring", "agreement", "--labels", "{tmp}/lab.jsonl", "--csv", "{tmp}/lab.jsonl"],
+            "the --csv file {tmp}/lab.jsonl is an input",
+        ),
+        (
+            {"outs/m_NEC_answerable.json": b"[]"},
+            ["unknown", "score-outputs", "{tmp}/outs", "--out", "{tmp}/outs/m_NEC_answerable.json"],
+            "is inside the input folder {tmp}/outs: writing it would replace what this command reads",
+        ),
+        (
+            {"ref/": b""},
+            ["verify", "--record", "--reference", "{tmp}/ref"],
+            "cannot write the --reference file {tmp}/ref: it is a folder",
+        ),
+        (
+            {"logs/": b""},
+            ["serve", "smollm2-135m-instruct", "--log-file", "{tmp}/logs"],
+            "cannot write the --log-file {tmp}/logs: it is a folder",
+        ),
+        (
+            {
+                "g.yaml": b"name: c\ntechniques: [base]\n"
+                b"models: ['openai:gpt-x@http://u:sk-SECRET-999@127.0.0.1:9/v1']\n"
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "openai:gpt-x@http://***@127.0.0.1:9/v1': the endpoint URL carries a credential",
+        ),
+        (
+            {"m/config.json": b"[1, 2]", "m/model.safetensors": b"x"},
+            ["generate", "Hi", "--model", "{tmp}/m"],
+            "{tmp}/m/config.json is not a model config (a JSON object)",
+        ),
+        (
+            {"m/config.json": b"{}", "m/model.safetensors": b"x"},
+            ["generate", "Hi", "--model", "{tmp}/m"],
+            "{tmp}/m has no tokenizer (tokenizer.json, ",
+        ),
+        ({}, ["generate", "  "], "question 1 is blank"),
+        (
+            {"g.yaml": b"name: d\ntechniques: [base, zero_shot, base]\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'techniques' lists 'base' twice",
+        ),
+        ({}, ["taxonomy", "find", "river", "--limit", "0"], "--limit must be at least 1, got 0"),
+        (
+            {
+                "r.yaml": b"name: j\ndatasets: [sanity]\n"
+                b"abstainers: [{technique: steering, target: x, benchmark: '{tmp}/none'}]\n"
+            },
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'abstainers[0].benchmark': ",
+        ),
+        (
+            {
+                "p.jsonl": b'{"prompt": [{"role": "user", "content": "hi"}]}\n',
+                "r.yaml": b"name: j\ndatasets: [{name: mine, path: '{tmp}/p.jsonl', "
+                b"expected: should_refuse}]\n",
+            },
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "row 1: 'prompt' must be text, got a list",
+        ),
+    ],
+    ids=[
+        "labels --out is the log",
+        "agreement --csv is the labels",
+        "score-outputs --out an input",
+        "verify --record into a folder",
+        "serve --log-file a folder",
+        "a credential in the URL",
+        "config.json a list",
+        "no tokenizer",
+        "a blank question",
+        "a technique twice",
+        "find --limit 0",
+        "abstainer benchmark",
+        "a prompt that is a chat",
+    ],
+)
+def test_fourth_sweep_mistakes_are_one_line_and_change_nothing(
+    tmp_path, capsys, monkeypatch, files, argv, words
+):
+    """Each wrote over its own input (a labels log, the shipped labelled set, an output file),
+    worked for minutes before finding a path it writes at the end, printed a traceback, took a
+    chat for a prompt's text, or wrote an endpoint's password into the run's config."""
+    import workbench.backends
+    from workbench.cli import main
+
+    monkeypatch.setattr(
+        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
+    )
+    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    before = {}
+    for name, content in files.items():
+        path = tmp_path / name
+        if name.endswith("/"):
+            path.mkdir()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.replace(b"{tmp}", str(tmp_path).encode()))
+        before[path] = path.read_bytes()
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    extra = ["--root", str(tmp_path / "runs")] if argv[0] == "grid" else []
+    line = one_error_line(capsys, main([*args, *extra]))
+    assert words.replace("{tmp}", str(tmp_path)) in line
+    assert "SECRET" not in line
+    assert not (tmp_path / "runs").exists()
+    assert {p: p.read_bytes() for p in before} == before
+
+
+@pytest.mark.parametrize(
+    "made_by, command, kind",
+    [("chunks", "grid", "refusal-eval"), ("cells", "refusal-eval", "grid")],
+)
+def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
+    tmp_path, capsys, made_by, command, kind
+):
+    """A grid named as a finished refusal-eval run replaced its config.json and added its
+    tables, exit 0 (and the refusal-eval run put its own back on the next call)."""
+    from workbench.cli import main
+
+    run = tmp_path / "runs" / "r7"
+    (run / made_by).mkdir(parents=True)
+    (run / "config.json").write_text('{"theirs": true}')
+    cfg = tmp_path / "c.yaml"
+    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
+    cfg.write_text("name: r7\n" + body)
+    argv = [command, str(cfg)] + (["--root", str(tmp_path / "runs")] if command == "grid" else [])
+    import os
+
+    os.environ["WORKBENCH_RUNS"] = str(tmp_path / "runs")
+    try:
+        line = one_error_line(capsys, main(argv))
+    finally:
+        del os.environ["WORKBENCH_RUNS"]
+    assert f"run {run} holds a {kind} run; give this {command} run another name" in line
+    assert sorted(p.name for p in run.iterdir()) == sorted([made_by, "config.json"])
+    assert (run / "config.json").read_text() == '{"theirs": true}'
+
+
+def test_a_notebook_run_under_another_name_writes_its_outputs_in_its_own_folder(no_kernel):
+    """00's out_dir defaults into the default run's folder: a build with other parameters
+    wrote its benchmark over the default build's."""
+    import papermill
+
+    from workbench.notebooks import run_notebook
+
+    seen = {}
+    papermill.execute_notebook = lambda src, out, parameters, **k: seen.update(parameters)
+    run_notebook("00_build_taxonomy", {"branching": [3, 3]}, progress=False)
+    assert seen["run_name"].startswith("taxonomy_build-")
+    assert seen["out_dir"] == f"runs/{seen['run_name']}/data"
+    seen.clear()
+    run_notebook("00_build_taxonomy", {"run_name": "mine"}, progress=False)
+    assert seen["out_dir"] == "runs/mine/data"
+    seen.clear()
+    run_notebook("00_build_taxonomy", {"run_name": "mine", "out_dir": "elsewhere"}, progress=False)
+    assert seen["out_dir"] == "elsewhere"
+
+
+def test_an_imports_module_that_does_not_import_is_one_line(tmp_path, capsys, monkeypatch):
+    """A module with a syntax error passed the check (it was only looked up) and failed in
+    every Ray worker."""
+    from workbench.cli import main
+
+    (tmp_path / "broken_techniques.py").write_text("def (:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("name: i\ntechniques: [base]\n")
+    line = one_error_line(
+        capsys,
+        main(["grid", str(cfg), "--imports", "broken_techniques", "--root", str(tmp_path / "r")]),
+    )
+    assert "--imports names 'broken_techniques', which this python cannot import (" in line
+    assert not (tmp_path / "r").exists()

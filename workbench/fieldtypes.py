@@ -228,6 +228,9 @@ MINIMUMS: dict[str, int] = {
             "dpo_epochs",
             "grad_accumulation",
             "max_length",
+            # children kept per concept at each level (the taxonomy build)
+            "branching",
+            "composition_branching",
         ),
         1,
     ),
@@ -236,8 +239,13 @@ MINIMUMS: dict[str, int] = {
 
 def check_minimum(value: Any, where: str, label: str = "config field") -> None:
     """A one-line ConfigError when ``where`` is a count (:data:`MINIMUMS`) and ``value`` is
-    below its minimum."""
+    below its minimum; a list of counts (``branching``) item by item."""
     least = MINIMUMS.get(where.rsplit(".", 1)[-1])
+    if least is not None and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_minimum(item, f"{where}[{i}]", label)
+        return
+    least = MINIMUMS.get(where.rsplit(".", 1)[-1].split("[", 1)[0])
     if least is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     if value < least:

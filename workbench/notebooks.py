@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]
 #: Parameters that name models (any name ``load_model`` accepts; "" or "self" where the
 #: notebook reads them as "none" or "the model itself").
 MODEL_PARAMETERS = ("model", "models", "judge_model")
+#: Parameters whose items are texts a model answers: a blank one is a mistake.
+TEXT_LISTS = ("questions",)
 #: Parameters that name concepts of the benchmark.
 CONCEPT_PARAMETERS = ("targets", "concept", "technique_target", "abstainer_target")
 #: Notebooks whose concepts come from the benchmark a parameter names ("": the shipped one);
@@ -220,6 +223,10 @@ def validate_parameters(
             )
         check_value(value, parameter_type(known[key]), key, label=f"notebook {name}: parameter")
         check_minimum(value, key, label=f"notebook {name}: parameter")
+        if key in TEXT_LISTS:
+            blank = next((i for i, v in enumerate(_values(value)) if not str(v).strip()), None)
+            if blank is not None:
+                raise ConfigError(f"notebook {name}: parameter '{key}[{blank}]' is blank")
         choices = parameter_choices(key)
         if choices is not None:
             values = value if isinstance(value, (list, tuple)) else [value]
@@ -232,7 +239,8 @@ def validate_parameters(
     _check_models(name, known, parameters)
     _check_concepts(name, known, parameters)
     _check_files(name, parameters)
-    _check_grid(name, known, parameters)
+    _check_inputs(name, known, parameters)
+    _check_run(name, known, parameters)
     return known
 
 
@@ -253,33 +261,104 @@ def _check_files(name: str, parameters: dict[str, Any]) -> None:
                 raise ConfigError(f"notebook {name}: parameter {key!r}: {path} is {what}")
 
 
+def _check_inputs(
+    name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]
+) -> None:
+    """What a notebook reads only after its run (a release run, labelled answers, a run to
+    label) and an edited layer are there, whatever their values: one line now, not from a
+    cell after minutes of work."""
+    from workbench.errors import WorkbenchError
+    from workbench.paths import project_path, run_folder
+
+    values = {key: parameters.get(key, p.default) for key, p in known.items()}
+
+    def fail(key: str, problem: str) -> ConfigError:
+        return ConfigError(f"notebook {name}: parameter {key!r}: {problem}")
+
+    release = values.get("release_run")
+    if (
+        isinstance(release, str)
+        and release
+        and not (run_folder(release) / "results.parquet").is_file()
+    ):
+        raise fail(
+            "release_run",
+            f"no run {release!r} with results ({run_folder(release) / 'results.parquet'}; "
+            "python -m workbench import-select-results writes one)",
+        )
+    labels_dir = values.get("labels_dir")
+    if isinstance(labels_dir, str) and labels_dir and not project_path(labels_dir).is_dir():
+        raise fail("labels_dir", f"{project_path(labels_dir)} is not a folder")
+    labels_file = values.get("labels_file")
+    if isinstance(labels_file, str) and labels_file and project_path(labels_file).is_dir():
+        raise fail("labels_file", f"{project_path(labels_file)} is a folder, not a file")
+    run_dir = values.get("run_dir")
+    if name == "07_label_answers" and isinstance(run_dir, str) and run_dir:
+        from workbench.widgets.labelling.answers import load_answers
+
+        try:
+            load_answers(project_path(run_dir))
+        except WorkbenchError as e:
+            raise fail("run_dir", str(e)) from None
+    layer, model = values.get("layer"), values.get("model")
+    if isinstance(layer, int) and isinstance(model, str) and model:
+        from workbench.backends import check_layer
+
+        try:
+            check_layer(model, layer)
+        except WorkbenchError as e:
+            raise fail("layer", str(e)) from None
+
+
 def _values(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-#: Notebooks whose parameters make a grid (:func:`workbench.experiments.notebook.notebook_run`):
-#: the grid is made and checked against its benchmark before the kernel starts, so its checks
-#: (an empty list, a technique's parameters, a target the benchmark lacks) speak in one line,
-#: not from a cell.
-GRID_NOTEBOOKS = ("01_select_abstention", "02_select_compositions")
-
-
-def _check_grid(name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]) -> None:
-    if name not in GRID_NOTEBOOKS:
-        return
-    import inspect
-
-    from workbench.errors import WorkbenchError
+def _preflight_grid(values: dict[str, Any]) -> None:
+    """Notebooks 01 and 02: the grid their parameters make
+    (:func:`workbench.experiments.notebook.notebook_run`), checked against its benchmark."""
     from workbench.experiments.notebook import notebook_run
     from workbench.paths import project_path
     from workbench.taxonomy import load_benchmark
 
-    values = {key: parameters.get(key, p.default) for key, p in known.items()}
-    wanted = inspect.signature(notebook_run).parameters
+    config = _call(notebook_run, values).config
+    data_dir = values.get("data_dir")
+    config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
+
+
+def _preflight_suite(values: dict[str, Any]) -> None:
+    """Notebook 06: the refusal suite its parameters (or its config file) make, prepared as
+    the notebook prepares it (every data set read, models and abstainers checked)."""
+    from workbench.refusal import RefusalSuite
+    from workbench.refusal.notebook import notebook_config
+
+    RefusalSuite(_call(notebook_config, values)).prepare()
+
+
+def _call(fn: Callable[..., Any], values: dict[str, Any]) -> Any:
+    import inspect
+
+    return fn(**{k: v for k, v in values.items() if k in inspect.signature(fn).parameters})
+
+
+#: Notebooks whose parameters make a run a function of the package makes too: it is made and
+#: checked before the kernel starts, so its checks (an empty list, a technique's parameters, a
+#: target the benchmark lacks, a data set that is not there) speak in one line, not from a cell.
+PREFLIGHTS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "01_select_abstention": _preflight_grid,
+    "02_select_compositions": _preflight_grid,
+    "06_refusal_suite": _preflight_suite,
+}
+
+
+def _check_run(name: str, known: dict[str, NotebookParameter], parameters: dict[str, Any]) -> None:
+    check = PREFLIGHTS.get(name)
+    if check is None:
+        return
+    from workbench.errors import WorkbenchError
+
     try:
-        config = notebook_run(**{key: v for key, v in values.items() if key in wanted}).config
-        data_dir = values.get("data_dir")
-        config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
+        check({key: parameters.get(key, p.default) for key, p in known.items()})
     except WorkbenchError as e:
         raise ConfigError(f"notebook {name}: {e}") from None
 
@@ -430,7 +509,9 @@ def run_notebook(
             ``runs/<run_name>/`` for notebooks with a ``run_name``, else ``runs/notebooks``).
             Parameters other than the defaults, with no ``run_name`` given, name a run of their
             own (``<run_name>-<8 hex digits of the parameters>``; ``<notebook>-<digits>.ipynb``
-            in ``runs/notebooks``): the default run's outputs are never written over.
+            in ``runs/notebooks``): the default run's outputs are never written over. A run
+            under another name takes along the outputs whose defaults lie in the default run's
+            folder (``runs/<default run_name>/...``, notebook 00's ``out_dir``).
         progress: show papermill's cell progress bar.
         log_output: stream what the cells print (the grid's progress lines, with an ETA) to
             this terminal while they run.
@@ -455,6 +536,18 @@ def run_notebook(
         suffix = "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
         if "run_name" in known:
             parameters["run_name"] = f"{known['run_name'].default}{suffix}"
+    if "run_name" in known and parameters.get("run_name", known["run_name"].default) != (
+        default_run := known["run_name"].default
+    ):
+        # an output path inside the default run's folder (00's out_dir) moves with the run
+        inside = f"runs/{default_run}/"
+        for key, p in known.items():
+            if (
+                key not in parameters
+                and isinstance(p.default, str)
+                and p.default.startswith(inside)
+            ):
+                parameters[key] = f"runs/{parameters['run_name']}/{p.default[len(inside) :]}"
     if run_dir:
         out_dir = Path(run_dir)
     elif "run_name" in known:

@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 CACHE_ENV = "WORKBENCH_CACHE"
@@ -119,14 +119,30 @@ def check_writable(path: str | os.PathLike, what: str = "the output folder") -> 
     return p
 
 
-def check_writable_file(path: str | os.PathLike, what: str = "the output file") -> Path:
+def check_writable_file(
+    path: str | os.PathLike,
+    what: str = "the output file",
+    inputs: Sequence[str | os.PathLike] = (),
+) -> Path:
     """``path`` as a file that can be written (not a folder, its folder writable:
-    :func:`check_writable`), checked before the work that fills it."""
-    from workbench.errors import OutputError
+    :func:`check_writable`), checked before the work that fills it; never one of ``inputs``
+    (files, or folders whose files the command reads): writing there would replace what
+    the command reads."""
+    from workbench.errors import ConfigError, OutputError
 
     p = Path(path).expanduser()
     if p.is_dir():
         raise OutputError(f"cannot write {what} {p}: it is a folder")
+    if p.is_file():
+        target = p.resolve()
+        for source in inputs:
+            s = Path(source).expanduser().resolve()
+            if target == s or (s.is_dir() and s in target.parents):
+                raise ConfigError(
+                    f"{what} {p} is {'an input' if target == s else 'inside the input folder'} "
+                    f"{Path(source)}: writing it would replace what this command reads; "
+                    "choose another path"
+                )
     check_writable(p.parent, f"the folder of {what}")
     return p
 
@@ -183,9 +199,9 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
 
 
 def jsonl_problem(path: str | os.PathLike) -> str | None:
-    """Why a JSON Lines file that a finished write left is damaged (empty, its last line cut,
-    a line that is not JSON), or None when it is whole: what a crash before the durable writes
-    of :func:`atomic_file` could leave."""
+    """Why a JSON Lines file of rows that a finished write left is damaged (empty, its last
+    line cut, a line that is not a JSON object), or None when it is whole: what a crash before
+    the durable writes of :func:`atomic_file` could leave, or a hand's edit."""
     import json
 
     data = Path(path).read_bytes()
@@ -195,9 +211,11 @@ def jsonl_problem(path: str | os.PathLike) -> str | None:
         return "its last line is cut"
     for n, line in enumerate(data.splitlines(), 1):
         try:
-            json.loads(line)
+            row = json.loads(line)
         except ValueError:
             return f"line {n} is not JSON"
+        if not isinstance(row, dict):
+            return f"line {n} is not a row (a JSON object)"
     return None
 
 

@@ -29,6 +29,42 @@ class RunLocked(OutputError):
     """Another process is writing the run."""
 
 
+class RunKindClash(OutputError):
+    """The run folder holds another command's run."""
+
+
+#: Which command's run a folder holds (``{"kind": "grid"}``), written by the first writer.
+KIND_NAME = ".workbench-run.json"
+#: What a folder written before the note existed holds, by the folder its command makes.
+_LEGACY_KINDS = (("chunks", "refusal-eval"), ("cells", "grid"))
+
+
+def run_kind(run_dir: str | os.PathLike) -> str | None:
+    """The command whose run ``run_dir`` holds (``grid``, ``refusal-eval``, ...), None when
+    it holds none yet."""
+    run_dir = Path(run_dir)
+    try:
+        kind = json.loads((run_dir / KIND_NAME).read_text())["kind"]
+        if isinstance(kind, str):
+            return kind
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return next((k for folder, k in _LEGACY_KINDS if (run_dir / folder).is_dir()), None)
+
+
+def check_run_kind(run_dir: str | os.PathLike, kind: str) -> None:
+    """A one-line :class:`RunKindClash` when ``run_dir`` holds another command's run: the two
+    would write over each other's ``config.json`` and tables."""
+    held = run_kind(run_dir)
+    if held is not None and held != kind:
+        raise RunKindClash(
+            f"run {run_dir} holds a {held} run; give this {kind} run another name (both "
+            "write config.json and their tables there)"
+        )
+
+
 def holder(run_dir: str | os.PathLike) -> str:
     """Who holds ``run_dir``'s lock, in words (from the holder's note beside it)."""
     try:
@@ -42,10 +78,11 @@ def holder(run_dir: str | os.PathLike) -> str:
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: str | os.PathLike, command: str) -> Iterator[None]:
+def run_lock(run_dir: str | os.PathLike, command: str, kind: str | None = None) -> Iterator[None]:
     """Hold ``run_dir``'s lock while the block runs (the folder must exist and be writable:
     :func:`workbench.paths.check_writable`); raise :class:`RunLocked` at once when another
-    process holds it."""
+    process holds it. With ``kind`` (the command's name), the folder is that command's run:
+    :class:`RunKindClash` when it holds another's, else noted as ``kind``'s."""
     from filelock import FileLock, Timeout
 
     run_dir = Path(run_dir)
@@ -59,6 +96,10 @@ def run_lock(run_dir: str | os.PathLike, command: str) -> Iterator[None]:
         ) from None
     note = run_dir / HOLDER_NAME
     try:
+        if kind is not None:
+            check_run_kind(run_dir, kind)
+            if not (run_dir / KIND_NAME).is_file():
+                write_text_atomic(run_dir / KIND_NAME, json.dumps({"kind": kind}))
         write_text_atomic(
             note,
             json.dumps(
@@ -78,18 +119,22 @@ def run_lock(run_dir: str | os.PathLike, command: str) -> Iterator[None]:
 
 def _holds_files(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a file other than its lock and the lock's note."""
-    return any(p.is_file() and p.name not in (LOCK_NAME, HOLDER_NAME) for p in run_dir.rglob("*"))
+    own = (LOCK_NAME, HOLDER_NAME, KIND_NAME)
+    return any(p.is_file() and p.name not in own for p in run_dir.rglob("*"))
 
 
 @contextlib.contextmanager
-def new_run(run_dir: str | os.PathLike, command: str) -> Iterator[Path]:
-    """Make ``run_dir`` (if it is not there) and hold its lock while the block runs. A command
-    that fails before it wrote a file leaves no folder behind, where it made the folder."""
+def new_run(run_dir: str | os.PathLike, command: str, kind: str | None = None) -> Iterator[Path]:
+    """Make ``run_dir`` (if it is not there) and hold its lock while the block runs (``kind``:
+    as :func:`run_lock`). A command that fails before it wrote a file leaves no folder
+    behind, where it made the folder."""
     run_dir = Path(run_dir)
+    if kind is not None and run_dir.is_dir():
+        check_run_kind(run_dir, kind)
     made = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with run_lock(run_dir, command):
+        with run_lock(run_dir, command, kind):
             yield run_dir
     except BaseException:
         if made and not _holds_files(run_dir):

@@ -36,23 +36,17 @@ abstainer_target = "wn:09411430-n"  # the concept it abstains from (river)
 # %%
 import pandas as pd
 
-from workbench.paths import project_path, shown_path
-from workbench.refusal import RefusalSuite, SuiteConfig
+from workbench.paths import shown_path
+from workbench.refusal import RefusalSuite
 from workbench.refusal.datasets import describe
+from workbench.refusal.notebook import notebook_config
 
-if config_file:
-    config = SuiteConfig.from_yaml(project_path(config_file)).with_overrides(name=run_name)
-else:
-    settings = dict(name=run_name, models=tuple(models), datasets=tuple(datasets), limit=limit,
-                    sampling={"preset": sampling, "num_samples": k_samples,
-                              "max_new_tokens": max_new_tokens},
-                    judge={"model": judge_model or None}, detector=score_detector,
-                    thinking_marker=thinking_marker or None,
-                    abstainers=[{"technique": abstainer_technique, "target": abstainer_target}]
-                    if abstainer_technique else [])
-    if data_dir:
-        settings["data_dir"] = data_dir
-    config = SuiteConfig(**settings)
+config = notebook_config(run_name, config_file, models=models, datasets=datasets,
+                         data_dir=data_dir, limit=limit, sampling=sampling, k_samples=k_samples,
+                         max_new_tokens=max_new_tokens, judge_model=judge_model,
+                         score_detector=score_detector, thinking_marker=thinking_marker,
+                         abstainer_technique=abstainer_technique,
+                         abstainer_target=abstainer_target)
 suite = RefusalSuite(config)
 suite.prepare()  # every dataset read, every abstainer checked, before any model loads
 pd.DataFrame([{"dataset": d.name, "prompts": len(d), "splits": ", ".join(d.splits),

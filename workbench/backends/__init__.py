@@ -100,6 +100,18 @@ def check_new_tokens(model: str, max_new_tokens: int, where: str = "max_new_toke
         )
 
 
+def check_layer(model: str, layer: int, where: str = "layer") -> None:
+    """Raise a one-line ConfigError when decoder block ``layer`` (negative: from the last) is
+    not one of ``model``'s, read from its config without loading it."""
+    ref = parse_model(model)
+    count = BACKENDS[ref.backend].layer_count(ref.target)
+    if count is not None and not -count <= layer < count:
+        raise ConfigError(
+            f"{where} is {layer}, but model {model!r} has {count} layers (0 to {count - 1}, "
+            "or negative from the last)"
+        )
+
+
 def check_options(model: str, options: Any) -> None:
     """Raise a one-line error when ``options`` (a grid's ``model_options`` entry) names an
     option ``model``'s back end lacks or gives one a value of the wrong type: before any model
@@ -148,6 +160,7 @@ __all__ = [
     "VLLMModel",
     "VLLMOptions",
     "capabilities_of",
+    "check_layer",
     "check_model",
     "check_new_tokens",
     "check_options",

@@ -204,6 +204,25 @@ def connection_problem(url: str, timeout: float = CONNECT_TIMEOUT) -> str | None
         return e.strerror or str(e) or type(e).__name__
 
 
+#: Query parameters of an endpoint URL that hold a credential.
+_SECRET_QUERY = ("key", "token", "secret", "signature", "sig", "password", "auth")
+
+
+def _masked(text: str) -> str:
+    """``text`` with the credentials of any URL in it (``user:password@``, a query parameter
+    named like a key or token) replaced by ``***``: never echoed, never written."""
+    import re
+
+    text = re.sub(r"(https?://)[^/@\s]*:[^/@\s]*@", r"\1***@", text)
+    text = re.sub(r"(https?://)[^/@:\s]+@", r"\1***@", text)
+    return re.sub(
+        r"([?&][^=&\s]*(?:" + "|".join(_SECRET_QUERY) + r")[^=&\s]*=)[^&\s]+",
+        r"\1***",
+        text,
+        flags=re.IGNORECASE,
+    )
+
+
 @register_engine
 class OpenAIModel(BlackBoxBackend):
     """A model behind an OpenAI-compatible endpoint (see the module docstring)."""
@@ -221,8 +240,14 @@ class OpenAIModel(BlackBoxBackend):
             rest, base_url = rest.split("@", 1)
             if not base_url.startswith(("http://", "https://")):
                 raise ConfigError(
-                    f"model {name!r}: the endpoint after '@' must be an "
+                    f"model {_masked(name)!r}: the endpoint after '@' must be an "
                     "http(s) URL, e.g. openai:my-model@http://127.0.0.1:8000/v1"
+                )
+            if _masked(base_url) != base_url:
+                raise ConfigError(
+                    f"model {_masked(name)!r}: the endpoint URL carries a credential; a model's "
+                    "name is written into every run's config and rows, so give the key through "
+                    "an environment variable (the option api_key_env) instead"
                 )
         return ModelRef(cls.backend, rest, base_url)
 
@@ -233,6 +258,11 @@ class OpenAIModel(BlackBoxBackend):
     @classmethod
     def context_length(cls, target: str) -> None:
         """Unknown before the endpoint is asked (a server refuses a request too long itself)."""
+        return None
+
+    @classmethod
+    def layer_count(cls, target: str) -> None:
+        """An endpoint's model has no layers the workbench reaches."""
         return None
 
     @classmethod

@@ -61,7 +61,7 @@ def start_vllm_server(
 ) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; return (process, base URL). The caller stops
     it (:func:`stop_server`: it runs in its own process group).
-    ``log``: a file for vLLM's log, ``"stderr"`` for this process's stderr, None to discard it.
+    ``log``: a file for vLLM's log (added to), ``"stderr"`` for this process's stderr, None to discard it.
     ``steering``: per-request conditional steering, abstainers kept in ``registry``.
     ``api_key``: every /v1 route needs it (``VLLM_API_KEY`` in the server's environment, never
     on its command line, where other users of the machine could read it)."""
@@ -118,7 +118,7 @@ def start_vllm_server(
     if log == "stderr":
         out = sys.stderr
     else:
-        out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+        out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 (added to, not emptied)
     proc = subprocess.Popen(
         cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )

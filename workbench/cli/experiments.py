@@ -29,10 +29,23 @@ def _demo(args) -> None:
 
 
 def _grid(args) -> None:
+    import importlib
+
     from workbench.backends import check_model, check_new_tokens
     from workbench.errors import ConfigError, Interrupted, WorkbenchError
     from workbench.experiments import ExperimentConfig, Runner
 
+    # the modules the Ray workers import, imported here first: what they register (a
+    # technique of your own) is known to the config, and a module that does not import is
+    # one line here, not a failure in each worker
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # ImportError, a SyntaxError in it, whatever its code raises
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ConfigError(
+                f"--imports names {module!r}, which this python cannot import ({first})"
+            ) from None
     config = ExperimentConfig.from_yaml(args.config)
     for i, model in enumerate(config.models):  # before any run folder is made
         try:
@@ -45,15 +58,6 @@ def _grid(args) -> None:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise ConfigError(f"--time-budget must be above 0 minutes, got {args.time_budget:g}")
-    import importlib.util
-
-    for module in args.imports:  # what the Ray workers import: checked here, not in them
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            raise ConfigError(f"--imports names {module!r}, which this python cannot import")
     options = {}
     if args.executor == "ray":
         resources = {"CPU": args.cpus_per_worker}
@@ -118,8 +122,12 @@ def _refusal_eval(args) -> None:
 
 
 def _verify(args) -> int:
-    from workbench.experiments.verify import verify, verify_on_other_kernels
+    from workbench.experiments.verify import REFERENCE, verify, verify_on_other_kernels
 
+    if args.record:  # where the new reference goes, before the slice's minutes of work
+        from workbench.paths import check_writable_file, project_path
+
+        check_writable_file(args.reference or project_path(str(REFERENCE)), "the --reference file")
     if args.kernels == "other":
         return verify_on_other_kernels(
             (["--reference", args.reference] if args.reference else [])
@@ -162,7 +170,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--imports",
         nargs="*",
         default=[],
-        help="modules each worker imports (your own registered techniques)",
+        help="modules imported here and by each worker (your own registered techniques)",
     )
     grid.add_argument("--root", default=None, help="runs directory (default runs/)")
     grid.add_argument(

@@ -14,14 +14,19 @@ def _models(args) -> None:
 
 
 def _generate(args) -> None:
-    from workbench.backends import check_new_tokens, load_model
+    from workbench.backends import check_model, check_new_tokens, load_model
     from workbench.errors import ConfigError
     from workbench.generation import GenerationConfig, generate
     from workbench.models.loading import default_model_name
 
+    blank = next((i for i, q in enumerate(args.question, 1) if not q.strip()), None)
+    if blank is not None:
+        raise ConfigError(f"question {blank} is blank")
     if args.max_new_tokens < 1:  # before the model, whose load takes seconds to minutes
         raise ConfigError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
-    check_new_tokens(args.model or default_model_name(), args.max_new_tokens, "--max-new-tokens")
+    model = args.model or default_model_name()
+    check_model(model)  # a name that cannot load, before the load's seconds to minutes
+    check_new_tokens(model, args.max_new_tokens, "--max-new-tokens")
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, system_prompt=args.system)
     lm = load_model(args.model, device=args.device, dtype=args.dtype)
     for q, g in zip(args.question, generate(lm, args.question, cfg, progress=False)):

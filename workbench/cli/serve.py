@@ -18,6 +18,10 @@ def _serve(args) -> int:
     # before vLLM starts (half a minute or more), not in its traceback
     if args.port is not None and not 0 < args.port < 65536:
         raise ConfigError(f"--port must be between 1 and 65535, got {args.port}")
+    if args.log_file:  # before vLLM starts; an existing log is added to, never emptied
+        from workbench.paths import check_writable_file
+
+        check_writable_file(args.log_file, "the --log-file")
     if args.registry and Path(args.registry).exists() and not Path(args.registry).is_dir():
         raise ConfigError(
             f"--registry must be a folder (of registered abstainers): {args.registry}"

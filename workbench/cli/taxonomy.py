@@ -68,6 +68,10 @@ def _run(args) -> int:
     from workbench.taxonomy.builder import BuildParams
     from workbench.taxonomy.compositions import CompositionParams
 
+    if args.cmd == "find" and args.limit < 1:
+        from workbench.errors import ConfigError
+
+        raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.cmd == "import-select":
         import warnings
 

@@ -27,7 +27,7 @@ def _score_outputs(args) -> None:
     from workbench.unknown.outputs import read_outputs
 
     if args.out:  # before the files are read
-        check_writable_file(args.out, "the --out file")
+        check_writable_file(args.out, "the --out file", args.paths)
     rows = read_outputs(args.paths, model=args.model)
     cols = [
         "task",

@@ -158,6 +158,11 @@ class ExperimentConfig:
             object.__setattr__(self, name, tuple(getattr(self, name)))
             if not getattr(self, name):
                 raise ConfigError(f"config field '{name}' must list at least one entry")
+            again = next(
+                (v for i, v in enumerate(getattr(self, name)) if v in getattr(self, name)[:i]), None
+            )
+            if again is not None and name != "seeds":  # a cell listed twice would run twice
+                raise ConfigError(f"config field '{name}' lists {again!r} twice")
         if all(getattr(self, name) == 0 for name in QUESTION_COUNTS):
             raise ConfigError(
                 f"config fields {', '.join(QUESTION_COUNTS)} are all 0: the grid would ask no "

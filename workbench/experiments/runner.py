@@ -44,6 +44,9 @@ if TYPE_CHECKING:
     from workbench.generation.backend import Backend
     from workbench.taxonomy.benchmark import Benchmark
 
+#: What every row of a cell's file holds: which answer of the grid it is.
+CELL_KEYS = frozenset({"model", "technique", "target", "seed", "question_index", "sample"})
+
 
 class CellFailures(WorkbenchError):
     """Some cells of a grid failed (the others finished and their rows are kept)."""
@@ -249,6 +252,14 @@ class Runner:
             why = jsonl_problem(path)
             if why and why.startswith("it is empty") and not self.questions(cell):
                 return None  # a cell with no questions has no rows
+            if why is None:  # whole: a row per question and sample, each keyed
+                rows = [json.loads(line) for line in path.read_text().splitlines()]
+                want = len(self.questions(cell)) * self.config.num_samples
+                if len(rows) != want:
+                    return f"it holds {len(rows)} rows, not the cell's {want}"
+                keyless = next((n for n, r in enumerate(rows, 1) if CELL_KEYS - set(r)), None)
+                if keyless is not None:
+                    return f"row {keyless} lacks {', '.join(sorted(CELL_KEYS - set(rows[keyless - 1])))}"
             return why
 
         return whole_or_set_aside(self.cell_path(cell), problem, "that cell runs again")
@@ -257,7 +268,10 @@ class Runner:
     def prepare(self) -> None:
         """Load the benchmark, validate the config and check that the run folder can be
         written (before any model loads)."""
+        from workbench.runlock import check_run_kind
+
         self.config.validate(self.bench)
+        check_run_kind(self.run_dir, "grid")
         check_writable(self.run_dir, "the run folder")
 
     def run(self) -> pd.DataFrame:
@@ -274,7 +288,7 @@ class Runner:
 
         self.prepare()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        with run_lock(self.run_dir, f"grid {self.config.name}"):
+        with run_lock(self.run_dir, f"grid {self.config.name}", kind="grid"):
             return self._run()
 
     def _run(self) -> pd.DataFrame:

@@ -124,6 +124,13 @@ class Backend(ABC):
         return context_length(target)
 
     @classmethod
+    def layer_count(cls, target: str) -> int | None:
+        """How many decoder blocks ``target`` has, read without loading it (None: unknown)."""
+        from workbench.models.loading import layer_count
+
+        return layer_count(target)
+
+    @classmethod
     def technique_hint(cls, target: str) -> str:
         """Where a technique this engine cannot run would run (the end of that error line)."""
         return f"run it on the Hugging Face engine (model {target!r})"

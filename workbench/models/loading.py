@@ -29,6 +29,8 @@ from workbench.paths import atomic_directory, cache_home
 
 log = logging.getLogger(__name__)
 
+#: Files a saved tokenizer leaves (any one of them).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 _WEIGHT_FILES = (
     "model.safetensors",
     "pytorch_model.bin",
@@ -193,10 +195,21 @@ def _local_revision(directory: Path) -> str:
 def _check_local_dir(directory: Path) -> None:
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} is not a model directory: it has no config.json")
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{directory / 'config.json'} does not read as JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{directory / 'config.json'} is not a model config (a JSON object)")
     names = os.listdir(directory)
     if not any(n in _WEIGHT_FILES or n.endswith((".safetensors", ".gguf")) for n in names):
         raise ModelLoadError(
             f"{directory} has a config.json but no weights (model.safetensors or pytorch_model.bin)"
+        )
+    if not any(n in _TOKENIZER_FILES or n.endswith(".gguf") for n in names):
+        raise ModelLoadError(
+            f"{directory} has no tokenizer ({', '.join(_TOKENIZER_FILES)}): save the "
+            "tokenizer beside the model (tokenizer.save_pretrained)"
         )
 
 
@@ -236,36 +249,41 @@ def check_model_name(name: str, revision: str | None = None) -> None:
         _unregistered_source(name, revision)
 
 
-#: Where a model's config.json gives the longest sequence it was trained on (the first found).
+#: Where a model's config gives the longest sequence it was trained on, and its decoder
+#: blocks (the first key found).
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 
 
-def _config_context(config_file: Path) -> int | None:
+def _read_config(config_file: Path) -> dict | None:
+    """A config.json's settings, a multimodal model's text model's over its own."""
     try:
         config = json.loads(config_file.read_text())
     except (OSError, ValueError):
         return None
-    for holder in (config, config.get("text_config") or {}):  # multimodal: the text model's
-        for key in _CONTEXT_KEYS:
-            if isinstance(holder.get(key), int) and holder[key] > 0:
-                return int(holder[key])
-    return None
+    if not isinstance(config, dict):
+        return None
+    text_config = config.get("text_config")
+    return {**config, **text_config} if isinstance(text_config, dict) else config
 
 
-def _gguf_context(path: Path) -> int | None:
+def _gguf_config(path: Path) -> dict | None:
     try:
         import gguf
 
         fields = gguf.GGUFReader(path).fields
         arch = fields["general.architecture"].contents()
-        return int(fields[f"{arch}.context_length"].contents())
-    except Exception:  # no gguf package, or a file without the key: unknown, not an error
+        return {
+            "max_position_embeddings": int(fields[f"{arch}.context_length"].contents()),
+            "num_hidden_layers": int(fields[f"{arch}.block_count"].contents()),
+        }
+    except Exception:  # no gguf package, or a file without the keys: unknown, not an error
         return None
 
 
-def context_length(name: str, revision: str | None = None) -> int | None:
-    """The context length (tokens) of model ``name`` read from its config, loading no weights:
-    the embedded model's cached config or GGUF header, a local directory's or a cached hub
+def local_config(name: str, revision: str | None = None) -> dict | None:
+    """Model ``name``'s config as far as it is on this machine, loading no weights: the
+    embedded model's cached config (or its GGUF header), a local directory's or a cached hub
     snapshot's ``config.json``; None where nothing local says."""
     spec = get_spec(name)
     if spec is not None:
@@ -274,17 +292,36 @@ def context_length(name: str, revision: str | None = None) -> int | None:
         except ModelLoadError:
             return None
         if cached.is_file():
-            return _config_context(cached)
-        return _gguf_context(package_dir(spec) / spec.gguf_file)
+            return _read_config(cached)
+        return _gguf_config(package_dir(spec) / spec.gguf_file)
     path = Path(name).expanduser()
     if path.is_dir():
-        return _config_context(path / "config.json")
+        return _read_config(path / "config.json")
     if "/" in name and not _looks_like_path(name):
         from workbench.models.hub import cached_snapshot
 
         snapshot = cached_snapshot(name, revision)
-        return _config_context(snapshot / "config.json") if snapshot else None
+        return _read_config(snapshot / "config.json") if snapshot else None
     return None
+
+
+def _first_count(config: dict | None, keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = (config or {}).get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def context_length(name: str, revision: str | None = None) -> int | None:
+    """The most tokens model ``name`` takes in one sequence (:func:`local_config`; None:
+    unknown here)."""
+    return _first_count(local_config(name, revision), _CONTEXT_KEYS)
+
+
+def layer_count(name: str, revision: str | None = None) -> int | None:
+    """How many decoder blocks model ``name`` has (:func:`local_config`; None: unknown here)."""
+    return _first_count(local_config(name, revision), _LAYER_KEYS)
 
 
 def _unregistered_source(name: str, revision: str | None) -> ModelSource:

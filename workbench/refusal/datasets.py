@@ -467,6 +467,15 @@ def items_from_records(
                     name, path, f"row {n}: {layout.prompt!r} must be a non-empty list of turns"
                 )
             value = value[0]
+        if value is not None and not isinstance(value, str) and value == value:  # NaN: empty
+            kind = (
+                "a list"
+                if isinstance(value, (list, tuple))
+                else "an object"
+                if isinstance(value, dict)
+                else type(value).__name__
+            )
+            raise _fail(name, path, f"row {n}: {layout.prompt!r} must be text, got {kind}")
         prompt = _text(value).strip()
         if not prompt:
             raise _fail(name, path, f"row {n} has an empty {layout.prompt!r}")

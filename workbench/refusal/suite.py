@@ -163,7 +163,10 @@ class RefusalSuite:
         from workbench.techniques import get_technique
 
         for i, ab in enumerate(c.abstainers):
-            bench = self._bench(ab.benchmark)
+            try:
+                bench = self._bench(ab.benchmark)
+            except WorkbenchError as e:
+                raise ConfigError(f"config field 'abstainers[{i}].benchmark': {e}") from None
             try:
                 get_technique(ab.technique, **ab.params).check_data(bench, ab.target)
             except WorkbenchError as e:
@@ -186,7 +189,10 @@ class RefusalSuite:
                     check_new_tokens(
                         name, c.sampling.max_new_tokens, "config field 'sampling.max_new_tokens'"
                     )
+        from workbench.runlock import check_run_kind
+
         resolve_dtype(c.dtype, resolve_device(c.device))
+        check_run_kind(self.run_dir, "refusal-eval")
         check_writable(self.run_dir, "the run folder")
 
     def _bench(self, directory: str | None):
@@ -297,7 +303,7 @@ class RefusalSuite:
 
         self.prepare()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        with run_lock(self.run_dir, f"refusal-eval {self.config.name}"):
+        with run_lock(self.run_dir, f"refusal-eval {self.config.name}", kind="refusal-eval"):
             return self._run()
 
     def _run(self) -> SuiteResult:

@@ -278,7 +278,8 @@ def load_benchmark(directory: str | os.PathLike | None = None, verify: bool = Tr
         for info in manifest.get("files", {}).values():
             p = d / info["path"]
             if not p.is_file():
-                raise WorkbenchError(f"benchmark file missing: {p}")
+                what = "is a folder, not a file" if p.is_dir() else "is missing"
+                raise WorkbenchError(f"{mpath} names {info['path']!r}: {p} {what}")
             if _sha256(p) != info["sha256"]:
                 raise WorkbenchError(
                     f"{p} does not match the manifest's hash (edited or "

@@ -199,7 +199,7 @@ def import_select_results(
     if (survey.absent or survey.unreadable) and not allow_partial and progress:
         print(survey.missing_lines(), flush=True)  # all of them, once: the error names four
     _check_whole(survey, rel_root, allow_partial)
-    with new_run(run_dir, "import-select-results"):
+    with new_run(run_dir, "import-select-results", kind="select-results"):
         return _import(
             rel_root,
             files,

@@ -105,6 +105,11 @@ class QuestionBank:
         sets: dict[str, QuestionSet] = {}
 
         def add(row: dict) -> None:
+            for key in ("concept_id", "question", "split"):
+                if not isinstance(row[key], str) or not row[key].strip():
+                    raise ValueError(f"{key!r} must be non-empty text, got {row[key]!r}")
+            if row["split"] not in SPLITS:
+                raise ValueError(f"split {row['split']!r} is not one of {', '.join(SPLITS)}")
             s = sets.setdefault(
                 row["concept_id"],
                 QuestionSet(row["concept_id"], generator=row.get("generator", "")),
@@ -200,7 +205,9 @@ def load_jsonl(path: str | os.PathLike, parse, what: str = "") -> list:
             if line.strip():
                 try:
                     out.append(parse(json.loads(line)))
-                except (json.JSONDecodeError, KeyError, TypeError) as e:
+                except KeyError as e:
+                    raise WorkbenchError(f"{path}, line {n}: {what}row lacks {e}") from None
+                except (ValueError, TypeError, AttributeError) as e:  # JSONDecodeError too
                     raise WorkbenchError(f"{path}, line {n}: malformed {what}row ({e})") from None
     return out
 

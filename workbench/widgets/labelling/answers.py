@@ -89,11 +89,27 @@ def load_answers(path: str | os.PathLike) -> pd.DataFrame:
             f"no answers at {p} (a run directory with results.parquet or "
             "rows.parquet, or a .parquet / .csv / .jsonl file)"
         )
-    if p.suffix == ".parquet":
-        return pd.read_parquet(p)
-    if p.suffix == ".csv":
-        return pd.read_csv(p)
-    return pd.read_json(p, lines=True, dtype=False)
+    if p.suffix not in (".parquet", ".csv", ".jsonl"):
+        raise WorkbenchError(f"{p} is not a .parquet, .csv or .jsonl file of answers")
+    try:
+        if p.suffix == ".parquet":
+            frame = pd.read_parquet(p)
+        elif p.suffix == ".csv":
+            frame = pd.read_csv(p)
+        else:
+            frame = pd.read_json(p, lines=True, dtype=False)
+    except (ValueError, OSError, UnicodeDecodeError) as e:  # pyarrow's and pandas' errors too
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise WorkbenchError(f"{p} does not read as {p.suffix[1:]} rows ({first})") from None
+    lacking = [
+        c for c in (("question", "prompt"), ("response",)) if not set(c) & set(frame.columns)
+    ]
+    if lacking:
+        raise WorkbenchError(
+            f"{p} has no {' or '.join(map(repr, lacking[0]))} column; its columns: "
+            + ", ".join(map(str, frame.columns))
+        )
+    return frame
 
 
 def detector_columns(frame: pd.DataFrame) -> list[str]:
