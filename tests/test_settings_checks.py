@@ -1710,6 +1710,15 @@ def test_a_reader_that_stops_early_gets_no_traceback():
         ("06_refusal_suite", 'datasets=["bogus_set"]', "unknown dataset 'bogus_set'"),
         ("00_build_taxonomy", "branching=[3, 3, -1]", "'branching[2]' must be a positive integer"),
         ("00_quickstart", 'questions=["a", " "]', "parameter 'questions[1]' is blank"),
+        ("04_unknown_concepts", "data_dir=README.md", "parameter 'data_dir': "),
+        ("05_categorical_editing", "editing_preset=bogus", "parameter 'editing_preset' got"),
+        ("05_categorical_editing", "subjects=bogus", "parameter 'subjects' got 'bogus'"),
+        (
+            "11_steering_gate",
+            "figure_prefix=../../evil",
+            "parameter 'figure_prefix': '../../evil' is not a plain file-name prefix",
+        ),
+        ("01_select_abstention", "release_run=/tmp/x", "parameter 'release_run': '/tmp/x' is"),
         (
             "02_select_compositions",
             'technique_params={"steering": 5}',
@@ -1881,6 +1890,27 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         ),
         (
             {
+                "g.yaml": b"name: c\ntechniques: [base]\nmodels: ['openai:gpt-x']\n"
+                b"model_options: {'openai:gpt-x': {base_url: 'http://bob:sk-SECRET-1@127.0.0.1:9/v1'}}\n"
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "option base_url (http://***@127.0.0.1:9/v1) carries a credential",
+        ),
+        (
+            {
+                "g.yaml": b"name: c\ntechniques: [base]\nmodels: ['openai:s@http://127.0.0.1:9/v1']\n"
+                b"model_options: {'openai:s@http://127.0.0.1:9/v1': {cache_path: '{tmp}/g.yaml'}}\n"
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "option cache_path: {tmp}/g.yaml is not a response cache (an SQLite file)",
+        ),
+        (
+            {"r.yaml": b"name: j\ndatasets: [sanity]\nrefusal_threshold: 150\n"},
+            ["refusal-eval", "{tmp}/r.yaml"],
+            "config field 'refusal_threshold' is a percentage (0 to 100), got 150",
+        ),
+        (
+            {
                 "p.jsonl": b'{"prompt": [{"role": "user", "content": "hi"}]}\n',
                 "r.yaml": b"name: j\ndatasets: [{name: mine, path: '{tmp}/p.jsonl', "
                 b"expected: should_refuse}]\n",
@@ -1902,6 +1932,9 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         "a technique twice",
         "find --limit 0",
         "abstainer benchmark",
+        "base_url with a password",
+        "cache_path no cache",
+        "threshold 150 %",
         "a prompt that is a chat",
     ],
 )
@@ -1937,19 +1970,23 @@ def test_fourth_sweep_mistakes_are_one_line_and_change_nothing(
 
 
 @pytest.mark.parametrize(
-    "made_by, command, kind",
-    [("chunks", "grid", "refusal-eval"), ("cells", "refusal-eval", "grid")],
+    "made_by, theirs, command, kind",
+    [
+        ("chunks", '{"datasets": ["sanity"], "judge": {}}', "grid", "refusal-eval"),
+        ("cells", '{"theirs": true}', "refusal-eval", "grid"),
+    ],
 )
 def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
-    tmp_path, capsys, made_by, command, kind
+    tmp_path, capsys, made_by, theirs, command, kind
 ):
     """A grid named as a finished refusal-eval run replaced its config.json and added its
-    tables, exit 0 (and the refusal-eval run put its own back on the next call)."""
+    tables, exit 0 (and the refusal-eval run put its own back on the next call). Folders
+    written before runs were marked are known by what their command wrote."""
     from workbench.cli import main
 
     run = tmp_path / "runs" / "r7"
     (run / made_by).mkdir(parents=True)
-    (run / "config.json").write_text('{"theirs": true}')
+    (run / "config.json").write_text(theirs)
     cfg = tmp_path / "c.yaml"
     body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
     cfg.write_text("name: r7\n" + body)
@@ -1963,7 +2000,7 @@ def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
         del os.environ["WORKBENCH_RUNS"]
     assert f"run {run} holds a {kind} run; give this {command} run another name" in line
     assert sorted(p.name for p in run.iterdir()) == sorted([made_by, "config.json"])
-    assert (run / "config.json").read_text() == '{"theirs": true}'
+    assert (run / "config.json").read_text() == theirs
 
 
 def test_a_notebook_run_under_another_name_writes_its_outputs_in_its_own_folder(no_kernel):
@@ -2001,3 +2038,33 @@ def test_an_imports_module_that_does_not_import_is_one_line(tmp_path, capsys, mo
     )
     assert "--imports names 'broken_techniques', which this python cannot import (" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_a_credential_in_openai_base_url_is_refused_and_never_echoed(tmp_path, capsys, monkeypatch):
+    """With the endpoint in OPENAI_BASE_URL the password reached stderr and errors.jsonl."""
+    from workbench.cli import main
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://bob:sk-SECRET-4@127.0.0.1:9/v1")
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("name: c\ntechniques: [base]\nmodels: ['openai:gpt-x']\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert "OPENAI_BASE_URL (http://***@127.0.0.1:9/v1) carries a credential" in line
+    assert "SECRET" not in line and not (tmp_path / "runs").exists()
+
+
+def test_a_grid_named_as_a_notebooks_run_is_refused(no_kernel, tmp_path, capsys):
+    """A grid named steering_gate wrote its cells and tables into notebook 11's run folder."""
+    import papermill
+
+    from workbench.cli import main
+    from workbench.notebooks import run_notebook
+
+    papermill.execute_notebook = lambda *a, **k: None
+    run_notebook("11_steering_gate", {}, progress=False)
+    held = no_kernel / "steering_gate"
+    before = sorted(p.name for p in held.iterdir())
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("name: steering_gate\ntechniques: [base]\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(no_kernel)]))
+    assert f"run {held} holds a notebook run; give this grid run another name" in line
+    assert sorted(p.name for p in held.iterdir()) == before

@@ -15,7 +15,9 @@ working directory, and keeps the executed copy under ``runs/``.
 from __future__ import annotations
 
 import ast
+import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +140,15 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, NotebookParameter]
 #: Parameters that name models (any name ``load_model`` accepts; "" or "self" where the
 #: notebook reads them as "none" or "the model itself").
 MODEL_PARAMETERS = ("model", "models", "judge_model")
+#: What a notebook's run folder holds besides the notebook (the run its cells make there), by
+#: notebook: a grid (its cells and tables) or the refusal suite's run; others hold a notebook's.
+RUN_KINDS = {
+    "01_select_abstention": "grid",
+    "02_select_compositions": "grid",
+    "03_refusal_judge": "grid",
+    "07_label_answers": "grid",
+    "06_refusal_suite": "refusal-eval",
+}
 #: Parameters whose items are texts a model answers: a blank one is a mistake.
 TEXT_LISTS = ("questions",)
 #: Parameters that name concepts of the benchmark.
@@ -176,7 +187,9 @@ def _choices() -> dict[str, tuple]:
     """Enumerated values of parameters that several notebooks share (computed when asked, so
     that registries are complete)."""
     from workbench.editing.editors import EDITORS
+    from workbench.editing.presets import EDITING_PRESETS
     from workbench.editing.scoring import NORMALIZATIONS
+    from workbench.editing.taxi import SUBJECT_SPELLINGS
     from workbench.refusal.config import SAMPLING_PRESETS
     from workbench.scoring.detectors import DETECTOR_COLUMNS, detectors_for
     from workbench.techniques import TECHNIQUES
@@ -192,6 +205,8 @@ def _choices() -> dict[str, tuple]:
         "techniques": tuple(TECHNIQUES),
         "technique": tuple(TECHNIQUES),
         "editors": tuple(EDITORS),
+        "editing_preset": tuple(EDITING_PRESETS),
+        "subjects": (*SUBJECT_SPELLINGS, ""),
         "score_detector": tuple(detectors_for()),
         "normalization": NORMALIZATIONS,
         "executor": ("local", "ray"),
@@ -276,16 +291,33 @@ def _check_inputs(
         return ConfigError(f"notebook {name}: parameter {key!r}: {problem}")
 
     release = values.get("release_run")
-    if (
-        isinstance(release, str)
-        and release
-        and not (run_folder(release) / "results.parquet").is_file()
+    if isinstance(release, str) and release:
+        try:
+            results = run_folder(release) / "results.parquet"
+        except ConfigError:
+            raise fail(
+                "release_run", f"{release!r} is not a run's name (a folder of runs/)"
+            ) from None
+        if not results.is_file():
+            raise fail(
+                "release_run",
+                f"no run {release!r} with results ({results}; python -m workbench "
+                "import-select-results writes one)",
+            )
+    prefix = values.get("figure_prefix")
+    if (isinstance(prefix, str) and not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix)) or prefix in (
+        ".",
+        "..",
     ):
-        raise fail(
-            "release_run",
-            f"no run {release!r} with results ({run_folder(release) / 'results.parquet'}; "
-            "python -m workbench import-select-results writes one)",
-        )
+        raise fail("figure_prefix", f"{prefix!r} is not a plain file-name prefix (no folders)")
+    data_dir = values.get("data_dir")
+    if (
+        name == "04_unknown_concepts"
+        and isinstance(data_dir, str)
+        and data_dir
+        and not project_path(data_dir).is_dir()
+    ):
+        raise fail("data_dir", f"{project_path(data_dir)} is not a folder")
     labels_dir = values.get("labels_dir")
     if isinstance(labels_dir, str) and labels_dir and not project_path(labels_dir).is_dir():
         raise fail("labels_dir", f"{project_path(labels_dir)} is not a folder")
@@ -446,7 +478,6 @@ def without_debugger(name: str) -> Path:
     debug requests on the control channel, and ipykernel publishes "idle" after each, so a
     long cell showed as idle (ipykernel issue 799); without it the status is busy until the
     cell ends. The JupyterLab debugger is not offered for this kernel."""
-    import json
 
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -530,7 +561,6 @@ def run_notebook(
     if changed and not run_dir and "run_name" not in parameters:
         # a run with other parameters never writes over the default run's outputs
         import hashlib
-        import json
 
         key = json.dumps(changed, sort_keys=True, default=str)
         suffix = "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
@@ -555,7 +585,15 @@ def run_notebook(
     else:
         out_dir = runs_root() / "notebooks"
     check_writable(out_dir, "the run folder")  # before the kernel starts
+    from workbench.runlock import KIND_NAME, check_run_kind
+
+    kind = RUN_KINDS.get(nb.stem, "notebook")
+    check_run_kind(out_dir, kind)  # a grid's folder is not notebook 11's, and the other way round
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / KIND_NAME).is_file():
+        from workbench.paths import write_text_atomic
+
+        write_text_atomic(out_dir / KIND_NAME, json.dumps({"kind": kind}))
     output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
     if suffix and progress:
         print(f"parameters other than the defaults: this run's outputs go to {output}", flush=True)

@@ -35,8 +35,20 @@ class RunKindClash(OutputError):
 
 #: Which command's run a folder holds (``{"kind": "grid"}``), written by the first writer.
 KIND_NAME = ".workbench-run.json"
-#: What a folder written before the note existed holds, by the folder its command makes.
-_LEGACY_KINDS = (("chunks", "refusal-eval"), ("cells", "grid"))
+
+
+def _legacy_kind(run_dir: Path) -> str | None:
+    """What a folder written before the note existed holds: a grid's cells, or a refusal-eval
+    config (its data sets and judge; other commands keep chunks too)."""
+    if (run_dir / "cells").is_dir():
+        return "grid"
+    try:
+        config = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(config, dict) and {"datasets", "judge"} <= set(config):
+        return "refusal-eval"
+    return None
 
 
 def run_kind(run_dir: str | os.PathLike) -> str | None:
@@ -51,7 +63,7 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
         pass
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return next((k for folder, k in _LEGACY_KINDS if (run_dir / folder).is_dir()), None)
+    return _legacy_kind(run_dir)
 
 
 def check_run_kind(run_dir: str | os.PathLike, kind: str) -> None:

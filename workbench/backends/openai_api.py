@@ -133,10 +133,27 @@ class APIOptions:
             raise ConfigError(f"budget must be above 0 seconds, got {self.budget}")
         if not self.timeout > 0:
             raise ConfigError(f"timeout must be above 0 seconds, got {self.timeout}")
+        for where, url in (
+            ("option base_url", self.base_url),
+            ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL")),
+        ):
+            if url and _masked(url) != url:  # never echoed, never written into a run
+                raise ConfigError(
+                    f"{where} ({_masked(url)}) carries a credential; the endpoint's URL is "
+                    "written into every run, so give the key through an environment "
+                    "variable (the option api_key_env) instead"
+                )
         if self.cache and self.cache_path:  # before a run folder is made, not at the first answer
             from workbench.paths import check_writable_file
 
-            check_writable_file(self.cache_path, "the response cache (option 'cache_path')")
+            path = check_writable_file(self.cache_path, "the response cache (option 'cache_path')")
+            if path.is_file() and path.stat().st_size:
+                with open(path, "rb") as f:
+                    if f.read(16) != b"SQLite format 3\x00":
+                        raise ConfigError(
+                            f"option cache_path: {path} is not a response cache (an SQLite "
+                            "file); name a new file or an earlier cache"
+                        )
 
 
 class EndpointError(WorkbenchError):

@@ -267,8 +267,9 @@ class ExperimentConfig:
         from workbench.backends import check_options, check_technique
         from workbench.errors import WorkbenchError
 
-        for model, options in self.model_options.items():
-            try:
+        for model in dict.fromkeys([*self.models, *self.model_options]):
+            options = self.model_options.get(model)
+            try:  # every model's, set or not: an endpoint's also read the environment
                 check_options(model, options)
             except WorkbenchError as e:
                 raise ConfigError(f"config field 'model_options': {e}") from None

@@ -272,8 +272,13 @@ def export_run_figures(
 ) -> list[Path]:
     """Copy a run's figures to ``figures/`` (or ``directory``) as ``<prefix>_<name>.{pdf,png}``:
     the explicit step that updates the README's figures."""
+    import re
     import shutil
 
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix) or prefix in (".", ".."):
+        from workbench.errors import ConfigError
+
+        raise ConfigError(f"figure prefix {prefix!r} is not a plain file-name prefix (no folders)")
     out = Path(directory) if directory else FIGURES_DIR
     out.mkdir(parents=True, exist_ok=True)
     copied = []

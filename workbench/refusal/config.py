@@ -414,6 +414,11 @@ class SuiteConfig:
                 raise ConfigError(f"config field '{key}' must be a non-negative number, got {v!r}")
         if self.margin >= 1:
             raise ConfigError(f"config field 'margin' must be below 1, got {self.margin!r}")
+        for key in ("refusal_threshold", "over_refusal_threshold"):  # percentages
+            if getattr(self, key) > 100:
+                raise ConfigError(
+                    f"config field '{key}' is a percentage (0 to 100), got {getattr(self, key)!r}"
+                )
 
     # -- (de)serialisation -----------------------------------------------------------------------
     @classmethod
