@@ -1881,6 +1881,16 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         ),
         ({}, ["taxonomy", "find", "river", "--limit", "0"], "--limit must be at least 1, got 0"),
         (
+            {"wn/": b""},
+            ["taxonomy", "build", "--out", "{tmp}/wn", "--wordnet-dir", "{tmp}/wn"],
+            "--out {tmp}/wn is the --wordnet-dir folder {tmp}/wn",
+        ),
+        (
+            {"rel/": b""},
+            ["taxonomy", "import-select", "{tmp}/rel", "--out", "{tmp}/rel/data/SELECT"],
+            "--out {tmp}/rel/data/SELECT is inside the release folder {tmp}/rel",
+        ),
+        (
             {
                 "r.yaml": b"name: j\ndatasets: [sanity]\n"
                 b"abstainers: [{technique: steering, target: x, benchmark: '{tmp}/none'}]\n"
@@ -1931,6 +1941,8 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         "a blank question",
         "a technique twice",
         "find --limit 0",
+        "build --out the WordNet folder",
+        "import-select --out in the release",
         "abstainer benchmark",
         "base_url with a password",
         "cache_path no cache",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -72,9 +73,24 @@ def _run(args) -> int:
         from workbench.errors import ConfigError
 
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
+
+    def apart(out, source, option: str) -> None:
+        """The benchmark folder ``out`` is not the input folder ``source`` nor inside it."""
+        if not out or not source:
+            return
+        o, s = Path(out).expanduser().resolve(), Path(source).expanduser().resolve()
+        if o == s or s in o.parents:
+            from workbench.errors import ConfigError
+
+            raise ConfigError(
+                f"--out {out} is {'the' if o == s else 'inside the'} {option} folder {source}: "
+                "the benchmark would be mixed into what it is read from; choose another folder"
+            )
+
     if args.cmd == "import-select":
         import warnings
 
+        apart(args.out, args.release, "release")
         from workbench.paths import check_writable
         from workbench.taxonomy.select_format import import_select
 
@@ -98,6 +114,7 @@ def _run(args) -> int:
     if args.cmd == "build":
         from workbench.paths import check_writable
 
+        apart(args.out, args.wordnet_dir, "--wordnet-dir")
         out = check_writable(args.out or default_data_dir(), "the benchmark folder --out")
         bench = build_default_benchmark(
             BuildParams(seed=args.seed),
