@@ -1881,6 +1881,11 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         ),
         ({}, ["taxonomy", "find", "river", "--limit", "0"], "--limit must be at least 1, got 0"),
         (
+            {"g.yaml": b"name: s\ntechniques: [base]\nseeds: [0, -1]\n"},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'seeds[1]' must be a non-negative integer, got -1",
+        ),
+        (
             {"wn/": b""},
             ["taxonomy", "build", "--out", "{tmp}/wn", "--wordnet-dir", "{tmp}/wn"],
             "--out {tmp}/wn is the --wordnet-dir folder {tmp}/wn",
@@ -1941,6 +1946,7 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         "a blank question",
         "a technique twice",
         "find --limit 0",
+        "a negative seed",
         "build --out the WordNet folder",
         "import-select --out in the release",
         "abstainer benchmark",
@@ -2080,3 +2086,18 @@ def test_a_grid_named_as_a_notebooks_run_is_refused(no_kernel, tmp_path, capsys)
     line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(no_kernel)]))
     assert f"run {held} holds a notebook run; give this grid run another name" in line
     assert sorted(p.name for p in held.iterdir()) == before
+
+
+def test_a_vllm_model_where_vllm_is_not_installed_is_one_line_before_the_run(tmp_path, capsys):
+    """It was found when the cell loaded the model, after the run folder was made."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed in this environment")
+    from workbench.cli import main
+
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("name: v\ntechniques: [base]\nmodels: ['vllm:smollm2-135m-instruct']\n")
+    line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
+    assert "config field 'models[0]': the vLLM back end needs vLLM in this environment" in line
+    assert not (tmp_path / "runs").exists()

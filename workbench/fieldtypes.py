@@ -204,6 +204,7 @@ MINIMUMS: dict[str, int] = {
             "max_labelled",
             "n_questions",
             "seed",
+            "seeds",
             "ray_workers",
             "min_path",
         ),

@@ -103,6 +103,16 @@ class VLLMOptions:
         check_fields(self, label="option")
 
 
+def _require_vllm() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ModelLoadError(
+            "the vLLM back end needs vLLM in this environment: pip install -e '.[vllm]' on a GPU "
+            "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm"
+        )
+
+
 @register_engine
 class VLLMModel(BlackBoxBackend):
     """A model loaded by vLLM's offline engine (see the module docstring)."""
@@ -111,6 +121,13 @@ class VLLMModel(BlackBoxBackend):
     options_type = VLLMOptions
     engine = "vLLM"
     capabilities = VLLM_CAPABILITIES
+
+    @classmethod
+    def check_target(cls, target: str) -> None:
+        """vLLM is installed here, and ``target`` can load (without loading it): one line
+        before a run folder is made."""
+        _require_vllm()
+        super().check_target(target)
 
     @classmethod
     def options_for(cls, options: dict[str, Any] | None, needs: frozenset[str]) -> Any:
@@ -140,13 +157,7 @@ class VLLMModel(BlackBoxBackend):
         return cls(ref.target, opts, name=name)
 
     def __init__(self, target: str, options: VLLMOptions | None = None, *, name: str | None = None):
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise ModelLoadError(
-                "the vLLM back end needs vLLM in this environment: pip install -e '.[vllm]' on a GPU "
-                "machine, or scripts/setup_vllm.sh for the CPU build in .venv-vllm"
-            )
+        _require_vllm()
         from workbench.models.loading import resolve_device, resolve_source
         from workbench.models.numerics import resolve_dtype
 
