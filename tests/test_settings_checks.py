@@ -1466,6 +1466,15 @@ def test_each_mistake_names_its_field_or_option(tmp_path, capsys, monkeypatch, f
     """From a sweep of new faults: each was one line but named the wrong thing (a YAML error's
     excerpt cut mid-way, an option called a config field, a model without the field that named
     it, a codec message) or loaded a model before finding it."""
+    line, _ = _mistake(tmp_path, capsys, monkeypatch, files, argv)
+    assert words in line
+    assert not (tmp_path / "runs").exists()
+
+
+def _mistake(tmp_path, capsys, monkeypatch, files, argv) -> tuple[str, dict]:
+    """Run command ``argv`` on ``files`` (name -> bytes; a name ending in / is a folder;
+    ``{tmp}`` stands for ``tmp_path`` in both) with no model allowed to load and runs under
+    ``tmp_path/runs``: its one error line, and each file's bytes as written."""
     import workbench.backends
     from workbench.cli import main
 
@@ -1473,6 +1482,7 @@ def test_each_mistake_names_its_field_or_option(tmp_path, capsys, monkeypatch, f
         workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
     )
     monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
+    written = {}
     for name, content in files.items():
         path = tmp_path / name
         if name.endswith("/"):
@@ -1480,11 +1490,10 @@ def test_each_mistake_names_its_field_or_option(tmp_path, capsys, monkeypatch, f
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.replace(b"{tmp}", str(tmp_path).encode()))
+        written[path] = path.read_bytes()
     args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     extra = ["--root", str(tmp_path / "runs")] if argv[0] == "grid" else []
-    line = one_error_line(capsys, main([*args, *extra]))
-    assert words in line
-    assert not (tmp_path / "runs").exists()
+    return one_error_line(capsys, main([*args, *extra])), written
 
 
 def test_a_torn_last_label_line_is_not_counted_as_superseded(tmp_path, capsys):
@@ -1962,25 +1971,7 @@ def test_fourth_sweep_mistakes_are_one_line_and_change_nothing(
     """Each wrote over its own input (a labels log, the shipped labelled set, an output file),
     worked for minutes before finding a path it writes at the end, printed a traceback, took a
     chat for a prompt's text, or wrote an endpoint's password into the run's config."""
-    import workbench.backends
-    from workbench.cli import main
-
-    monkeypatch.setattr(
-        workbench.backends, "load_model", lambda *a, **k: pytest.fail("a model loaded")
-    )
-    monkeypatch.setenv("WORKBENCH_RUNS", str(tmp_path / "runs"))
-    before = {}
-    for name, content in files.items():
-        path = tmp_path / name
-        if name.endswith("/"):
-            path.mkdir()
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.replace(b"{tmp}", str(tmp_path).encode()))
-        before[path] = path.read_bytes()
-    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    extra = ["--root", str(tmp_path / "runs")] if argv[0] == "grid" else []
-    line = one_error_line(capsys, main([*args, *extra]))
+    line, before = _mistake(tmp_path, capsys, monkeypatch, files, argv)
     assert words.replace("{tmp}", str(tmp_path)) in line
     assert "SECRET" not in line
     assert not (tmp_path / "runs").exists()

@@ -585,15 +585,12 @@ def run_notebook(
     else:
         out_dir = runs_root() / "notebooks"
     check_writable(out_dir, "the run folder")  # before the kernel starts
-    from workbench.runlock import KIND_NAME, check_run_kind
+    from workbench.runlock import check_run_kind, claim_run
 
     kind = RUN_KINDS.get(nb.stem, "notebook")
     check_run_kind(out_dir, kind)  # a grid's folder is not notebook 11's, and the other way round
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not (out_dir / KIND_NAME).is_file():
-        from workbench.paths import write_text_atomic
-
-        write_text_atomic(out_dir / KIND_NAME, json.dumps({"kind": kind}))
+    claim_run(out_dir, kind)
     output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
     if suffix and progress:
         print(f"parameters other than the defaults: this run's outputs go to {output}", flush=True)

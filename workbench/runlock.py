@@ -89,6 +89,15 @@ def holder(run_dir: str | os.PathLike) -> str:
         return "another process (it has not written who it is yet)"
 
 
+def claim_run(run_dir: str | os.PathLike, kind: str) -> None:
+    """Note ``run_dir`` (which must exist) as ``kind``'s run, unless it is noted already:
+    :class:`RunKindClash` when it holds another command's."""
+    run_dir = Path(run_dir)
+    check_run_kind(run_dir, kind)
+    if not (run_dir / KIND_NAME).is_file():
+        write_text_atomic(run_dir / KIND_NAME, json.dumps({"kind": kind}))
+
+
 @contextlib.contextmanager
 def run_lock(run_dir: str | os.PathLike, command: str, kind: str | None = None) -> Iterator[None]:
     """Hold ``run_dir``'s lock while the block runs (the folder must exist and be writable:
@@ -109,9 +118,7 @@ def run_lock(run_dir: str | os.PathLike, command: str, kind: str | None = None) 
     note = run_dir / HOLDER_NAME
     try:
         if kind is not None:
-            check_run_kind(run_dir, kind)
-            if not (run_dir / KIND_NAME).is_file():
-                write_text_atomic(run_dir / KIND_NAME, json.dumps({"kind": kind}))
+            claim_run(run_dir, kind)
         write_text_atomic(
             note,
             json.dumps(
