@@ -1694,7 +1694,16 @@ def test_a_reader_that_stops_early_gets_no_traceback():
             "max_new_tokens=100000",
             "parameter 'max_new_tokens' is 100000, more than model 'smollm2-135m-instruct'",
         ),
-        ("01_select_abstention", "models=[]", "config field 'models' must list at least one"),
+        ("01_select_abstention", "models=[]", "parameter 'models' is empty: name at least one"),
+        ("05_categorical_editing", "editors=[]", "parameter 'editors' is empty: name at least one"),
+        ("05_categorical_editing", "taxi_file=data/editing/categories.json", "'taxi_file': "),
+        (
+            "07_label_answers",
+            "run_dir=data/labels/embedded.jsonl -p labels_file=data/labels/embedded.jsonl",
+            "parameter 'labels_file': ",
+        ),
+        ("00_build_taxonomy", "out_dir=data", "parameter 'out_dir': "),
+        ("00_build_taxonomy", "out_dir=README.md", "README.md is a file, not a folder"),
         (
             "03_refusal_judge",
             "labels_dir=/no/such/labels",
@@ -1745,7 +1754,8 @@ def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, paramet
     or papermill's traceback after a run folder was made."""
     from workbench.cli import main
 
-    line = one_error_line(capsys, main(["run", notebook, "-p", parameter]))
+    pairs = [a for p in parameter.split(" -p ") for a in ("-p", p)]
+    line = one_error_line(capsys, main(["run", notebook, *pairs]))
     assert message in line
 
 
@@ -1942,6 +1952,34 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
             ["refusal-eval", "{tmp}/r.yaml"],
             "row 1: 'prompt' must be text, got a list",
         ),
+        (
+            {"g.yaml": b'name: "bad\\0name"\ntechniques: [base]\n'},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'name' holds a control character: 'bad\\x00name'",
+        ),
+        (
+            {"g.yaml": b'name: "t27\\n"\ntechniques: [base]\n'},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'name' holds a control character: 't27\\n'",
+        ),
+        (
+            {"g.yaml": b'name: " t18"\ntechniques: [base]\n'},
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'name' begins or ends with a space: ' t18'",
+        ),
+        (
+            {"g.yaml": b"name: r\ntechniques: [base]\n"},
+            ["grid", "{tmp}/g.yaml", "--address", "ray://10.0.0.1:10001", "--workers", "8"],
+            "--address, --workers need --executor ray",
+        ),
+        ({}, ["serve", "m", "--api-key", ""], "--api-key is empty"),
+        (
+            {
+                "g.yaml": b"name: t\ntechniques: [steering]\ntechnique_params: {steering: {strenght: 2}}\n"
+            },
+            ["grid", "{tmp}/g.yaml"],
+            "config field 'technique_params.steering': ",
+        ),
     ],
     ids=[
         "labels --out is the log",
@@ -1963,6 +2001,12 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         "cache_path no cache",
         "threshold 150 %",
         "a prompt that is a chat",
+        "a NUL in a run name",
+        "a newline in a run name",
+        "a space before a run name",
+        "Ray options without Ray",
+        "an empty API key",
+        "a typo in technique_params",
     ],
 )
 def test_fourth_sweep_mistakes_are_one_line_and_change_nothing(

@@ -238,6 +238,18 @@ def validate_parameters(
             )
         check_value(value, parameter_type(known[key]), key, label=f"notebook {name}: parameter")
         check_minimum(value, key, label=f"notebook {name}: parameter")
+        default = known[key].default
+        if (
+            isinstance(value, (list, tuple))
+            and not value
+            and isinstance(default, (list, tuple))
+            and default
+            and all(isinstance(v, str) for v in default)
+        ):  # editors=[] once ran four cells, then failed with "No objects to concatenate"
+            raise ConfigError(
+                f"notebook {name}: parameter {key!r} is empty: name at least one "
+                f"(its default: {', '.join(map(str, default))})"
+            )
         if key in TEXT_LISTS:
             blank = next((i for i, v in enumerate(_values(value)) if not str(v).strip()), None)
             if blank is not None:
@@ -326,12 +338,27 @@ def _check_inputs(
         raise fail("labels_file", f"{project_path(labels_file)} is a folder, not a file")
     run_dir = values.get("run_dir")
     if name == "07_label_answers" and isinstance(run_dir, str) and run_dir:
-        from workbench.widgets.labelling.answers import load_answers
+        from workbench.widgets.labelling.answers import answers_file, load_answers
 
         try:
             load_answers(project_path(run_dir))
         except WorkbenchError as e:
             raise fail("run_dir", str(e)) from None
+        read = answers_file(project_path(run_dir)).resolve()
+        labels = project_path(labels_file).resolve() if isinstance(labels_file, str) else None
+        if labels_file and labels == read:  # the labels would be written into the answers
+            raise fail("labels_file", f"{read} is the answers file run_dir reads")
+    out_dir = values.get("out_dir")
+    if name == "00_build_taxonomy" and isinstance(out_dir, str) and out_dir:
+        _check_benchmark_out(project_path(out_dir), fail)
+    taxi_file = values.get("taxi_file")
+    if isinstance(taxi_file, str) and taxi_file:  # read whole now, as the notebook reads it
+        from workbench.editing.data import load_taxi
+
+        try:
+            load_taxi(project_path(taxi_file))
+        except WorkbenchError as e:
+            raise fail("taxi_file", str(e)) from None
     layer, model = values.get("layer"), values.get("model")
     if isinstance(layer, int) and isinstance(model, str) and model:
         from workbench.backends import check_layer
@@ -340,6 +367,24 @@ def _check_inputs(
             check_layer(model, layer)
         except WorkbenchError as e:
             raise fail("layer", str(e)) from None
+
+
+def _check_benchmark_out(out: Path, fail: Any) -> None:
+    """Notebook 00's ``out_dir``: a folder (or none yet) that holds no benchmark outside the
+    runs folder: ``out_dir=data`` once replaced the shipped benchmark every command reads."""
+    from workbench.paths import project_path, runs_root
+
+    if out.exists() and not out.is_dir():
+        raise fail("out_dir", f"{out} is a file, not a folder")
+    held = [f for f in ("questions.jsonl", "manifest.json") if (out / f).is_file()]
+    runs = (runs_root().resolve(), project_path("runs").resolve())
+    inside_runs = any(out.resolve().is_relative_to(r) for r in runs)
+    if held and not inside_runs:
+        raise fail(
+            "out_dir",
+            f"{out} holds a benchmark ({held[0]}) the notebook would replace: name a new "
+            "folder (python -m workbench taxonomy build rebuilds the shipped one)",
+        )
 
 
 def _values(value: Any) -> list:

@@ -48,13 +48,21 @@ MAX_RUN_NAME = 100
 
 def check_run_name(name: object, field: str = "run_name") -> None:
     """A one-line ConfigError unless ``name`` is a plain directory name: not empty, no path
-    separator, not hidden, at most :data:`MAX_RUN_NAME` bytes (a longer one failed at mkdir
-    with a traceback)."""
+    separator, not hidden, no control character (a NUL failed at mkdir with a traceback, a
+    newline made a folder no one could type), no space at either end (``" x"`` would be a
+    second folder beside ``x``), at most :data:`MAX_RUN_NAME` bytes (a longer one failed at
+    mkdir with a traceback)."""
+    import unicodedata
+
     from workbench.errors import ConfigError
 
     text = name if isinstance(name, str) else ""
     if not text or any(c in text for c in "/\\") or text.startswith("."):
         raise ConfigError(f"{field} must be a plain directory name, got {name!r}")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
+        raise ConfigError(f"{field} holds a control character: {name!r}")
+    if text != text.strip():
+        raise ConfigError(f"{field} begins or ends with a space: {name!r}")
     if len(text.encode()) > MAX_RUN_NAME:
         raise ConfigError(
             f"{field} is {len(text.encode())} bytes long; a run name may have at most "

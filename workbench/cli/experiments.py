@@ -54,18 +54,26 @@ def _grid(args) -> None:
             raise ConfigError(f"config field 'models[{i}]': {e}") from None
         assert config.max_new_tokens is not None  # the preset gave it
         check_new_tokens(model, config.max_new_tokens, "config field 'max_new_tokens'")
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    ray_only = [
+        f"--{name.replace('_', '-')}"
+        for name in ("address", "workers", "cpus_per_worker", "gpus_per_worker", "store")
+        if getattr(args, name) is not None
+    ]
+    if ray_only and args.executor != "ray":  # they were ignored: the grid ran here, on Ray's
+        raise ConfigError(f"{', '.join(ray_only)} need --executor ray (the grid runs here without)")
+    workers = 2 if args.workers is None else args.workers
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise ConfigError(f"--time-budget must be above 0 minutes, got {args.time_budget:g}")
     options = {}
     if args.executor == "ray":
-        resources = {"CPU": args.cpus_per_worker}
+        resources = {"CPU": 1.0 if args.cpus_per_worker is None else args.cpus_per_worker}
         if args.gpus_per_worker:
             resources["GPU"] = args.gpus_per_worker
         options = {
             "address": args.address,
-            "workers": args.workers,
+            "workers": workers,
             "resources_per_worker": resources,
             "store": args.store,
             "imports": tuple(args.imports),
@@ -162,9 +170,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="Ray cluster (auto, ray://host:10001); default: start a local one",
     )
-    grid.add_argument("--workers", type=int, default=2, help="Ray actors")
-    grid.add_argument("--cpus-per-worker", type=float, default=1.0)
-    grid.add_argument("--gpus-per-worker", type=float, default=0.0)
+    grid.add_argument("--workers", type=int, default=None, help="Ray actors (default 2)")
+    grid.add_argument("--cpus-per-worker", type=float, default=None, help="default 1")
+    grid.add_argument("--gpus-per-worker", type=float, default=None, help="default 0")
     grid.add_argument("--store", default=None, help="artifact directory shared by the workers")
     grid.add_argument(
         "--imports",

@@ -26,6 +26,13 @@ def _serve(args) -> int:
         raise ConfigError(
             f"--registry must be a folder (of registered abstainers): {args.registry}"
         )
+    # an empty key (``--api-key "$UNSET"``) would leave the server open, saying nothing
+    for given, where in (
+        (args.api_key, "--api-key"),
+        (os.environ.get("VLLM_API_KEY"), "VLLM_API_KEY"),
+    ):
+        if given is not None and not given.strip():
+            raise ConfigError(f"{where} is empty: give the key, or leave it out for an open server")
     key = args.api_key or os.environ.get("VLLM_API_KEY")
     proc, url = start_vllm_server(
         args.model,

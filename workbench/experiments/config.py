@@ -262,8 +262,11 @@ class ExperimentConfig:
         for name in self.techniques:
             try:
                 techniques[name] = get_technique(name, **self.params_for(name))
-            except ConfigError as e:
-                raise ConfigError(f"config field 'techniques': {e}") from None
+            except ConfigError as e:  # the field the user wrote the bad setting in
+                where = (
+                    f"technique_params.{name}" if name in self.technique_params else "techniques"
+                )
+                raise ConfigError(f"config field '{where}': {e}") from None
         from workbench.backends import check_options, check_technique
         from workbench.errors import WorkbenchError
 
@@ -271,8 +274,9 @@ class ExperimentConfig:
             options = self.model_options.get(model)
             try:  # every model's, set or not: an endpoint's also read the environment
                 check_options(model, options)
-            except WorkbenchError as e:
-                raise ConfigError(f"config field 'model_options': {e}") from None
+            except WorkbenchError as e:  # no options given: the environment's (OPENAI_BASE_URL)
+                where = "model_options" if options else "models"
+                raise ConfigError(f"config field '{where}': {e}") from None
         for model in self.models:
             for name, technique in techniques.items():
                 try:

@@ -74,16 +74,23 @@ def answer_key(row: Mapping) -> str:
     return answer_keys(pd.DataFrame([dict(row)]))[0]
 
 
-def load_answers(path: str | os.PathLike) -> pd.DataFrame:
-    """A run's rows: a run directory (an experiment's ``results.parquet`` or the refusal suite's
-    ``rows.parquet``), or a ``.parquet``, ``.csv`` or ``.jsonl`` file of rows with ``question``
-    (or ``prompt``) and ``response``."""
+def answers_file(path: str | os.PathLike) -> Path:
+    """The file :func:`load_answers` reads for ``path``: the file itself, or a run directory's
+    ``results.parquet`` / ``rows.parquet``."""
     p = Path(path)
     if p.is_dir():
         p = next(
             (p / f for f in ("results.parquet", "rows.parquet") if (p / f).is_file()),
             p / "results.parquet",
         )
+    return p
+
+
+def load_answers(path: str | os.PathLike) -> pd.DataFrame:
+    """A run's rows: a run directory (an experiment's ``results.parquet`` or the refusal suite's
+    ``rows.parquet``), or a ``.parquet``, ``.csv`` or ``.jsonl`` file of rows with ``question``
+    (or ``prompt``) and ``response``."""
+    p = answers_file(path)
     if not p.is_file():
         raise WorkbenchError(
             f"no answers at {p} (a run directory with results.parquet or "
