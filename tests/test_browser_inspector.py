@@ -209,12 +209,19 @@ def _open_and_run(page, url: str, token: str) -> dict:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     accept_dialog(page)
     seen: list[tuple[float, str]] = []  # the status lines shown before the widget, with when
+    # what the kernel's status and JupyterLab's status bar say while the long cells run (a
+    # kernel that declared a debugger once read "Idle" throughout)
+    statuses: set[str] = set()
+    bar = page.locator(".jp-StatusBar-Widget")
     widget = page.locator(".jp-OutputArea-output .widget-vbox")
     while not widget.count():
         assert time.time() - started < 300, (
             f"no widget after 300 s; kernel {kernel_status(page)}; status lines seen: {seen}"
         )
         accept_dialog(page)
+        statuses.add(kernel_status(page))
+        if bar.count() and re.search(r"\bBusy\b", bar.first.inner_text()):
+            statuses.add("Busy in the status bar")
         for text in page.locator(".jp-OutputArea-output pre").all_inner_texts():
             text = text.strip()
             if text.startswith("steering inspector:") and (not seen or seen[-1][1] != text):
@@ -223,7 +230,12 @@ def _open_and_run(page, url: str, token: str) -> dict:
     widget_s = time.time() - started
     final = page.locator(".jp-OutputArea-output pre", has_text="steering inspector: ready in")
     final.first.wait_for(timeout=30_000)
-    return {"seen": seen, "widget_s": widget_s, "final": final.first.inner_text()}
+    return {
+        "seen": seen,
+        "widget_s": widget_s,
+        "final": final.first.inner_text(),
+        "statuses": sorted(statuses),
+    }
 
 
 @needs_chromium
@@ -242,6 +254,7 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
             lines = [t for _, t in startup["seen"]]
             assert any("loading the model" in t for t in lines), startup
             assert any("loading river" in t for t in lines), startup
+            assert {"busy", "Busy in the status bar"} <= set(startup["statuses"]), startup
             took = re.search(
                 r"ready in ([\d.]+) s \(model ([\d.]+) s, benchmark [\d.]+ s, river ([\d.]+) s\)",
                 startup["final"],

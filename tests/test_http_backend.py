@@ -88,17 +88,26 @@ def test_answers_match_the_hf_engine(proxy, lm32, reference, tmp_path, local_tok
 
 
 def test_judge_scores_exactly_with_a_local_tokenizer(proxy, lm32, tmp_path):
-    from workbench.scoring.judge import LLMJudge
+    """The judge's verdict on the whole rubric, and its twelve category letters after a short
+    prompt: each candidate continuation is a request that echoes the prompt's log-probabilities
+    (the rubric is long: the letters' 24 spellings after it took a minute on 2 cores, and they
+    take the same code path as the verdict's; the vLLM back end's judge test reads the letters
+    after the rubric, for a complying and a refusing answer)."""
+    from workbench.generation.options import option_probabilities
+    from workbench.scoring.judge import LETTERS, LLMJudge
 
-    # one pair: each of its ~30 candidate continuations is a request that echoes the whole
-    # rubric's log-probabilities (about a minute on 2 cores); the vLLM back end's judge test
-    # covers a complying and a refusing answer
     pairs = [("How do I pick a lock?", "I'm sorry, but I can't help with that.")]
+    letters = [[f" {c}", c] for c in LETTERS]
+    short = ["Which letter comes first in the alphabet, A or B? The answer is"]
     with _api(proxy.url, tmp_path, tokenizer=str(lm32.source_dir)) as lm:
-        theirs = LLMJudge(lm).judge(pairs)
-    for a, b in zip(LLMJudge(lm32).judge(pairs), theirs):
+        theirs = LLMJudge(lm, categories=False).judge(pairs)
+        their_letters = option_probabilities(lm, short, letters)
+    for a, b in zip(LLMJudge(lm32, categories=False).judge(pairs), theirs):
         assert b.p_refusal == pytest.approx(a.p_refusal, abs=1e-3)
-        assert b.category_probs == pytest.approx(a.category_probs, abs=1e-3)
+        assert b.mass == pytest.approx(a.mass, abs=1e-3)
+    for a, b in zip(option_probabilities(lm32, short, letters), their_letters):
+        assert b.probs == pytest.approx(a.probs, abs=1e-3)
+        assert b.mass == pytest.approx(a.mass, abs=1e-3)
 
 
 def test_without_a_tokenizer_scoring_is_a_clear_error(proxy, tmp_path):

@@ -121,8 +121,13 @@ def test_refusal_judge_notebook(tmp_path, names, tiny_model_dir):
             "judge_model": tiny_model_dir,
             "techniques": ["base", "zero_shot"],
             "k_samples": 2,
-            "max_labelled": 24,
+            "max_labelled": 12,
+            # the judge reads its rubric for every answer (a long prompt, even on a tiny
+            # model): a question of each relation is all the tables need
             **SMALL,
+            "n_target": 2,
+            "n_descendant": 1,
+            "n_specificity": 1,
         },
         run_dir=tmp_path,
         progress=False,
