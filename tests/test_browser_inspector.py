@@ -315,16 +315,19 @@ def test_inspector_acceptance_in_jupyterlab(lab_on_checkout, record_property):
 
             # -- item 3: a double click answers once -----------------------------------------
             ins.answer_button.dblclick()
+            # the second click is either ignored by the kernel ("click ignored") or, on a busy
+            # machine, never sent: the button is disabled as soon as the first is taken (the
+            # kernel's guard has its own test: test_steering_inspector.py)
             ignored, deadline = False, time.time() + 300
             while time.time() < deadline:
                 ignored = ignored or "click ignored" in ins.status.inner_text()
-                if ins.answer_number() == 2 and ins.answer_button.is_enabled() and ignored:
+                if ins.answer_number() == 2 and ins.answer_button.is_enabled():
                     break
                 time.sleep(0.2)
             page.wait_for_timeout(2000)  # a second answer would have started by now
             ignored = ignored or "click ignored" in ins.status.inner_text()
             assert ins.answer_number() == 2, ins.answers.inner_text()
-            assert ignored, ins.status.inner_text()
+            record_property("double_click", "ignored by the kernel" if ignored else "not sent")
             assert "stale" not in ins.answers.inner_text()
             ins.wait_idle()
             assert ins.answer_number() == 2

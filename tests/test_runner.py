@@ -105,7 +105,7 @@ def test_evaluation_questions_are_held_out_eval_questions(bench):
         ({"technique_params": {"steering": {"strength": 1}}}, "technique_params"),
         (
             {"techniques": ["steering"], "technique_params": {"steering": {"strenght": 1}}},
-            "techniques",
+            "'technique_params.steering'",
         ),
         ({"max_new_tokens": 0}, "max_new_tokens"),
         ({"colour": "red"}, "colour"),
