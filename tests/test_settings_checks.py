@@ -1973,6 +1973,7 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
             "--address, --workers need --executor ray",
         ),
         ({}, ["serve", "m", "--api-key", ""], "--api-key is empty"),
+        ({"e.csv": b""}, ["scoring", "agreement", "--labels", "{tmp}/e.csv"], "e.csv is empty"),
         (
             {
                 "g.yaml": b"name: t\ntechniques: [steering]\ntechnique_params: {steering: {strenght: 2}}\n"
@@ -2006,6 +2007,7 @@ LABEL_ROW = b'{"key": "a", "label": "refusal", "question": "q", "response": "r"}
         "a space before a run name",
         "Ray options without Ray",
         "an empty API key",
+        "an empty labels CSV",
         "a typo in technique_params",
     ],
 )

@@ -85,7 +85,10 @@ def correct_from_taxonomy(
             continue
         raw = path.read_bytes()
         files[TAXONOMY.format(group=group)] = hashlib.sha256(raw).hexdigest()
-        tsv = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        try:
+            tsv = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise WorkbenchError(f"{path} is empty") from None
         missing = {"entity", "property", "answer_fwd", "query_fwd", "query_rev"} - set(tsv.columns)
         if missing:
             raise WorkbenchError(f"{path}: missing columns {sorted(missing)}")

@@ -235,7 +235,15 @@ def _current_file(path: Path) -> list[dict]:
     """The rows of a current-labels CSV, each with ``line`` (its line in the file)."""
     import io
 
-    frame = pd.read_csv(io.StringIO(read_utf8(path)), dtype=str, keep_default_na=False)
+    try:
+        frame = pd.read_csv(io.StringIO(read_utf8(path)), dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:  # an empty file was pandas' traceback
+        raise WorkbenchError(
+            f"{path} is empty: a labels table needs columns ['label', 'question', 'response']"
+        ) from None
+    except pd.errors.ParserError as e:
+        first = (str(e).strip().splitlines() or ["unreadable"])[0][:200]
+        raise WorkbenchError(f"{path} does not read as CSV ({first})") from None
     missing = {"label", "question", "response"} - set(frame.columns)
     if missing:
         raise WorkbenchError(f"{path}: a labels table needs columns {sorted(missing)}")
