@@ -2058,6 +2058,49 @@ def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
     assert (run / "config.json").read_text() == theirs
 
 
+@pytest.mark.parametrize("command", ["grid", "refusal-eval"])
+@pytest.mark.parametrize(
+    "files", [["sanity.jsonl"], ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt"]]
+)
+def test_a_folder_that_holds_no_run_is_not_taken_as_one(tmp_path, capsys, command, files):
+    """`grid --root <checkout>/data` with the name `refusal` wrote its lock, cells, config and
+    tables among the benchmark's files (and a model folder named as a run fared the same)."""
+    from workbench.cli import main
+
+    root = tmp_path / "data"
+    run = root / "refusal"
+    run.mkdir(parents=True)
+    for name in files:
+        (run / name).write_text("{}")
+    cfg = tmp_path / "c.yaml"
+    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
+    cfg.write_text("name: refusal\n" + body)
+    argv = [command, str(cfg)] + (["--root", str(root)] if command == "grid" else [])
+    import os
+
+    os.environ["WORKBENCH_RUNS"] = str(root)
+    try:
+        line = one_error_line(capsys, main(argv))
+    finally:
+        del os.environ["WORKBENCH_RUNS"]
+    shown = ", ".join(sorted(files)[:3]) + (", 1 more" if len(files) > 3 else "")
+    assert f"run {run} is a folder that holds no workbench run but other files ({shown})" in line
+    assert sorted(p.name for p in run.iterdir()) == sorted(files)
+
+
+def test_a_notebook_run_in_a_folder_that_holds_no_run_is_refused(no_kernel, tmp_path, capsys):
+    """The notebooks' runs take the same check before the kernel starts."""
+    from workbench.errors import OutputError
+    from workbench.notebooks import run_notebook
+
+    held = no_kernel / "steering_gate"
+    held.mkdir(parents=True)
+    (held / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="is a folder that holds no workbench run but other"):
+        run_notebook("11_steering_gate", {}, progress=False)
+    assert [p.name for p in held.iterdir()] == ["notes.txt"]
+
+
 def test_a_notebook_run_under_another_name_writes_its_outputs_in_its_own_folder(no_kernel):
     """00's out_dir defaults into the default run's folder: a build with other parameters
     wrote its benchmark over the default build's."""

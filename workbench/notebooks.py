@@ -633,9 +633,11 @@ def run_notebook(
     from workbench.runlock import check_run_kind, claim_run
 
     kind = RUN_KINDS.get(nb.stem, "notebook")
-    check_run_kind(out_dir, kind)  # a grid's folder is not notebook 11's, and the other way round
+    # a grid's folder is not notebook 11's, and the other way round; a folder named by run_dir
+    # is the user's choice of place, a run name's is a run's
+    check_run_kind(out_dir, kind, adopt=bool(run_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
-    claim_run(out_dir, kind)
+    claim_run(out_dir, kind, adopt=bool(run_dir))
     output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
     if suffix and progress:
         print(f"parameters other than the defaults: this run's outputs go to {output}", flush=True)

@@ -66,15 +66,50 @@ def run_kind(run_dir: str | os.PathLike) -> str | None:
     return _legacy_kind(run_dir)
 
 
-def check_run_kind(run_dir: str | os.PathLike, kind: str) -> None:
-    """A one-line :class:`RunKindClash` when ``run_dir`` holds another command's run: the two
-    would write over each other's ``config.json`` and tables."""
+def check_run_kind(run_dir: str | os.PathLike, kind: str, *, adopt: bool = False) -> None:
+    """A one-line :class:`RunKindClash` when ``run_dir`` holds another command's run (the two
+    would write over each other's ``config.json`` and tables) or, unless ``adopt`` (a folder
+    the user named as the place to write), when it holds other files and no run at all (a
+    data set's or a model's folder under the runs root)."""
     held = run_kind(run_dir)
     if held is not None and held != kind:
         raise RunKindClash(
             f"run {run_dir} holds a {held} run; give this {kind} run another name (both "
             "write config.json and their tables there)"
         )
+    if held is None and not adopt:
+        foreign = _foreign_files(Path(run_dir))
+        if foreign:
+            raise RunKindClash(
+                f"run {run_dir} is a folder that holds no workbench run but other files "
+                f"({', '.join(foreign)}); give this {kind} run another name or root (its "
+                "files would be written among them)"
+            )
+
+
+#: What a run folder written before :data:`KIND_NAME` existed holds: a command's chunks or a
+#: grid's cells, or a notebook's executed copy.
+_RUN_MARKS = ("cells", "chunks")
+
+
+def _foreign_files(run_dir: Path, shown: int = 3) -> list[str]:
+    """Up to ``shown`` names of the files in ``run_dir`` when it is a folder of something else
+    (a data set, a model, a checkout): it holds files but neither a run's note nor the marks
+    of an older run. Empty for a missing or empty folder and for a run's folder."""
+    if not run_dir.is_dir() or (run_dir / KIND_NAME).exists():
+        return []
+    try:
+        entries = sorted(run_dir.iterdir())
+    except OSError:
+        return []
+    if any(e.name in _RUN_MARKS and e.is_dir() for e in entries) or any(
+        e.suffix == ".ipynb" for e in entries
+    ):
+        return []
+    names = [e.name for e in entries if e.name not in (LOCK_NAME, HOLDER_NAME)]
+    if not names:
+        return []
+    return names[:shown] + ([f"{len(names) - shown} more"] if len(names) > shown else [])
 
 
 def holder(run_dir: str | os.PathLike) -> str:
@@ -89,11 +124,11 @@ def holder(run_dir: str | os.PathLike) -> str:
         return "another process (it has not written who it is yet)"
 
 
-def claim_run(run_dir: str | os.PathLike, kind: str) -> None:
+def claim_run(run_dir: str | os.PathLike, kind: str, *, adopt: bool = False) -> None:
     """Note ``run_dir`` (which must exist) as ``kind``'s run, unless it is noted already:
-    :class:`RunKindClash` when it holds another command's."""
+    :class:`RunKindClash` as :func:`check_run_kind`."""
     run_dir = Path(run_dir)
-    check_run_kind(run_dir, kind)
+    check_run_kind(run_dir, kind, adopt=adopt)
     if not (run_dir / KIND_NAME).is_file():
         write_text_atomic(run_dir / KIND_NAME, json.dumps({"kind": kind}))
 
