@@ -2181,3 +2181,138 @@ def test_a_vllm_model_where_vllm_is_not_installed_is_one_line_before_the_run(tmp
     line = one_error_line(capsys, main(["grid", str(cfg), "--root", str(tmp_path / "runs")]))
     assert "config field 'models[0]': the vLLM back end needs vLLM in this environment" in line
     assert not (tmp_path / "runs").exists()
+
+
+# -- the ninth sweep: links that lead nowhere, fields of the wrong type in labels, gold answers
+# and a verify reference, a folder that is someone else's, an output file that is not ours ------
+
+
+def _reference_with(change) -> bytes:
+    import json
+
+    from workbench.paths import repo_root
+
+    reference = json.loads((repo_root() / "data/reference/verify.json").read_text())
+    change(reference)
+    return json.dumps(reference).encode()
+
+
+def _seed_text(r):
+    r["rows"][0]["seed"] = "abc"
+
+
+def _row_number(r):
+    r["rows"][0] = 5
+
+
+NOTES = b"mine, not a table\n"
+
+
+@pytest.mark.parametrize(
+    "files, argv, words",
+    [
+        (
+            {"lab.jsonl": b'{"key": "a", "label": "refusal", "question": "q", "response": 12}\n'},
+            ["scoring", "agreement", "--labels", "{tmp}/lab.jsonl"],
+            "lab.jsonl, line 1: malformed label line (response must be text, got 12 (int))",
+        ),
+        (
+            {"lab.jsonl": b'{"key": "a", "label": "refusal", "question": 7, "response": null}\n'},
+            ["scoring", "labels", "{tmp}/lab.jsonl"],
+            "malformed label line (question must be text, got 7 (int))",
+        ),
+        (
+            {
+                "outs/m_RefuNQ_answerable.json": b'{"prompt": "Who?", "label": [1, null], "m": "P"}\n'
+            },
+            ["unknown", "score-outputs", "{tmp}/outs"],
+            "line 1: label must be a list of gold answers as text, got [1, null]",
+        ),
+        (
+            {"ref.json": _reference_with(_seed_text)},
+            ["verify", "--reference", "{tmp}/ref.json"],
+            'is not a verify reference: rows[0].seed is "abc", not a whole number',
+        ),
+        (
+            {"ref.json": _reference_with(_row_number)},
+            ["verify", "--reference", "{tmp}/ref.json"],
+            "is not a verify reference: rows[0] is 5, not a mapping",
+        ),
+        (
+            {"lab.jsonl": LABEL_ROW, "README.md": NOTES},
+            ["scoring", "labels", "{tmp}/lab.jsonl", "--out", "{tmp}/README.md"],
+            "the --out file {tmp}/README.md is there and is not a table this command writes",
+        ),
+        (
+            {"lab.jsonl": LABEL_ROW, "notes.csv": NOTES},
+            ["scoring", "agreement", "--labels", "{tmp}/lab.jsonl", "--csv", "{tmp}/notes.csv"],
+            "the --csv file {tmp}/notes.csv is there and is not a table this command writes",
+        ),
+        (
+            {"mine/manifest.json": b'{"mine": 1}', "mine/notes.txt": b"keep"},
+            ["taxonomy", "build", "--out", "{tmp}/mine"],
+            "--out {tmp}/mine holds other files (manifest.json, notes.txt) and no benchmark",
+        ),
+        (
+            {"rel/": b""},
+            ["import-select-results", "{tmp}/rel", "--benchmark", "data", "--run", "w0"]
+            + ["--workers", "0"],
+            "--workers must be at least 1, got 0",
+        ),
+        (
+            {"rel/": b""},
+            ["import-select-results", "{tmp}/rel", "--benchmark", "data", "--run", "../escape"],
+            "--run must be a plain folder name, got '../escape'",
+        ),
+    ],
+    ids=[
+        "a label's response a number",
+        "a label's question a number",
+        "gold answers not text",
+        "a reference seed as text",
+        "a reference row a number",
+        "labels --out a README",
+        "agreement --csv someone's notes",
+        "build --out someone's folder",
+        "import --workers 0",
+        "import --run a path",
+    ],
+)
+def test_ninth_sweep_mistakes_are_one_line_and_change_nothing(
+    tmp_path, capsys, monkeypatch, files, argv, words
+):
+    """Each was a traceback, replaced a file that was not the command's (a README, a folder's
+    manifest.json), or ran with a worker count other commands refuse."""
+    line, before = _mistake(tmp_path, capsys, monkeypatch, files, argv)
+    assert words.replace("{tmp}", str(tmp_path)) in line
+    assert not (tmp_path / "runs").exists()
+    assert {p: p.read_bytes() for p in before} == before
+    assert not list(tmp_path.glob("*.current.csv"))
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+@pytest.mark.parametrize("command", ["grid", "refusal-eval"])
+def test_a_runs_root_that_is_a_link_to_nothing_is_one_line(tmp_path, capsys, link, command):
+    """A root that was a loop of links or a link to a missing folder passed the check and
+    failed with an OSError traceback when the run folder was made."""
+    import os
+
+    from workbench.cli import main
+
+    root = tmp_path / "root"
+    if link == "loop":
+        (tmp_path / "other").symlink_to(root)
+        root.symlink_to(tmp_path / "other")
+    else:
+        root.symlink_to(tmp_path / "missing")
+    cfg = tmp_path / "c.yaml"
+    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
+    cfg.write_text("name: r\n" + body)
+    argv = [command, str(cfg)] + (["--root", str(root)] if command == "grid" else [])
+    os.environ["WORKBENCH_RUNS"] = str(root)
+    try:
+        line = one_error_line(capsys, main(argv))
+    finally:
+        del os.environ["WORKBENCH_RUNS"]
+    assert f"{root} is a symbolic link that leads nowhere" in line
+    assert not (tmp_path / "missing").exists()

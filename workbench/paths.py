@@ -112,6 +112,11 @@ def check_writable(path: str | os.PathLike, what: str = "the output folder") -> 
     p = Path(path).expanduser()
     existing = p.absolute()
     while not existing.exists() and existing.parent != existing:
+        if existing.is_symlink():  # a link to nothing, or a loop of links: mkdir would fail
+            raise OutputError(
+                f"cannot write to {what} {p}: {existing} is a symbolic link that leads nowhere "
+                "(its target is missing, or the links go round in a loop)"
+            )
         existing = existing.parent
     if not existing.is_dir():
         raise OutputError(f"cannot write to {what} {p}: {existing} is a file, not a folder")
@@ -131,11 +136,14 @@ def check_writable_file(
     path: str | os.PathLike,
     what: str = "the output file",
     inputs: Sequence[str | os.PathLike] = (),
+    own: str | None = None,
 ) -> Path:
     """``path`` as a file that can be written (not a folder, its folder writable:
     :func:`check_writable`), checked before the work that fills it; never one of ``inputs``
     (files, or folders whose files the command reads): writing there would replace what
-    the command reads."""
+    the command reads. With ``own`` (how the files this command writes begin, e.g. a CSV
+    header), a file already there is replaced only when it begins so: anything else there
+    (a README, someone's notes) is the user's and stays."""
     from workbench.errors import ConfigError, OutputError
 
     p = Path(path).expanduser()
@@ -151,6 +159,17 @@ def check_writable_file(
                     f"{Path(source)}: writing it would replace what this command reads; "
                     "choose another path"
                 )
+    if p.is_file() and own is not None:
+        try:
+            with open(p, "rb") as f:
+                head = f.read(len(own.encode()))
+        except OSError:
+            head = b""
+        if p.stat().st_size and head != own.encode():
+            raise OutputError(
+                f"{what} {p} is there and is not a table this command writes (it does not "
+                f"begin {own!r}); remove it or choose another path"
+            )
     check_writable(p.parent, f"the folder of {what}")
     return p
 

@@ -69,7 +69,14 @@ def _labels(args) -> int:
     log = Path(args.log)
     if not log.is_file():
         raise WorkbenchError(f"no labels file {log}")
-    out = check_writable_file(args.out or current_labels_path(log), "the --out file", [log])
+    from workbench.scoring.labels import CURRENT_COLUMNS
+
+    out = check_writable_file(
+        args.out or current_labels_path(log),
+        "the --out file",
+        [log],
+        own=",".join(CURRENT_COLUMNS[:2]) + ",",
+    )
     import warnings
 
     lines = sum(1 for line in read_utf8(log).splitlines() if line.strip())
@@ -102,7 +109,7 @@ def _agreement(args) -> int:
 
     inputs = [Path(p) for p in args.labels] if args.labels else [default_labels_dir()]
     if args.csv:  # before the labels are read and a judge loads
-        check_writable_file(args.csv, "the --csv file", inputs)
+        check_writable_file(args.csv, "the --csv file", inputs, own="by,group,")
     split = args.split or ("all" if all(p.is_file() for p in inputs) else "test")
     labels = load_agreement_set(inputs)
     if split != "all":

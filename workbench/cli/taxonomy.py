@@ -62,6 +62,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def _run(args) -> int:
     from workbench.taxonomy.benchmark import (
         build_default_benchmark,
+        check_benchmark_folder,
         default_data_dir,
         load_benchmark,
         save_benchmark,
@@ -95,6 +96,7 @@ def _run(args) -> int:
         from workbench.taxonomy.select_format import import_select
 
         check_writable(args.out, "the benchmark folder --out")  # before the import's work
+        check_benchmark_folder(args.out)
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -116,6 +118,7 @@ def _run(args) -> int:
 
         apart(args.out, args.wordnet_dir, "--wordnet-dir")
         out = check_writable(args.out or default_data_dir(), "the benchmark folder --out")
+        check_benchmark_folder(out)
         bench = build_default_benchmark(
             BuildParams(seed=args.seed),
             CompositionParams(seed=args.seed),

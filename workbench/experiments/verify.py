@@ -42,6 +42,16 @@ SLICE: dict[str, Any] = {
     "n_unrelated": 4,
 }
 KEY = ["technique", "target", "seed", "question_index", "sample"]
+#: What each field of a reference's rows and metrics holds (checked before the slice runs).
+_FIELD_TYPES: dict[str, type] = {
+    "technique": str,
+    "target": str,
+    "seed": int,
+    "question_index": int,
+    "sample": int,
+    "response": str,
+}
+_KIND_WORDS: dict[type, str] = {str: "text", int: "a whole number"}
 METRICS = ("abstention", "generalization", "specificity", "far_specificity")
 
 
@@ -269,17 +279,30 @@ def check_reference(reference: Any, path: Path | str) -> None:
     rows, metrics = reference["rows"], reference["metrics"]
     if not isinstance(rows, list) or not rows:
         raise bad("no rows of answers")
+
+    def check_types(where: str, record: dict) -> None:
+        for name, kind in _FIELD_TYPES.items():
+            value = record.get(name)
+            if name in record and (not isinstance(value, kind) or isinstance(value, bool)):
+                raise bad(f"{where}.{name} is {json.dumps(value)[:40]}, not {_KIND_WORDS[kind]}")
+
     need = {*KEY, "response"}
     for i, r in enumerate(rows):
-        if not isinstance(r, dict) or not need <= set(r):
-            raise bad(f"rows[{i}] lacks {', '.join(sorted(need - set(r or {})))}")
+        if not isinstance(r, dict):
+            raise bad(f"rows[{i}] is {json.dumps(r)[:40]}, not a mapping")
+        if not need <= set(r):
+            raise bad(f"rows[{i}] lacks {', '.join(sorted(need - set(r)))}")
+        check_types(f"rows[{i}]", r)
     need = {"technique", "target", "seed", *METRICS}
     cells = {(r["technique"], r["target"], int(r["seed"])) for r in rows}
     if not isinstance(metrics, list):
         raise bad("metrics is not a list")
     for i, m in enumerate(metrics):
-        if not isinstance(m, dict) or not need <= set(m):
-            raise bad(f"metrics[{i}] lacks {', '.join(sorted(need - set(m or {})))}")
+        if not isinstance(m, dict):
+            raise bad(f"metrics[{i}] is {json.dumps(m)[:40]}, not a mapping")
+        if not need <= set(m):
+            raise bad(f"metrics[{i}] lacks {', '.join(sorted(need - set(m)))}")
+        check_types(f"metrics[{i}]", m)
     have = {(m["technique"], m["target"], int(m["seed"])) for m in metrics}
     if cells - have:
         raise bad(f"no metrics for the cell {sorted(cells - have)[0]}")

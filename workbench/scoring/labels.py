@@ -153,6 +153,13 @@ def read_label_records(path: str | os.PathLike) -> list[dict]:
                 raise ValueError("not an object with a label")
             if r["label"] is not None and not {"question", "response"} <= set(r):
                 raise ValueError("needs question and response")
+            if r["label"] is not None:
+                for field in ("question", "response"):
+                    if not isinstance(r[field], str):
+                        raise ValueError(
+                            f"{field} must be text, got {json.dumps(r[field])[:40]} "
+                            f"({type(r[field]).__name__})"
+                        )
         except ValueError as e:
             if n == len(lines):  # no newline after it: a write cut short
                 warnings.warn(f"{p}, line {n}: skipped an incomplete last line ({e})", stacklevel=2)

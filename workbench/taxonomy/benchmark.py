@@ -209,6 +209,31 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def check_benchmark_folder(directory: str | os.PathLike, what: str = "--out") -> None:
+    """One :class:`~workbench.errors.OutputError` line when ``directory`` holds files but no
+    benchmark: writing one there would replace a file of the same name (``manifest.json``) and
+    mix the benchmark's files into someone else's folder. A new or empty folder, or one that
+    holds a benchmark (rebuilt in place), passes."""
+    from workbench.errors import OutputError
+
+    d = Path(directory)
+    if not d.is_dir():
+        return
+    try:
+        manifest = json.loads((d / FILES["manifest"]).read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
+            return
+    except (OSError, ValueError):
+        pass
+    names = sorted(e.name for e in d.iterdir())
+    if names:
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise OutputError(
+            f"{what} {d} holds other files ({shown}) and no benchmark; name a new or empty "
+            "folder (the benchmark's files would be written among them)"
+        )
+
+
 def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
     """Write the data files (and the optional ones the benchmark has) and a manifest with their
     content hashes."""

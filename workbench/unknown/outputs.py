@@ -114,6 +114,12 @@ def _read_lines(f: OutputFile) -> list[tuple[int, dict, str]]:
                 f"{f.path}, line {n}: no reply of {f.model!r} (expected a text field "
                 f"{f.model!r} beside prompt and label)"
             )
+        label = rec["label"]
+        if isinstance(label, list) and not all(isinstance(g, str) for g in label):
+            raise WorkbenchError(
+                f"{f.path}, line {n}: label must be a list of gold answers as text, got "
+                f"{json.dumps(label)[:60]}"
+            )
         out.append((n, rec, reply))
     return out
 
