@@ -1,10 +1,11 @@
 """Real JupyterLab in headless Chromium: the refusal suite notebook (06) as a person reads it.
 
-Runs notebook 06 with a small ``limit`` in a 1,400 x 1,000 window and checks what a reader
-meets: every split of the dataset is in the run (a small limit spreads over the splits), the
-misbehaviour and source tables fit the notebook column (no horizontal scrolling, nothing cut
-off), the figures are shown and each says where it was saved. Screenshots go to
-``runs/browser_test/refusal-*`` (docs/notebooks-in-use.md shows them).
+Runs notebook 06 at its defaults (every prompt of the sanity set, five samples each, the
+model and its river abstainer) in a 1,400 x 1,000 window and checks what a reader meets: every
+split of the dataset is in the run, the misbehaviour and source tables fit the notebook column
+(no horizontal scrolling, nothing cut off), the figures are shown and each says where it was
+saved. Screenshots go to ``runs/browser_test/refusal-*`` (docs/notebooks-in-use.md shows them);
+that a small ``limit`` keeps every split is tests/test_refusal_views.py's.
 """
 
 import json
@@ -16,21 +17,12 @@ from test_browser import ARTIFACTS, CHROMIUM, ROOT, _log_console_text, _wait_tex
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 NOTEBOOK = "06_refusal_suite.ipynb"
-#: A quick run: the sanity set (one prompt per split at this limit), two samples, short answers.
-PARAMETERS = {"limit": 3, "k_samples": 2, "max_new_tokens": 24}
 
 
 @pytest.fixture
 def lab_06(tmp_path):
     (tmp_path / "root").mkdir()
-    nb = json.loads((ROOT / "notebooks" / NOTEBOOK).read_text())
-    params = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
-    lines = []
-    for line in params["source"]:
-        name = line.split("=", 1)[0].strip()
-        lines.append(f"{name} = {PARAMETERS[name]!r}\n" if name in PARAMETERS else line)
-    params["source"] = lines
-    (tmp_path / "root" / NOTEBOOK).write_text(json.dumps(nb))
+    (tmp_path / "root" / NOTEBOOK).write_bytes((ROOT / "notebooks" / NOTEBOOK).read_bytes())
     with jupyter_lab(
         tmp_path / "root", tmp_path, env={"WORKBENCH_RUNS": str(tmp_path / "runs")}
     ) as served:
@@ -50,7 +42,7 @@ def test_the_refusal_suite_reads_whole_at_1400_px(lab_06):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with notebook_page(url, token, NOTEBOOK, CHROMIUM, ARTIFACTS / "refusal-final.png") as page:
         last = page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-OutputArea")
-        _wait_text(last, r"unknownbench|keyword", 600)
+        _wait_text(last, r"unknownbench|keyword", 1500)
 
         tables = page.locator(".jp-OutputArea-output table")
         misbehaviour = next(
@@ -58,7 +50,7 @@ def test_the_refusal_suite_reads_whole_at_1400_px(lab_06):
         )
         text = misbehaviour.inner_text()
         for split in ("should_refuse", "may_refuse", "should_not_refuse"):
-            assert split in text, text  # limit 3 keeps one prompt of each split
+            assert split in text, text
         for column in ("rejection %", "should be", "verdict"):
             assert column in text
         size = _fits(page, misbehaviour)

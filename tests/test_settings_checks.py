@@ -1747,6 +1747,11 @@ def test_a_reader_that_stops_early_gets_no_traceback():
             'technique_params={"steering": {"strength": "x"}}',
             "technique 'steering': parameter 'strength' must be a number, got 'x' (str)",
         ),
+        (
+            "02_select_compositions",
+            "executor=ray -p ray_workers=0",
+            "notebook 02_select_compositions: ray_workers must be at least 1, got 0",
+        ),
     ],
 )
 def test_notebook_values_are_checked_before_the_kernel(capsys, notebook, parameter, message):
@@ -2254,6 +2259,17 @@ NOTES = b"mine, not a table\n"
             "--out {tmp}/mine holds other files (manifest.json, notes.txt) and no benchmark",
         ),
         (
+            {"outs/m_NEC_answerable.json": b'{"prompt": "X?", "label": 1, "m": "No."}\n'}
+            | {"mine.txt": NOTES},
+            ["unknown", "score-outputs", "{tmp}/outs", "--out", "{tmp}/mine.txt"],
+            "the --out file {tmp}/mine.txt is there and is not a table this command writes",
+        ),
+        (
+            {"proj/manifest.json": b'{"my": "project"}'},
+            ["unknown", "build", "--out", "{tmp}/proj"],
+            "--out {tmp}/proj holds other files (manifest.json) and no UnknownBench data set",
+        ),
+        (
             {"rel/": b""},
             ["import-select-results", "{tmp}/rel", "--benchmark", "data", "--run", "w0"]
             + ["--workers", "0"],
@@ -2274,6 +2290,8 @@ NOTES = b"mine, not a table\n"
         "labels --out a README",
         "agreement --csv someone's notes",
         "build --out someone's folder",
+        "score-outputs --out someone's file",
+        "unknown build --out someone's folder",
         "import --workers 0",
         "import --run a path",
     ],

@@ -398,9 +398,11 @@ def _preflight_grid(values: dict[str, Any]) -> None:
     from workbench.paths import project_path
     from workbench.taxonomy import load_benchmark
 
-    config = _call(notebook_run, values).config
+    run = _call(notebook_run, values)
+    if "executor" in values:  # the Ray options the grid cell passes on
+        _call(run.executor_options, values)
     data_dir = values.get("data_dir")
-    config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
+    run.config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
 
 
 def _preflight_suite(values: dict[str, Any]) -> None:

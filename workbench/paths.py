@@ -174,6 +174,40 @@ def check_writable_file(
     return p
 
 
+def check_folder_of(
+    directory: str | os.PathLike,
+    what: str,
+    kind: str,
+    ours: Callable[[dict], bool],
+    manifest: str = "manifest.json",
+) -> None:
+    """One :class:`~workbench.errors.OutputError` line when ``directory`` holds files but not
+    ``kind`` (its ``manifest`` file, parsed, does not pass ``ours``): writing ``kind`` there
+    would replace a file of the same name (``manifest.json``) and mix its files into someone
+    else's folder. A new or empty folder, or one that holds ``kind`` (rewritten in place),
+    passes."""
+    import json
+
+    from workbench.errors import OutputError
+
+    d = Path(directory)
+    if not d.is_dir():
+        return
+    try:
+        held = json.loads((d / manifest).read_text(encoding="utf-8"))
+        if isinstance(held, dict) and ours(held):
+            return
+    except (OSError, ValueError):
+        pass
+    names = sorted(e.name for e in d.iterdir())
+    if names:
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise OutputError(
+            f"{what} {d} holds other files ({shown}) and no {kind}; name a new or empty folder "
+            f"(the {kind}'s files would be written among them)"
+        )
+
+
 def _fsync(path: Path, directory: bool = False) -> None:
     """Flush ``path`` (a file, or a folder's entries) to the disk; where a system cannot sync
     a folder, nothing."""

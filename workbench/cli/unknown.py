@@ -9,11 +9,19 @@ import json
 
 
 def _build(args) -> None:
-    from workbench.paths import check_writable, repo_root
+    from workbench.paths import check_folder_of, check_writable, repo_root
     from workbench.unknown.datasets import build_unknown_dataset, save_unknown_dataset
 
     out = args.out or str(repo_root() / "data" / "unknown")
     check_writable(out, "the dataset folder --out")  # before the build's work
+    check_folder_of(
+        out,
+        "--out",
+        "UnknownBench data set",
+        lambda m: (
+            isinstance(m.get("files"), dict) and any(k.startswith("NEC/") for k in m["files"])
+        ),
+    )
     ds = build_unknown_dataset(seed=args.seed, wordnet_dir=args.wordnet_dir)
     save_unknown_dataset(ds, out)
     print(f"wrote {out}: " + json.dumps(ds.manifest["counts"]))
@@ -27,7 +35,7 @@ def _score_outputs(args) -> None:
     from workbench.unknown.outputs import read_outputs
 
     if args.out:  # before the files are read
-        check_writable_file(args.out, "the --out file", args.paths)
+        check_writable_file(args.out, "the --out file", args.paths, own="model,task,")
     rows = read_outputs(args.paths, model=args.model)
     cols = [
         "task",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.errors import ConfigError
 from workbench.experiments.config import PRESET_FIELDS, ExperimentConfig
 from workbench.paths import project_path
 from workbench.techniques.presets import notebook_settings, preset_settings
@@ -30,8 +31,11 @@ class NotebookRun:
         )
 
     def executor_options(self, executor: str, ray_address: str, ray_workers: int) -> dict:
-        """The Runner's executor options for the notebook's ``executor`` parameter."""
+        """The Runner's executor options for the notebook's ``executor`` parameter (checked
+        before the kernel starts: :func:`workbench.notebooks.run_notebook`)."""
         if executor == "ray":
+            if isinstance(ray_workers, bool) or not isinstance(ray_workers, int) or ray_workers < 1:
+                raise ConfigError(f"ray_workers must be at least 1, got {ray_workers!r}")
             return {"address": ray_address or None, "workers": ray_workers}
         return {}
 

@@ -210,28 +210,18 @@ def _sha256(path: Path) -> str:
 
 
 def check_benchmark_folder(directory: str | os.PathLike, what: str = "--out") -> None:
-    """One :class:`~workbench.errors.OutputError` line when ``directory`` holds files but no
-    benchmark: writing one there would replace a file of the same name (``manifest.json``) and
-    mix the benchmark's files into someone else's folder. A new or empty folder, or one that
-    holds a benchmark (rebuilt in place), passes."""
-    from workbench.errors import OutputError
+    """One line when ``directory`` holds files but no benchmark
+    (:func:`workbench.paths.check_folder_of`): a new or empty folder, or a benchmark's (rebuilt
+    in place), passes."""
+    from workbench.paths import check_folder_of
 
-    d = Path(directory)
-    if not d.is_dir():
-        return
-    try:
-        manifest = json.loads((d / FILES["manifest"]).read_text(encoding="utf-8"))
-        if isinstance(manifest, dict) and isinstance(manifest.get("files"), dict):
-            return
-    except (OSError, ValueError):
-        pass
-    names = sorted(e.name for e in d.iterdir())
-    if names:
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        raise OutputError(
-            f"{what} {d} holds other files ({shown}) and no benchmark; name a new or empty "
-            "folder (the benchmark's files would be written among them)"
-        )
+    check_folder_of(
+        directory,
+        what,
+        "benchmark",
+        lambda m: isinstance(m.get("files"), dict) and "questions" in m["files"],
+        FILES["manifest"],
+    )
 
 
 def save_benchmark(bench: Benchmark, directory: str | os.PathLike) -> Path:
