@@ -2106,6 +2106,21 @@ def test_a_notebook_run_in_a_folder_that_holds_no_run_is_refused(no_kernel, tmp_
     assert [p.name for p in held.iterdir()] == ["notes.txt"]
 
 
+def test_a_run_dir_holding_the_users_own_copy_of_the_notebook_is_refused(no_kernel, tmp_path):
+    """--run-dir is taken as the user's place, but a notebook of the same name there (their
+    edited copy) was replaced by the run's input and executed copies."""
+    from workbench.errors import OutputError
+    from workbench.notebooks import run_notebook
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "00_quickstart.ipynb").write_text("my edits")
+    with pytest.raises(OutputError, match="holds 00_quickstart.ipynb, which this run would"):
+        run_notebook("00_quickstart", {}, run_dir=mine, progress=False)
+    assert [p.name for p in mine.iterdir()] == ["00_quickstart.ipynb"]
+    assert (mine / "00_quickstart.ipynb").read_text() == "my edits"
+
+
 def test_a_notebook_run_under_another_name_writes_its_outputs_in_its_own_folder(no_kernel):
     """00's out_dir defaults into the default run's folder: a build with other parameters
     wrote its benchmark over the default build's."""

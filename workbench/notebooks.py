@@ -632,15 +632,24 @@ def run_notebook(
     else:
         out_dir = runs_root() / "notebooks"
     check_writable(out_dir, "the run folder")  # before the kernel starts
-    from workbench.runlock import check_run_kind, claim_run
+    from workbench.runlock import KIND_NAME, check_run_kind, claim_run
 
     kind = RUN_KINDS.get(nb.stem, "notebook")
     # a grid's folder is not notebook 11's, and the other way round; a folder named by run_dir
     # is the user's choice of place, a run name's is a run's
     check_run_kind(out_dir, kind, adopt=bool(run_dir))
+    output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
+    if run_dir and not (out_dir / KIND_NAME).exists():  # the user's folder, not yet a run
+        theirs = [p.name for p in (output, out_dir / f"{nb.stem}.input.ipynb") if p.exists()]
+        if theirs:
+            from workbench.errors import OutputError
+
+            raise OutputError(
+                f"run folder {out_dir} holds {theirs[0]}, which this run would replace, and is "
+                "no workbench run; name another --run-dir (or move the file)"
+            )
     out_dir.mkdir(parents=True, exist_ok=True)
     claim_run(out_dir, kind, adopt=bool(run_dir))
-    output = out_dir / (nb.name if "run_name" in known else f"{nb.stem}{suffix}.ipynb")
     if suffix and progress:
         print(f"parameters other than the defaults: this run's outputs go to {output}", flush=True)
     source = out_dir / f"{nb.stem}.input.ipynb"
