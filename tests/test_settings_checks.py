@@ -2029,6 +2029,24 @@ def test_fourth_sweep_mistakes_are_one_line_and_change_nothing(
     assert {p: p.read_bytes() for p in before} == before
 
 
+def _run_line(capsys, tmp_path, command: str, name: str, root) -> str:
+    """The one error line of ``grid`` or ``refusal-eval`` for a run ``name`` under ``root`` (the
+    runs root: ``--root`` and WORKBENCH_RUNS)."""
+    import os
+
+    from workbench.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
+    cfg.write_text(f"name: {name}\n" + body)
+    argv = [command, str(cfg)] + (["--root", str(root)] if command == "grid" else [])
+    os.environ["WORKBENCH_RUNS"] = str(root)
+    try:
+        return one_error_line(capsys, main(argv))
+    finally:
+        del os.environ["WORKBENCH_RUNS"]
+
+
 @pytest.mark.parametrize(
     "made_by, theirs, command, kind",
     [
@@ -2042,22 +2060,10 @@ def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
     """A grid named as a finished refusal-eval run replaced its config.json and added its
     tables, exit 0 (and the refusal-eval run put its own back on the next call). Folders
     written before runs were marked are known by what their command wrote."""
-    from workbench.cli import main
-
     run = tmp_path / "runs" / "r7"
     (run / made_by).mkdir(parents=True)
     (run / "config.json").write_text(theirs)
-    cfg = tmp_path / "c.yaml"
-    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
-    cfg.write_text("name: r7\n" + body)
-    argv = [command, str(cfg)] + (["--root", str(tmp_path / "runs")] if command == "grid" else [])
-    import os
-
-    os.environ["WORKBENCH_RUNS"] = str(tmp_path / "runs")
-    try:
-        line = one_error_line(capsys, main(argv))
-    finally:
-        del os.environ["WORKBENCH_RUNS"]
+    line = _run_line(capsys, tmp_path, command, "r7", tmp_path / "runs")
     assert f"run {run} holds a {kind} run; give this {command} run another name" in line
     assert sorted(p.name for p in run.iterdir()) == sorted([made_by, "config.json"])
     assert (run / "config.json").read_text() == theirs
@@ -2070,25 +2076,13 @@ def test_a_run_folder_of_another_command_is_refused_and_left_as_it_was(
 def test_a_folder_that_holds_no_run_is_not_taken_as_one(tmp_path, capsys, command, files):
     """`grid --root <checkout>/data` with the name `refusal` wrote its lock, cells, config and
     tables among the benchmark's files (and a model folder named as a run fared the same)."""
-    from workbench.cli import main
-
     root = tmp_path / "data"
     run = root / "refusal"
     run.mkdir(parents=True)
     for name in files:
         (run / name).write_text("{}")
-    cfg = tmp_path / "c.yaml"
-    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
-    cfg.write_text("name: refusal\n" + body)
-    argv = [command, str(cfg)] + (["--root", str(root)] if command == "grid" else [])
-    import os
-
-    os.environ["WORKBENCH_RUNS"] = str(root)
-    try:
-        line = one_error_line(capsys, main(argv))
-    finally:
-        del os.environ["WORKBENCH_RUNS"]
-    shown = ", ".join(sorted(files)[:3]) + (", 1 more" if len(files) > 3 else "")
+    line = _run_line(capsys, tmp_path, command, "refusal", root)
+    shown = ", ".join(sorted(files)[:3]) + (" and 1 more" if len(files) > 3 else "")
     assert f"run {run} is a folder that holds no workbench run but other files ({shown})" in line
     assert sorted(p.name for p in run.iterdir()) == sorted(files)
 
@@ -2293,7 +2287,7 @@ NOTES = b"mine, not a table\n"
         (
             {"rel/": b""},
             ["import-select-results", "{tmp}/rel", "--benchmark", "data", "--run", "../escape"],
-            "--run must be a plain folder name, got '../escape'",
+            "--run must be a plain directory name, got '../escape'",
         ),
     ],
     ids=[
@@ -2328,24 +2322,12 @@ def test_ninth_sweep_mistakes_are_one_line_and_change_nothing(
 def test_a_runs_root_that_is_a_link_to_nothing_is_one_line(tmp_path, capsys, link, command):
     """A root that was a loop of links or a link to a missing folder passed the check and
     failed with an OSError traceback when the run folder was made."""
-    import os
-
-    from workbench.cli import main
-
     root = tmp_path / "root"
     if link == "loop":
         (tmp_path / "other").symlink_to(root)
         root.symlink_to(tmp_path / "other")
     else:
         root.symlink_to(tmp_path / "missing")
-    cfg = tmp_path / "c.yaml"
-    body = "techniques: [base]\n" if command == "grid" else "datasets: [sanity]\n"
-    cfg.write_text("name: r\n" + body)
-    argv = [command, str(cfg)] + (["--root", str(root)] if command == "grid" else [])
-    os.environ["WORKBENCH_RUNS"] = str(root)
-    try:
-        line = one_error_line(capsys, main(argv))
-    finally:
-        del os.environ["WORKBENCH_RUNS"]
+    line = _run_line(capsys, tmp_path, command, "r", root)
     assert f"{root} is a symbolic link that leads nowhere" in line
     assert not (tmp_path / "missing").exists()

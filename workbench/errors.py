@@ -8,7 +8,7 @@ that line instead of a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -39,6 +39,12 @@ class Interrupted(WorkbenchError):
 
 class OutputError(WorkbenchError):
     """An output location cannot be written (read-only, not a folder, another run holds it)."""
+
+
+def some_of(names: Sequence[str], shown: int) -> str:
+    """The first ``shown`` of ``names`` for a one-line message: ``a, b, c and 4 more``."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def run_command(command: Callable[..., int | None], *args: Any) -> int:

@@ -188,7 +188,7 @@ def check_folder_of(
     passes."""
     import json
 
-    from workbench.errors import OutputError
+    from workbench.errors import OutputError, some_of
 
     d = Path(directory)
     if not d.is_dir():
@@ -201,9 +201,9 @@ def check_folder_of(
         pass
     names = sorted(e.name for e in d.iterdir())
     if names:
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         raise OutputError(
-            f"{what} {d} holds other files ({shown}) and no {kind}; name a new or empty folder "
+            f"{what} {d} holds other files ({some_of(names, 3)}) and no {kind}; name a new or "
+            "empty folder "
             f"(the {kind}'s files would be written among them)"
         )
 

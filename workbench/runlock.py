@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from workbench.errors import OutputError
+from workbench.errors import OutputError, some_of
 from workbench.paths import write_text_atomic
 
 LOCK_NAME = ".lock"
@@ -82,7 +82,7 @@ def check_run_kind(run_dir: str | os.PathLike, kind: str, *, adopt: bool = False
         if foreign:
             raise RunKindClash(
                 f"run {run_dir} is a folder that holds no workbench run but other files "
-                f"({', '.join(foreign)}); give this {kind} run another name or root (its "
+                f"({some_of(foreign, 3)}); give this {kind} run another name or root (its "
                 "files would be written among them)"
             )
 
@@ -92,10 +92,10 @@ def check_run_kind(run_dir: str | os.PathLike, kind: str, *, adopt: bool = False
 _RUN_MARKS = ("cells", "chunks")
 
 
-def _foreign_files(run_dir: Path, shown: int = 3) -> list[str]:
-    """Up to ``shown`` names of the files in ``run_dir`` when it is a folder of something else
-    (a data set, a model, a checkout): it holds files but neither a run's note nor the marks
-    of an older run. Empty for a missing or empty folder and for a run's folder."""
+def _foreign_files(run_dir: Path) -> list[str]:
+    """The names in ``run_dir`` when it is a folder of something else (a data set, a model, a
+    checkout): it holds files but neither a run's note nor the marks of an older run. Empty for
+    a missing or empty folder and for a run's folder."""
     if not run_dir.is_dir() or (run_dir / KIND_NAME).exists():
         return []
     try:
@@ -106,10 +106,7 @@ def _foreign_files(run_dir: Path, shown: int = 3) -> list[str]:
         e.suffix == ".ipynb" for e in entries
     ):
         return []
-    names = [e.name for e in entries if e.name not in (LOCK_NAME, HOLDER_NAME)]
-    if not names:
-        return []
-    return names[:shown] + ([f"{len(names) - shown} more"] if len(names) > shown else [])
+    return [e.name for e in entries if e.name not in (LOCK_NAME, HOLDER_NAME)]
 
 
 def holder(run_dir: str | os.PathLike) -> str:

@@ -62,6 +62,7 @@ def _import_select_results(args) -> None:
     import pandas as pd
 
     from workbench.errors import ConfigError
+    from workbench.paths import check_run_name
     from workbench.scoring.metrics import select_wide
     from workbench.tables.select_results import (
         TECHNIQUES,
@@ -74,8 +75,7 @@ def _import_select_results(args) -> None:
 
     if args.workers is not None and args.workers < 1:  # before anything is read
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
-    if not args.run or any(c in args.run for c in "/\\") or args.run.startswith("."):
-        raise ConfigError(f"--run must be a plain folder name, got {args.run!r}")
+    check_run_name(args.run, "--run")
     bench = load_benchmark(args.benchmark)
     check_detector(args.detector, list(detector_functions(bench)))  # before the import
     report = import_select_results(

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, some_of
 from workbench.paths import repo_root
 from workbench.releases import Found, check_release, register
 
@@ -254,8 +254,8 @@ def count_taxi(path: str | os.PathLike, frame: pd.DataFrame | None = None) -> di
     missing = sorted(set(TAXI_COLUMNS) - set(frame.columns))
     if missing:
         raise WorkbenchError(
-            f"{p} is not taxi's edits file: it has no column {', '.join(map(repr, missing[:5]))}"
-            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            f"{p} is not taxi's edits file: it has no column "
+            + some_of([repr(c) for c in missing], 5)
         )
     for key, row in frame.iterrows():
         problem = _taxi_field_problem(row)

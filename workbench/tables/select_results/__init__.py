@@ -173,7 +173,7 @@ def import_select_results(
     release's targets, a run folder that cannot be written, or another import of the same run
     (its lock) is one line.
     """
-    from workbench.paths import check_writable, runs_root
+    from workbench.paths import check_run_name, check_writable, runs_root
     from workbench.runlock import new_run
 
     start = time.time()
@@ -181,8 +181,7 @@ def import_select_results(
         from workbench.taxonomy import load_benchmark
 
         bench = load_benchmark(bench)
-    if not run_name or any(c in run_name for c in "/\\") or run_name.startswith("."):
-        raise SelectResultsError(f"run_name must be a plain folder name, got {run_name!r}")
+    check_run_name(run_name)
     rel_root = release_root(release_dir)
     files, notes = expected_files(rel_root, models)
     check_targets(rel_root, files, bench)

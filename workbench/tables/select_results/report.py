@@ -64,6 +64,7 @@ class ImportReport:
 def _check_whole(report: ImportReport, root: Path, allow_partial: bool) -> None:
     """Set ``report.release_load``: "whole", or with ``allow_partial`` "partial: ..." naming
     the absent and unreadable files; without it a :class:`ReleaseError` in one line."""
+    from workbench.errors import some_of
     from workbench.releases import RELEASE_COLUMN, ReleaseError
 
     if not report.absent and not report.unreadable:
@@ -71,7 +72,7 @@ def _check_whole(report: ImportReport, root: Path, allow_partial: bool) -> None:
         return
 
     def some(paths: list[str]) -> str:
-        return ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+        return some_of(paths, 4)
 
     got = report.expected - len(report.absent) - len(report.unreadable)
     parts = [f"{got:,} of {report.expected:,} files"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import some_of
 from workbench.taxonomy.compositions import (
     RelationTemplate,
     SlotRule,
@@ -127,9 +128,7 @@ def _check_training(
     source = f"no 'extra_queries' in {data_rel}" + (
         f" and none in {rel}" if train_file.is_file() else f" and no {rel}"
     )
-    names = ", ".join(repr(c) for c in empty[:5]) + (
-        f" and {len(empty) - 5} more" if len(empty) > 5 else ""
-    )
+    names = some_of([repr(c) for c in empty], 5)
     if not allow_missing:
         raise TaxonomyError(
             f"{len(empty)} of {len(sets)} concepts have no training questions "
