@@ -47,6 +47,16 @@ def some_of(names: Sequence[str], shown: int) -> str:
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
+def _quiet_leftover_tasks() -> None:
+    """After an interrupt, a library's asyncio tasks that failed because of it (a notebook
+    kernel's channels: ``DeadKernelError``) are collected at exit and asyncio would print
+    "Task exception was never retrieved" with a traceback under the command's one line. They
+    say nothing the line does not."""
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+
+
 def run_command(command: Callable[..., int | None], *args: Any) -> int:
     """A command line's exit status: ``command(*args)``'s (0 when it returns None), or 2 after
     printing a :class:`WorkbenchError` as one ``error: ...`` line on stderr. Ctrl-C is such an
@@ -72,9 +82,12 @@ def run_command(command: Callable[..., int | None], *args: Any) -> int:
     try:
         return command(*args) or 0
     except WorkbenchError as e:
+        if isinstance(e, Interrupted):
+            _quiet_leftover_tasks()
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _quiet_leftover_tasks()
         print("error: interrupted", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... | head` stopped reading: nothing more to say, no traceback
