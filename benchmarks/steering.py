@@ -115,21 +115,30 @@ def main() -> None:
     if args.no_vllm:
         return
     engine = {
-        "path": "engine (Hugging Face, in process)",
+        "path": "engine (Hugging Face, in process): the reference",
         "unsteered_tps": plain_tok / plain_s,
         "steered_tps": steer_tok / steer_s,
         "ratio": per_steer / per_plain,
-        "same": len(PROMPTS),
+        "same": None,  # the answers the others are compared with
+        "same_unsteered": None,
     }
-    paths = [engine, *vllm_paths(args, ab, [g.text for g in steered])]
+    reference = {"unsteered": [g.text for g in plain], "steered": [g.text for g in steered]}
+    paths = [engine, *vllm_paths(args, ab, reference)]
+    base = next((r for r in paths if r["path"] == "vLLM compiled plain"), None)
+    for r in paths:
+        if base is not None and r is not engine:
+            r["unsteered_vs_plain"] = r["unsteered_tps"] / base["unsteered_tps"]
+            if r["steered_tps"] is not None:
+                r["steered_vs_plain"] = r["steered_tps"] / base["unsteered_tps"]
     print(
-        "\npath                               unsteered tok/s  steered tok/s  steered/unsteered"
-        "  same steered answers as the engine"
+        "\npath                            unsteered tok/s  steered tok/s  steered/unsteered"
+        "  unsteered vs compiled plain  same answers as the engine (unsteered, steered)"
     )
     for r in paths:
         print(
-            f"{r['path']:<35}{r['unsteered_tps']:>15.1f}{r['steered_tps']:>15.1f}"
-            f"{r['ratio']:>18.3f}x  {r['same']}/{len(PROMPTS)}"
+            f"{r['path']:<32}{r['unsteered_tps']:>15.1f}{_num(r['steered_tps'], 15, 1)}"
+            f"{_num(r['ratio'], 17, 3)}x{_num(r.get('unsteered_vs_plain'), 28, 3)}x  "
+            f"{_same(r.get('same_unsteered'))}, {_same(r['same'])} of {len(PROMPTS)}"
         )
     if args.record:
         from workbench.experiments.verify import machine
@@ -156,8 +165,22 @@ def main() -> None:
         print(f"recorded {path}")
 
 
-def vllm_paths(args, ab, engine_texts: list[str]) -> list[dict]:
-    """vLLM in process and vLLM's server, unsteered and steered, in vLLM's environment."""
+def _num(x, width: int, digits: int) -> str:
+    return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
+
+
+def _count_same(got: list[str] | None, reference: list[str]) -> int | None:
+    return None if got is None else sum(a == b for a, b in zip(got, reference))
+
+
+def _same(n) -> str:
+    return "reference" if n is None else str(n)
+
+
+def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
+    """vLLM in process (compiled plain, compiled steering, eager steering) and vLLM's server,
+    unsteered and steered, in vLLM's environment; each path's answers compared with the
+    engine's (``reference``), unsteered and steered."""
     from workbench.backends.serve import vllm_python
 
     python = vllm_python()
@@ -184,20 +207,27 @@ def vllm_paths(args, ab, engine_texts: list[str]) -> list[dict]:
         print(f"(vLLM failed: {out.stderr.strip().splitlines()[-3:]})")
         return []
     result = json.loads(lines[-1])
+    found = [(f"vLLM {label}", r) for label, r in result.get("in_process", {}).items()]
+    if "server" in result:
+        found.append(("vLLM server, eager (64 in flight)", result["server"]))
     rows = []
-    for key, label in (("in_process", "vLLM in process"), ("server", "vLLM server (64 in flight)")):
-        if key not in result:
-            continue
-        r = result[key]
-        un, st = r["unsteered"], r["steered"]
+    for label, r in found:
+        un, st = r["unsteered"], r.get("steered")
+
         rows.append(
             {
                 "path": label,
                 "unsteered_tps": un["tokens"] / un["seconds"],
-                "steered_tps": st["tokens"] / st["seconds"],
-                "ratio": (st["seconds"] / st["tokens"]) / (un["seconds"] / un["tokens"]),
-                "same": sum(a == b for a, b in zip(r["texts"], engine_texts)),
-                "passes_s": {"unsteered": un["passes_s"], "steered": st["passes_s"]},
+                "steered_tps": st["tokens"] / st["seconds"] if st else None,
+                "ratio": (st["seconds"] / st["tokens"]) / (un["seconds"] / un["tokens"])
+                if st
+                else None,
+                "same": _count_same(r["texts"].get("steered"), reference["steered"]),
+                "same_unsteered": _count_same(r["texts"].get("unsteered"), reference["unsteered"]),
+                "start_s": r.get("start_s"),
+                "passes_s": {
+                    k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v
+                },
             }
         )
     return rows

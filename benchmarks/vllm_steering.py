@@ -2,11 +2,12 @@
 
     python benchmarks/vllm_steering.py MODEL SPEC.json MAX_NEW_TOKENS REPEATS [--no-server]
 
-On the shared 64 prompts, greedy, fp32: vLLM in process and vLLM's server (``serve
---steering``, 64 requests in flight), each unsteered and steered by the abstainer in SPEC.json
-(its gate read in vLLM, then the prompts that fired steered), interleaved REPEATS times after a
-warm-up. Prints one JSON line: per path the median seconds and tokens of each kind, and the
-steered texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
+On the shared 64 prompts, greedy, fp32: vLLM in process (a compiled plain engine, the
+compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (``serve
+--steering``, 64 requests in flight), each unsteered and (steering) steered by the abstainer
+in SPEC.json (its gate read in vLLM, then the prompts that fired steered), interleaved REPEATS
+times after a warm-up. Prints one JSON line: per path the median seconds and tokens of each
+kind, and the texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
 ``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
 """
 
@@ -34,25 +35,59 @@ def _median_runs(runs: dict) -> dict:
     }
 
 
-def in_process(model, spec, prompts, max_new, repeats):
+#: the in-process engines, each (label, options): a plain engine and the steering engine,
+#: compiled (DYNAMO_TRACE_ONCE + inductor on CPU; CUDA graphs too on GPU) and eager
+ENGINES = (
+    ("compiled plain", {"steering": False, "compiled": True}),
+    ("compiled steering", {"steering": True, "compiled": True}),
+    ("eager steering", {"steering": True, "compiled": False}),
+)
+
+
+def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
+    """Each engine in turn: unsteered passes and (on a steering engine) steered passes,
+    interleaved ``repeats`` times after a warm-up; the texts of the last of each."""
     from workbench.backends import load_model
     from workbench.generation import GenerationConfig, generate
 
-    lm = load_model(f"vllm:{model}", dtype="float32", options={"max_model_len": 1024})
-    cfg = GenerationConfig(max_new_tokens=max_new)
-    lm.generate_steered(prompts[:4], GenerationConfig(max_new_tokens=4), [spec] * 4, progress=False)
-    runs: dict = {"unsteered": [], "steered": []}
-    texts, fired = [], 0
-    for _ in range(repeats):
-        t = time.perf_counter()
-        gens = generate(lm, prompts, cfg, progress=False)
-        runs["unsteered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
-        t = time.perf_counter()
-        gens, records = lm.generate_steered(prompts, cfg, [spec] * len(prompts), progress=False)
-        runs["steered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
-        texts, fired = [g.text for g in gens], sum(bool(r["fired"]) for r in records)
-    lm.close()
-    return {**_median_runs(runs), "texts": texts, "fired": fired}
+    out = {}
+    for label, options in engines:
+        began = time.perf_counter()
+        lm = load_model(
+            f"vllm:{model}", dtype="float32", options={"max_model_len": 1024, **options}
+        )
+        started = time.perf_counter() - began
+        cfg = GenerationConfig(max_new_tokens=max_new)
+        warm = GenerationConfig(max_new_tokens=4)
+        generate(lm, prompts[:4], warm, progress=False)
+        if options["steering"]:
+            lm.generate_steered(prompts[:4], warm, [spec] * 4, progress=False)
+        runs: dict = {"unsteered": []}
+        if options["steering"]:
+            runs["steered"] = []
+        texts: dict = {}
+        fired = None
+        for _ in range(repeats):
+            t = time.perf_counter()
+            gens = generate(lm, prompts, cfg, progress=False)
+            runs["unsteered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+            texts["unsteered"] = [g.text for g in gens]
+            if options["steering"]:
+                t = time.perf_counter()
+                gens, records = lm.generate_steered(
+                    prompts, cfg, [spec] * len(prompts), progress=False
+                )
+                runs["steered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+                texts["steered"] = [g.text for g in gens]
+                fired = sum(bool(r["fired"]) for r in records)
+        lm.close()
+        out[label] = {
+            **_median_runs(runs),
+            "texts": texts,
+            "fired": fired,
+            "start_s": round(started, 1),
+        }
+    return out
 
 
 def _post(url, body):
@@ -99,7 +134,7 @@ def server(model, spec, prompts, max_new, repeats):
 
         burst(True, prompts[:4], 4)  # warm-up
         runs: dict = {"unsteered": [], "steered": []}
-        texts = []
+        texts: dict = {}
         for _ in range(repeats):
             for kind in ("unsteered", "steered"):
                 t = time.perf_counter()
@@ -107,8 +142,7 @@ def server(model, spec, prompts, max_new, repeats):
                 secs = time.perf_counter() - t
                 tokens = sum(a["usage"]["completion_tokens"] for a in answers)
                 runs[kind].append((secs, tokens))
-                if kind == "steered":
-                    texts = [a["choices"][0]["message"]["content"].strip() for a in answers]
+                texts[kind] = [a["choices"][0]["message"]["content"].strip() for a in answers]
         return {**_median_runs(runs), "texts": texts}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

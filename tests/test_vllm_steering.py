@@ -62,12 +62,15 @@ ABSTAINERS = {
     "norm": ((15, 29), "all", (16, 18), 0.6, "separate", True),
 }
 SETTINGS = {
-    "cache_and_chunks": {
+    # compiled (DYNAMO_TRACE_ONCE + inductor, as vLLM compiles on CPU): the steering adds are
+    # traced into the model; the gate's reads run in eager steps
+    "compiled_cache_and_chunks": {
+        "compiled": True,
         "enable_prefix_caching": True,
         "enable_chunked_prefill": True,
         "max_num_batched_tokens": 64,
     },
-    "neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
+    "eager_neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
 }
 CONFIG = {"max_new_tokens": 24, "system_prompt": SYSTEM}
 #: SELECT's preset's shape (made-up wording): the gate reads the question in a reading template
@@ -78,6 +81,21 @@ SELECT_LIKE = {
     "reading": "Consider how much the following request is about oceans and art: {question}",
     "wrap": "Answer the following question. {question}",
     "system": "You are a helpful assistant.",
+}
+
+
+#: activations read inside vLLM, against the engine's hooks: last token, mean, a tail, after
+#: the final norm, and a long system prompt (several 64-token chunks; prefix cache on)
+CAPTURE = {
+    "prompts": [q for _, q in PLAN[:5]],
+    "cases": {
+        "last": {"layers": [0, 10, 29]},
+        "mean": {"layers": [5, 15], "pooling": "mean"},
+        "tail": {"layers": [3, 20], "pooling": "mean", "tail": [1, 3, 5, 7, 400]},
+        "final norm": {"layers": [15, -1], "final_norm": True},
+        "system, chunked": {"layers": [12, 29], "pooling": "mean", "system": SYSTEM},
+        "plain text": {"layers": [7], "chat": False},
+    },
 }
 
 
@@ -151,6 +169,7 @@ def run(lm32, specs, tmp_path_factory):
         "server": True,
         "slice": True,
         "select_like": SELECT_LIKE,
+        "capture": CAPTURE,
     }
     tmp = tmp_path_factory.mktemp("vllm-steering")
     out = run_job("vllm_steering_worker.py", job, tmp, timeout=1800)
@@ -192,11 +211,16 @@ def test_gate_decisions_and_votes_equal_the_engine(run, setting):
             assert rec["votes"] == votes, q
 
 
-def test_prefix_cache_and_chunks_were_in_play(run):
-    """The 'on' setting really took prompt blocks from the cache; the 'off' one did not."""
+def test_prefix_cache_chunks_and_compilation_were_in_play(run):
+    """The 'on' setting really took prompt blocks from the cache and ran compiled, with the
+    steering state built before vLLM compiled the model; the 'off' one did neither."""
     out, _ = run
-    assert out["cache_and_chunks"]["cached_tokens"] > 0
-    assert out["neither"]["cached_tokens"] == 0
+    on, off = out["compiled_cache_and_chunks"], out["eager_neither"]
+    assert on["cached_tokens"] > 0 and off["cached_tokens"] == 0
+    assert on["status"]["compiled"] and not off["status"]["compiled"]
+    assert (
+        on["status"]["compilation_mode"] != "NONE" and off["status"]["compilation_mode"] == "NONE"
+    )
 
 
 def test_server_answers_concurrent_mixed_requests_as_the_engine(run):
@@ -234,19 +258,39 @@ def test_server_restart_keeps_registered_abstainers(run):
     assert body["choices"][0]["message"]["content"].strip() == engine[i][0].text
 
 
-def test_grid_steering_on_vllm_reproduces_the_recorded_engine_answers(run):
+def test_grid_on_vllm_reproduces_the_recorded_engine_answers_with_one_copy(run):
+    """The verify slice (base, zero-shot, few-shot CoT, steering) as a grid on ``vllm:``: the
+    engine's recorded answers, with the steering cell's vectors, means and thresholds read
+    inside vLLM: no Hugging Face weights were loaded."""
     out, _ = run
     reference = json.loads((ROOT / "data" / "reference" / "verify.json").read_text())
-    ref = {
-        (r["question_index"], r["sample"]): r["response"]
-        for r in reference["rows"]
-        if r["technique"] == "steering"
-    }
-    rows = out["slice"]
+    key = ("technique", "question_index", "sample")
+    ref = {tuple(r[k] for k in key): r["response"] for r in reference["rows"]}
+    got = out["slice"]
+    rows = got["rows"]
     assert rows and all(r["backend"] == "vllm" for r in rows)
-    assert {(r["question_index"], r["sample"]): r["response"] for r in rows} == ref
-    assert all(r["gate_votes"] is not None for r in rows)
-    assert {r["gate_fired"] for r in rows} == {True, False}
+    assert {tuple(r[k] for k in key): r["response"] for r in rows} == ref
+    steered = [r for r in rows if r["technique"] == "steering"]
+    assert all(r["gate_votes"] is not None for r in steered)
+    assert {r["gate_fired"] for r in steered} == {True, False}
+    assert got["hf_loads"] == [] and not got["hf_copy"]
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_activations_read_inside_vllm_equal_the_engines(run, lm32, setting):
+    """collect_activations on ``vllm:`` (read in vLLM's forward pass) against the engine's
+    hooks: every pooling, a tail longer than the prompt, the final norm, a chunked system
+    prompt, plain text; a second read with the prompts' blocks cached is the same."""
+    from workbench.steering import collect_activations
+
+    got = run[0]["capture"][setting]
+    for name, kwargs in CAPTURE["cases"].items():
+        engine = collect_activations(lm32, CAPTURE["prompts"], **kwargs)
+        vllm = torch.tensor(got[name]["acts"])
+        assert vllm.shape == engine.shape, name
+        err = (vllm - engine).norm(dim=-1) / engine.norm(dim=-1)
+        assert float(err.max()) < 1e-4, (name, float(err.max()))
+        assert got[name]["again_equal"], name
 
 
 def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run, specs, lm32):

@@ -48,7 +48,10 @@ def in_process(job, specs, options, out, last: bool):
             "records": records,
             "cached_tokens": lm.last_cached_tokens,
             "started_in": started,
+            "status": lm.llm.collective_rpc("workbench_status")[0],
         }
+        if job.get("capture"):
+            out.setdefault("capture", {})[job_label(options, job)] = capture(lm, job["capture"])
         if last and job.get("select_like"):
             out["select_like"] = select_like(lm, job, specs)
         if last and job.get("slice"):
@@ -58,6 +61,24 @@ def in_process(job, specs, options, out, last: bool):
         return result
     finally:
         lm.close()
+
+
+def job_label(options, job):
+    """The engine setting's name in the job."""
+    return next(k for k, v in job["engine_settings"].items() if v == options)
+
+
+def capture(lm, case):
+    """Activations read inside vLLM (no Hugging Face weights): each case twice, the second
+    time with the prompts' blocks in the prefix cache."""
+    from workbench.steering import collect_activations
+
+    got = {}
+    for name, kwargs in case["cases"].items():
+        first = collect_activations(lm, case["prompts"], **kwargs)
+        again = collect_activations(lm, case["prompts"], **kwargs)
+        got[name] = {"acts": first.tolist(), "again_equal": bool((first == again).all())}
+    return got
 
 
 def select_like(lm, job, specs):
@@ -331,19 +352,40 @@ def _port_free(port):
 
 
 def slice_cell(lm, job):
-    """The verify slice's steering cell as a grid on the open engine ``lm``."""
+    """The verify slice (base, zero-shot, few-shot CoT, steering) as a grid on the open engine
+    ``lm``, counting every load of Hugging Face weights (there should be none: the steering
+    cell's vectors are read inside vLLM)."""
     from pathlib import Path
 
-    from workbench.experiments.verify import run_slice
+    import transformers
 
-    with tempfile.TemporaryDirectory() as tmp:
-        table = run_slice(
-            Path(tmp),
-            {"models": [job["model"]], "techniques": ["steering"]},
-            models={job["model"]: lm},
-        )
+    from workbench.backends.hf import HFModel
+    from workbench.experiments.verify import SLICE, run_slice
+
+    loads = []
+    hf_load, pretrained = HFModel.load, transformers.PreTrainedModel.from_pretrained
+
+    def counted(original, what):
+        def load(*args, **kwargs):
+            loads.append(what)
+            return original(*args, **kwargs)
+
+        return classmethod(load)
+
+    HFModel.load = counted(hf_load.__func__, "HFModel.load")
+    transformers.PreTrainedModel.from_pretrained = counted(pretrained.__func__, "from_pretrained")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            table = run_slice(
+                Path(tmp),
+                {"models": [job["model"]], "techniques": SLICE["techniques"]},
+                models={job["model"]: lm},
+            )
+    finally:
+        HFModel.load, transformers.PreTrainedModel.from_pretrained = hf_load, pretrained
     cols = ["technique", "target", "seed", "question_index", "sample", "response", "gate_fired"]
-    return json.loads(table[cols + ["gate_votes", "backend"]].to_json(orient="records"))
+    rows = json.loads(table[cols + ["gate_votes", "backend"]].to_json(orient="records"))
+    return {"rows": rows, "hf_loads": loads, "hf_copy": lm._hf is not None}
 
 
 def main(job_path: str, out_path: str) -> None:

@@ -87,7 +87,8 @@ def main(job_path: str, out_path: str) -> None:
     lm = load_in_process(
         job["model"],
         dtype=job.get("dtype", "float32"),
-        options={"max_model_len": 1024, "max_lora_rank": 64},  # SFT+DPO: 32 + 32 stacked
+        # SFT+DPO: 32 + 32 stacked
+        options={"max_model_len": 1024, "max_lora_rank": 64, "adapters": True},
     )
     out = {
         "load_seconds": time.time() - start,

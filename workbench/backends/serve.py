@@ -7,7 +7,8 @@ on CPU, this environment's when vLLM is installed here). The model is then
 ``openai:<name>@<url>``, with ``tokenizer=<directory>`` for exact scoring.
 
 ``--steering`` adds conditional steering per request (:mod:`workbench.backends.steer_server`):
-the workers carry the steering extension, the model runs eagerly, abstainers are registered at
+the workers carry the steering extension (compiled with the model on GPU; eager on CPU),
+abstainers are registered at
 ``POST /v1/abstainers`` and kept in ``--registry`` (default: the workbench cache, per served
 name), so a restarted server still knows them.
 """
@@ -85,9 +86,11 @@ def start_vllm_server(
 
         env[REGISTRY_ENV] = str(Path(registry) if registry else default_registry(name))
         env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # the extension reads V1's batch layout
-        # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
+        # the steering adds are compiled with the model; on CPU the server runs eagerly, as
+        # the back end's engines do (a compiled start takes 3-5x as long for the same speed)
         steer_args = ["--worker-extension-cls", EXTENSION, "--middleware", MIDDLEWARE]
-        steer_args.append("--enforce-eager")
+        if resolve_device("auto").type == "cpu" and "--compilation-config" not in (extra or []):
+            steer_args.append("--enforce-eager")
         if resolve_device("auto").type == "cpu" and "--block-size" not in (extra or []):
             # CPU vLLM's blocks are 128 tokens: a question's gate pass would then leave no
             # whole block for its unsteered answer to reuse; at 32 (the CPU kernels' multiple)

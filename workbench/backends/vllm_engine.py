@@ -21,6 +21,7 @@ vLLM starts worker processes: a script that loads a ``vllm:`` model needs an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, replace
@@ -60,10 +61,18 @@ class VLLMOptions:
         cpu_kv_cache_gib: KV cache size on CPU, unless ``VLLM_CPU_KVCACHE_SPACE`` is set.
         tensor_parallel_size: GPUs to shard the model over.
         seed: the engine's own seed (samples get their own, as in the workbench's engine).
-        steering: load the steering extension (:mod:`workbench.backends.vllm_steering`). None:
-            on where it costs nothing (CPU, whose LoRA-enabled engine runs eagerly anyway), off
-            on GPU, where it means eager mode (no CUDA graphs); a grid with a steering
-            technique turns it on.
+        steering: load the steering extension (:mod:`workbench.backends.vllm_steering`: the
+            gate, steering, and reading activations to fit vectors from). None: on CPU, off on
+            GPU unless a grid or suite has a steering technique. Its adds are compiled with
+            the model (CUDA graphs included); steps that read the gate or capture
+            activations run eagerly.
+        adapters: serve LoRA adapters (fine-tuned abstainers). None: only when a grid or
+            suite has a fine-tuning technique, since an adapter-enabled engine pays for its
+            LoRA kernels on every request, including those that use no adapter (and on CPU
+            vLLM switches compilation off for it).
+        compiled: torch.compile (and CUDA graphs on GPU). None: on GPU, off on CPU, where
+            compiled and eager engines gave the same answers at the same speed while a
+            compiled start took 3-5x as long (106-201 s against 30-44 s on the embedded model).
         enable_prefix_caching: vLLM's prefix cache (None: vLLM's default).
         enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default).
         max_num_batched_tokens: tokens per scheduler step (None: vLLM's default); small values
@@ -80,6 +89,8 @@ class VLLMOptions:
     tensor_parallel_size: int = 1
     seed: int = 0
     steering: bool | None = None
+    adapters: bool | None = None
+    compiled: bool | None = None
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
     max_num_batched_tokens: int | None = None
@@ -92,6 +103,8 @@ class VLLMOptions:
             "gpu_memory_utilization",
             "cpu_kv_cache_gib",
             "steering",
+            "adapters",
+            "compiled",
             "enable_prefix_caching",
             "enable_chunked_prefill",
             "max_num_batched_tokens",
@@ -131,11 +144,14 @@ class VLLMModel(BlackBoxBackend):
 
     @classmethod
     def options_for(cls, options: dict[str, Any] | None, needs: frozenset[str]) -> Any:
-        """With a steering technique in the grid, the steering extension on (unless the
-        options say otherwise): on GPU that means eager mode."""
-        if "steering" in needs and (options is None or options.get("steering") is None):
-            return {**(options or {}), "steering": True}
-        return options
+        """With a steering technique in the grid, the steering extension on; with a
+        fine-tuning one, adapters on (unless the options say otherwise)."""
+        turn_on = {
+            key: True
+            for key, need in (("steering", "steering"), ("adapters", "weights"))
+            if need in needs and (options is None or options.get(key) is None)
+        }
+        return {**(options or {}), **turn_on} if turn_on else options
 
     @classmethod
     def load(
@@ -176,13 +192,12 @@ class VLLMModel(BlackBoxBackend):
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.cpu_kv_cache_gib))
         load_from = str(src.load_from)
         self.tokenizer = AutoTokenizer.from_pretrained(load_from, **src.kwargs)
+        self.adapters = bool(o.adapters)
         kwargs = dict(
             model=load_from,
             tokenizer=load_from,
             dtype=self.dtype_name,
             max_model_len=o.max_model_len,
-            enable_lora=True,
-            max_lora_rank=o.max_lora_rank,
             seed=o.seed,
             tensor_parallel_size=o.tensor_parallel_size,
             **({"revision": src.kwargs["revision"]} if "revision" in src.kwargs else {}),
@@ -197,8 +212,20 @@ class VLLMModel(BlackBoxBackend):
         ):
             if getattr(o, key) is not None:
                 kwargs[key] = getattr(o, key)
+        if self.adapters:
+            kwargs.update(enable_lora=True, max_lora_rank=o.max_lora_rank)
+        from vllm.platforms import current_platform
+
+        # an engine whose adapters are trained here sleeps while they train (one copy on the card)
+        self._sleeps = self.adapters and current_platform.is_sleep_mode_available()
+        if self._sleeps:
+            kwargs["enable_sleep_mode"] = True
         self.steering = o.steering if o.steering is not None else device.type == "cpu"
+        self.compiled = o.compiled if o.compiled is not None else device.type != "cpu"
+        if not self.compiled:
+            kwargs["enforce_eager"] = True
         if self.steering:
+            # imported before vLLM loads the model: its hooks become part of the compiled model
             from workbench.backends.vllm_steering import EXTENSION
 
             kwargs["worker_extension_cls"] = EXTENSION
@@ -206,11 +233,12 @@ class VLLMModel(BlackBoxBackend):
                 kwargs["block_size"] = 32  # see VLLMOptions.block_size
             # the extension reads the V1 model runner's batch layout (V2 is GPU-only, with Triton)
             os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
-            if device.type != "cpu":
-                # the steering hooks are Python forward hooks: no torch.compile, no CUDA graphs
-                kwargs["enforce_eager"] = True
-                print(f"[{self.name}] steering on: vLLM runs eagerly (no CUDA graphs)", flush=True)
-        self.capabilities = replace(VLLM_CAPABILITIES, steering=self.steering)
+        self.capabilities = replace(
+            VLLM_CAPABILITIES,
+            steering=self.steering,
+            capture=self.steering,
+            adapters=self.adapters,
+        )
         self.llm = vllm.LLM(**kwargs)
         self.version = vllm.__version__
         self._eos = eos_token_ids(_GenerationConfigHolder(load_from), self.tokenizer)
@@ -223,6 +251,11 @@ class VLLMModel(BlackBoxBackend):
     def _lora(self, adapter: str | None):
         if adapter is None:
             return None
+        if not self.adapters:
+            raise ModelLoadError(
+                f"model {self.name!r} was loaded without adapters: load it with "
+                "options={'adapters': True} to answer through a fine-tuned adapter"
+            )
         from vllm.lora.request import LoRARequest
 
         path = str(Path(adapter).resolve())
@@ -351,7 +384,7 @@ class VLLMModel(BlackBoxBackend):
         if not self.steering:
             raise ModelLoadError(
                 f"model {self.name!r} was loaded without the steering extension: load it with "
-                "options={'steering': True} (on GPU that runs vLLM eagerly)"
+                "options={'steering': True}"
             )
 
     def register_abstainer(self, spec) -> str:
@@ -455,6 +488,88 @@ class VLLMModel(BlackBoxBackend):
                 )
         return gens, [r if r is not None else {"fired": f} for r, f in zip(records, fired)]
 
+    # -- activations, read inside vLLM ---------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        """Decoder blocks of the served model (asked of the workers once)."""
+        self._require_steering()
+        if self._shape is None:
+            self._shape = tuple(self.llm.collective_rpc("workbench_shape")[0])
+        return int(self._shape[1])
+
+    def capture_activations(
+        self,
+        prompts,
+        layers,
+        *,
+        pooling: str = "last",
+        tail=None,
+        chat: bool = True,
+        system: str | None = None,
+        batch_size: int = 32,
+        progress: bool = False,
+        final_norm: bool = False,
+    ):
+        """Pooled residual-stream activations, shape ``(len(prompts), len(layers), hidden)``,
+        float32 on the CPU, read inside vLLM's forward pass (one one-token request per prompt,
+        never steered, never served from the prefix cache), as
+        :func:`workbench.steering.collect_activations` reads them on the Hugging Face engine:
+        the same rendering, layers, pooling and final norm. No second copy of the weights."""
+        import uuid
+
+        import torch
+
+        from workbench.backends.vllm_steering import Capture, capture_args
+
+        self._require_steering()
+        if pooling not in ("last", "mean"):
+            raise ValueError(f"pooling must be 'last' or 'mean', got {pooling!r}")
+        prompts = list(prompts)
+        n, hidden = len(layers), None
+        if not prompts:
+            self.num_layers  # noqa: B018 (asks the shape once)
+            assert self._shape is not None
+            return torch.empty(0, n, int(self._shape[0]))
+        texts, encoded = self._encode(prompts, system, chat)
+        one = GenerationConfig(max_new_tokens=1)
+        out = []
+        # a few hundred requests at a time: vLLM batches them, the records stay small
+        step = max(256, batch_size)
+        from workbench.progress import tqdm
+
+        for start in tqdm(
+            range(0, len(prompts), step), desc="activations", disable=not progress, leave=False
+        ):
+            part = range(start, min(start + step, len(prompts)))
+            tags = [f"capture-{uuid.uuid4().hex}" for _ in part]
+            extra = []
+            for i, t in zip(part, tags):
+                cap = Capture(
+                    tuple(int(l) for l in layers),
+                    pooling,
+                    None if tail is None else int(tail[i]),
+                    final_norm,
+                )
+                extra.append(capture_args(cap, t))
+            self._generate(
+                [texts[i] for i in part],
+                [encoded[i] for i in part],
+                one,
+                None,
+                False,
+                extra=extra,
+                salts=[f"workbench-capture:{t}" for t in tags],  # every position computed
+            )
+            got = self.llm.collective_rpc("workbench_captured", args=(tags,))[0]
+            for i, t in zip(part, tags):
+                if t not in got:
+                    raise RuntimeError(f"vLLM recorded no activations for prompt {i}")
+                shape, data = got[t]
+                out.append(torch.frombuffer(bytearray(data), dtype=torch.float32).view(*shape))
+                hidden = shape[1]
+        assert hidden is not None
+        return torch.stack(out)
+
     # -- scoring ----------------------------------------------------------------------------
     def option_probabilities(self, texts, options, batch_size: int = 32):
         """Exact probabilities of each option's tokens after each rendered text: one request
@@ -501,9 +616,36 @@ class VLLMModel(BlackBoxBackend):
         return result
 
     # -- training on the same weights -------------------------------------------------------
+    @contextlib.contextmanager
+    def training_copy(self):
+        """The same weights on the Hugging Face engine (fp32), to train an adapter on, for the
+        ``with`` block only: vLLM then serves the adapter over its own weights. On a GPU an
+        engine with adapters sleeps meanwhile (vLLM's sleep mode: its weights go to host memory
+        and its KV cache is freed) and wakes after, so the card holds one copy at a time; on
+        CPU, which has no sleep mode, the copy is released when the block ends."""
+        import gc
+
+        import torch
+
+        from workbench.backends.base import parse_model
+        from workbench.backends.hf import HFModel
+
+        asleep = self._sleeps
+        if asleep:
+            self.llm.sleep(level=1)
+        try:
+            yield HFModel.load(parse_model(self.target), self.target, dtype="float32")
+        finally:
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if asleep:
+                self.llm.wake_up()
+
     def hf(self):
-        """The same weights on the Hugging Face engine (loaded once, on first use): what
-        fine-tuning techniques train their adapters on before vLLM serves them."""
+        """The same weights on the Hugging Face engine, kept (loaded on first use): for reading
+        activations on an engine loaded without the steering extension. Grids never need it:
+        vectors are read inside vLLM and adapters trained on :meth:`training_copy`."""
         if self._hf is None:
             from workbench.backends.base import parse_model
             from workbench.backends.hf import HFModel

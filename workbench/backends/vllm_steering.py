@@ -9,6 +9,14 @@ carry them too):
 ``{"workbench_gate": DIGEST, "workbench_tag": TAG}``
     read the gate's layers at the prompt's last token (the pass is never steered) and keep the
     votes under ``TAG`` until :meth:`SteeringWorkerExtension.workbench_votes` collects them.
+``{"workbench_capture": CAPTURE, "workbench_tag": TAG}``
+    read the residual stream at chosen layers, pooled over chosen prompt positions
+    (:func:`capture_args`: the last prompt token, or the mean of every prompt token or of the
+    last ``tail``), and keep it under ``TAG`` until
+    :meth:`SteeringWorkerExtension.workbench_captured` collects it: what concept and refusal
+    vectors, centring means and gate thresholds are fitted from, with no second copy of the
+    weights. Sums gather across the steps of a chunked prompt; the caller gives each capture a
+    prefix-cache salt of its own, so that every prompt position is computed.
 ``{"workbench_steer": DIGEST}`` (optionally ``"workbench_tag": TAG``)
     add the abstainer's vectors: ``separate`` mode at every position (the prompt is steered from
     its first token), ``in_pass`` mode at the prompt's positions only at behaviour layers deeper
@@ -16,7 +24,8 @@ carry them too):
     the workbench's engine does it).
 
 Before every forward the wrapper maps each token to its request (vLLM's ``query_start_loc``,
-the positions it passes, each request's prompt length), so who is steered depends only on the
+each request's computed-token count and prompt length: host data, no copy from the device),
+so who is steered depends only on the
 request, never on which others share the batch, how the scheduler chunks a prompt or which
 blocks come from the prefix cache. A steered request is steered at every position of its
 prompt, so its key/value blocks may be shared only with requests steered the same way: the
@@ -28,21 +37,27 @@ raise inside the forward pass. Should a steered request's activations still beco
 its rows are zeroed from that layer on (other requests' key/value blocks and answers stay as
 they were) and the failure is kept under its tag for the caller to report.
 
-A step with no workbench request costs one dictionary lookup per request and a no-op call per
-layer. The hooks are Python forward hooks: they need the eager model (CPU vLLM runs LoRA-enabled
-engines eagerly; on GPU the back end sets ``enforce_eager`` for a steering engine) and vLLM's V1
-model runner (``VLLM_USE_V2_MODEL_RUNNER=0``, set by the back end and ``serve --steering``); the
-extension refuses to install on anything else rather than steer nothing.
+The adds are tensor operations on persistent buffers (:class:`SteeringState`), installed when
+vLLM loads the model (:func:`install_at_load`), so they are traced into a compiled model and its
+CUDA graphs; the gate's reads and captures run in eager steps (``skip_compiled``). On an eager
+engine a step with no workbench request costs one dictionary lookup per request and a no-op call
+per layer. The extension needs vLLM's V1 model runner (``VLLM_USE_V2_MODEL_RUNNER=0``, set by
+the back end and ``serve --steering``) and refuses to install on anything else rather than steer
+nothing.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 GATE, TAG, STEER = "workbench_gate", "workbench_tag", "workbench_steer"
+CAPTURE = "workbench_capture"
 #: vLLM's ``worker_extension_cls`` for an engine that steers
 EXTENSION = "workbench.backends.vllm_steering.SteeringWorkerExtension"
 
@@ -58,6 +73,46 @@ def steer_args(digest: str, fired: bool, tag: str | None = None) -> dict[str, An
     if not fired:
         return None
     return {STEER: digest, TAG: tag} if tag else {STEER: digest}
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What a capture request reads: ``layers`` (negative ones count from the end), pooled at
+    the prompt's ``last`` token or as the ``mean`` of its tokens (only the last ``tail`` of them
+    when given); ``final_norm`` reads the last block after the model's final norm."""
+
+    layers: tuple[int, ...]
+    pooling: str = "last"
+    tail: int | None = None
+    final_norm: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "layers": list(self.layers),
+                "pooling": self.pooling,
+                "tail": self.tail,
+                "final_norm": self.final_norm,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Capture:
+        d = json.loads(text)
+        return cls(tuple(int(l) for l in d["layers"]), d["pooling"], d["tail"], d["final_norm"])
+
+    def positions(self, n_prompt: int) -> tuple[int, int]:
+        """The prompt positions pooled: ``[first, n_prompt)``."""
+        if self.pooling == "last":
+            return n_prompt - 1, n_prompt
+        first = 0 if self.tail is None else max(0, n_prompt - int(self.tail))
+        return first, n_prompt
+
+
+def capture_args(capture: Capture, tag: str) -> dict[str, Any]:
+    """``extra_args`` of a one-token request that only reads activations (flat string values:
+    an API request's ``vllm_xargs`` can carry them)."""
+    return {CAPTURE: capture.to_json(), TAG: tag}
 
 
 def cache_salt(digest: str, fired: bool) -> str | None:
@@ -78,29 +133,62 @@ class _Loaded:
 
 @dataclass
 class _Step:
-    """What the current forward pass does: token rows to add to at each layer, and reads."""
+    """What the current forward pass does beyond the buffers' adds: reads (eager only) and the
+    steered requests whose failures are reported."""
 
-    add: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = field(default_factory=dict)
     # site (layer index, or "norm") -> [(tag, loaded, gate position j, token row)]
     reads: dict[Any, list[tuple[str, _Loaded, int, int]]] = field(default_factory=dict)
-    # each steered request's token rows and its tag (None: the request asked for no report)
-    steered: list[tuple[torch.Tensor, str | None]] = field(default_factory=list)
+    # each steered request's token rows [lo, hi) and its tag (None: asked for no report)
+    steered: list[tuple[int, int, str | None]] = field(default_factory=list)
+    # site -> [(tag, layer position j, number of layers, token rows pooled)]
+    captures: dict[Any, list[tuple[str, int, int, torch.Tensor]]] = field(default_factory=dict)
+    #: token rows whose buffers were filled (zeroed again after the pass)
+    rows: int = 0
+
+
+#: abstainers whose vectors sit in the bank at once (a step steers at most this many distinct
+#: ones: vLLM's default max_num_seqs); others wait in host memory and are swapped in on use
+BANK_SLOTS = 256
+
+
+def _host_side(t: torch.Tensor) -> torch.Tensor:
+    """Where the host fills a device buffer before a step: the buffer itself on CPU, a pinned
+    twin on a GPU (copied without blocking)."""
+    if t.device.type == "cpu":
+        return t
+    twin = torch.zeros_like(t, device="cpu")
+    return twin.pin_memory() if torch.cuda.is_available() else twin
 
 
 class SteeringState:
-    """The worker's abstainers, the hooks on its model, and the gate votes not yet collected."""
+    """The worker's abstainers, the hooks on its model, and what requests left to collect.
 
-    def __init__(self, runner):
+    The steering adds are tensor operations on persistent buffers: a bank of vectors per layer
+    (``bank[layer, slot]``: strength x vector, slot 0 all zeros) and a per-layer, per-token slot
+    index filled before each step; every decoder block adds ``bank[layer][index[layer, :n]]``
+    to its output and zeroes the rows of steered requests that became non-finite (recording
+    the first such layer per token). These operations are traced into vLLM's compiled graph
+    (and CUDA graphs: the buffers never move), so a steering engine stays compiled; the
+    hooks are installed when vLLM loads the model, before it compiles it
+    (:func:`install_at_load`). The gate's reads and captures are Python (they record values
+    for the host), so a step that holds one runs eagerly (``skip_compiled``); steps of
+    generation, steered or not, run compiled. On an eager engine a step with no workbench
+    request skips the hooks entirely.
+    """
+
+    def __init__(self, runner, *, at_load: bool = False):
         from workbench.generation.hooks import decoder_blocks
 
         mode = getattr(runner.compilation_config, "mode", None)
         graphs = getattr(runner.compilation_config, "cudagraph_mode", None)
-        if (mode is not None and int(mode) != 0) or (
+        self.compiled = (mode is not None and int(mode) != 0) or (
             graphs is not None and str(getattr(graphs, "name", graphs)) != "NONE"
-        ):
+        )
+        if self.compiled and not at_load:
             raise RuntimeError(
-                "steering inside vLLM needs an eager model (enforce_eager=True): this engine is "
-                f"compiled or captured in graphs (compilation mode {mode}, cudagraph mode {graphs})"
+                "steering inside vLLM must install its hooks before vLLM compiles the model: "
+                f"this engine is compiled (compilation mode {mode}, cudagraph mode {graphs}) and "
+                "its runner was loaded without workbench.backends.vllm_steering imported"
             )
         missing = [
             a
@@ -114,13 +202,29 @@ class SteeringState:
             )
         self.runner = runner
         self.model = runner.get_model()
-        self.device = next(self.model.parameters()).device
+        param = next(self.model.parameters())
+        self.device, self.dtype = param.device, param.dtype
         self.specs: dict[str, _Loaded] = {}
         # tag -> a gate's votes, or {"failed": why} for a steered request that went non-finite
         self.votes: dict[str, dict[str, Any]] = {}
+        # tag -> (sums: layers x hidden, token counts per layer) of a capture request
+        self.captured: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._captures: dict[str, Capture] = {}  # a capture's JSON -> its parsed form
         self.current: _Step | None = None
         prefix, blocks = decoder_blocks(self.model)
-        self.num_layers = len(blocks)
+        self.num_layers = n_layers = len(blocks)
+        width = int(runner.model_config.get_hidden_size())
+        tokens = int(
+            getattr(runner, "max_num_tokens", 0) or runner.scheduler_config.max_num_batched_tokens
+        )
+        dev = self.device
+        self.bank = torch.zeros(n_layers, BANK_SLOTS + 1, width, dtype=self.dtype, device=dev)
+        self.index = torch.zeros(n_layers, tokens, dtype=torch.long, device=dev)
+        self.guard = torch.zeros(tokens, dtype=torch.bool, device=dev)  # steered requests' rows
+        self.failed = torch.zeros(tokens, dtype=torch.int32, device=dev)  # first bad layer + 1
+        # the host's side of index and guard (the same tensors on CPU: no copy at all)
+        self._index, self._guard = _host_side(self.index), _host_side(self.guard)
+        self.slots: OrderedDict[str, int] = OrderedDict()  # digest -> its bank slot
         for i, block in enumerate(blocks):
             block.register_forward_hook(self._layer_hook(i))
         parent = prefix.rsplit(".", 1)[0]
@@ -129,11 +233,17 @@ class SteeringState:
         original = runner._model_forward
 
         def forward(*args, **kwargs):
-            self.current = self._plan(kwargs.get("positions"))
+            step = self.current = self._plan()
             try:
+                if step is not None and self.compiled and (step.reads or step.captures):
+                    from vllm.forward_context import get_forward_context
+
+                    get_forward_context().skip_compiled = True  # reads are Python: eager
                 return original(*args, **kwargs)
             finally:
                 self.current = None
+                if step is not None and step.rows:
+                    self._after(step)
 
         runner._model_forward = forward
 
@@ -145,15 +255,15 @@ class SteeringState:
 
     def register(self, spec) -> str:
         """Keep ``spec`` (checked by :class:`SteerSpec` when it was built, against this model
-        here: a spec that does not fit is refused before any forward pass sees it)."""
+        here: a spec that does not fit is refused before any forward pass sees it). Its
+        vectors go into the bank when a step first steers with it."""
         digest = spec.digest()
         if digest in self.specs:
             return digest
         n = self.num_layers
         spec.check_model(*self.shape)
-        dtype = next(self.model.parameters()).dtype
         vectors = {
-            l % n: (spec.strength * spec.vectors[i].float()).to(self.device, dtype)
+            l % n: (spec.strength * spec.vectors[i].float()).to(self.device, self.dtype)
             for i, l in enumerate(spec.layers)
         }
         condition = None
@@ -168,8 +278,29 @@ class SteeringState:
         self.specs[digest] = _Loaded(spec, vectors, condition, deepest)
         return digest
 
+    def _slot(self, digest: str, busy: set[int]) -> int:
+        """The bank slot holding ``digest``'s vectors, written there if it is not (in place of
+        the least recently used abstainer that this step does not steer with)."""
+        slot = self.slots.get(digest)
+        if slot is not None:
+            self.slots.move_to_end(digest)
+            return slot
+        if len(self.slots) < BANK_SLOTS:
+            slot = len(self.slots) + 1
+        else:
+            old = next(d for d, s in self.slots.items() if s not in busy)
+            slot = self.slots.pop(old)
+        self.slots[digest] = slot
+        self.bank[:, slot].zero_()
+        for layer, vector in self.specs[digest].vectors.items():
+            self.bank[layer, slot].copy_(vector)
+        return slot
+
     # -- per forward pass ------------------------------------------------------------------------
-    def _plan(self, positions) -> _Step | None:
+    def _plan(self) -> _Step | None:
+        """This step's reads, and its adds written into the buffers, from each request's own
+        place in the batch (vLLM's query_start_loc and computed-token counts, both on the
+        host: no copy from the device)."""
         runner = self.runner
         batch = runner.input_batch
         n_reqs = batch.num_reqs
@@ -178,27 +309,32 @@ class SteeringState:
             state = runner.requests.get(rid)
             params = getattr(state, "sampling_params", None)
             extra = getattr(params, "extra_args", None)
-            if extra and (GATE in extra or STEER in extra):
+            if extra and (GATE in extra or STEER in extra or CAPTURE in extra):
                 asks.append((i, state, extra))
-        if not asks or positions is None:
+        if not asks:
             return None
         starts = runner.query_start_loc.np
-        pos = positions.detach().to("cpu")
+        computed = batch.num_computed_tokens_cpu
         step = _Step()
-        adds: dict[tuple[str, int], list[torch.Tensor]] = {}
+        busy: set[int] = set()
         for i, state, ask in asks:
             lo, hi = int(starts[i]), int(starts[i + 1])
             if hi <= lo:
                 continue
-            p = pos[lo:hi]
+            p = int(computed[i]) + torch.arange(hi - lo)  # the positions of rows lo..hi
             n_prompt = int(state.num_prompt_tokens)
-            if GATE in ask:
+            if CAPTURE in ask:
+                self._plan_capture(step, ask, p, lo, n_prompt)
+            elif GATE in ask:
                 loaded = self.specs.get(str(ask[GATE]))
                 last = n_prompt - 1
-                where = (p == last).nonzero()
-                if loaded is None or loaded.condition is None or len(where) == 0:
+                if (
+                    loaded is None
+                    or loaded.condition is None
+                    or not int(p[0]) <= last < int(p[-1]) + 1
+                ):
                     continue
-                row = lo + int(where[0, 0])
+                row = lo + last - int(p[0])
                 gate = loaded.spec.gate
                 for j, layer in enumerate(gate.layers):
                     layer %= self.num_layers
@@ -209,21 +345,77 @@ class SteeringState:
                 loaded = self.specs.get(digest)
                 if loaded is None:
                     continue
-                rows = torch.arange(lo, hi)
+                slot = self._slot(digest, busy)
+                busy.add(slot)
                 tag = ask.get(TAG)
-                step.steered.append((rows.to(self.device), str(tag) if tag else None))
-                generated = rows[p >= n_prompt]
+                step.steered.append((lo, hi, str(tag) if tag else None))
+                first_generated = lo + max(0, n_prompt - int(p[0]))  # rows from here are generated
                 for layer in loaded.vectors:
                     if loaded.spec.mode == "in_pass" and layer <= loaded.deepest:
-                        chosen = generated  # the decision is not known yet in the prompt's pass
+                        start = (
+                            first_generated  # the decision is not known yet in the prompt's pass
+                        )
                     else:
-                        chosen = rows
-                    if len(chosen):
-                        adds.setdefault((digest, layer), []).append(chosen)
-        for (digest, layer), parts in adds.items():
-            idx = torch.cat(parts).to(self.device)
-            step.add.setdefault(layer, []).append((idx, self.specs[digest].vectors[layer]))
-        return step if (step.add or step.reads) else None
+                        start = lo
+                    if start < hi:
+                        self._index[layer, start:hi] = slot
+                self._guard[lo:hi] = True
+                step.rows = max(step.rows, hi)
+        if step.rows and self._index is not self.index:
+            self.index[:, : step.rows].copy_(self._index[:, : step.rows], non_blocking=True)
+            self.guard[: step.rows].copy_(self._guard[: step.rows], non_blocking=True)
+        return step if (step.rows or step.reads or step.captures) else None
+
+    def _after(self, step: _Step) -> None:
+        """Report the steered requests that went non-finite, and clear the buffers' rows."""
+        n = step.rows
+        failed = self.failed[:n].cpu()
+        if bool(failed.any()):
+            for lo, hi, tag in step.steered:
+                bad = failed[lo:hi]
+                if tag is not None and bool(bad.any()) and "failed" not in self.votes.get(tag, {}):
+                    layer = int(bad[bad > 0].min()) - 1
+                    self.votes[tag] = {
+                        "failed": f"the steered activations became NaN or infinite at layer {layer}"
+                    }
+            self.failed[:n].zero_()
+        self._index[:, :n].zero_()
+        self._guard[:n].zero_()
+        if self._index is not self.index:
+            self.index[:, :n].zero_()
+            self.guard[:n].zero_()
+
+    def _plan_capture(self, step: _Step, ask: dict, p: torch.Tensor, lo: int, n_prompt: int):
+        """The rows of this step that a capture request pools, at each layer it reads."""
+        text = str(ask[CAPTURE])
+        cap = self._captures.get(text)
+        if cap is None:
+            if len(self._captures) > 256:  # a server's clients may ask for many shapes
+                self._captures.clear()
+            cap = self._captures[text] = Capture.from_json(text)
+        first, end = cap.positions(n_prompt)
+        rows = ((p >= first) & (p < end)).nonzero()[:, 0] + lo
+        if len(rows) == 0:
+            return
+        rows = rows.to(self.device)
+        n = self.num_layers
+        for j, layer in enumerate(cap.layers):
+            layer %= n
+            site = "norm" if cap.final_norm and layer == n - 1 else layer
+            step.captures.setdefault(site, []).append((str(ask[TAG]), j, len(cap.layers), rows))
+
+    def _capture(self, site, hidden: torch.Tensor) -> None:
+        assert self.current is not None
+        for tag, j, n_layers, rows in self.current.captures.get(site, ()):
+            if tag not in self.captured:
+                width = hidden.shape[-1]
+                self.captured[tag] = (
+                    torch.zeros(n_layers, width, device=hidden.device),
+                    torch.zeros(n_layers, dtype=torch.long),
+                )
+            sums, counts = self.captured[tag]
+            sums[j] += hidden[rows].float().sum(0)
+            counts[j] += len(rows)
 
     def _read(self, site, hidden: torch.Tensor) -> None:
         assert self.current is not None
@@ -243,78 +435,93 @@ class SteeringState:
 
     def _layer_hook(self, layer: int):
         def hook(module, args, output):
-            step = self.current
-            if step is None:
-                return None
             tuple_out = isinstance(output, tuple)
-            if layer in step.reads:
-                # vLLM's decoder layers return (block output, residual): their sum is the
-                # residual stream the workbench's engine reads at this block
-                hidden = (
-                    output[0] + output[1]
-                    if tuple_out and len(output) > 1 and output[1] is not None
-                    else (output[0] if tuple_out else output)
-                )
-                self._read(layer, hidden.float())
-            adds = step.add.get(layer)
-            if not adds and not step.steered:
-                return None
             h = output[0] if tuple_out else output
             residual = output[1] if tuple_out and len(output) > 1 else None
-            if adds:
-                h = h.clone()
-                for idx, delta in adds:
-                    h[idx] += delta
-            bad = self._non_finite(layer, h, residual, step)
-            if bad is None and not adds:
-                return None
-            if bad is not None:
-                h = h if adds else h.clone()
-                h[bad] = 0
-                if residual is not None:
-                    residual = residual.clone()
-                    residual[bad] = 0
+            if not torch.compiler.is_compiling():  # eager: reads, and a skip when idle
+                step = self.current
+                if step is None:
+                    return None
+                if layer in step.reads or layer in step.captures:
+                    # vLLM's decoder layers return (block output, residual): their sum is the
+                    # residual stream the workbench's engine reads at this block
+                    hidden = h + residual if residual is not None else h
+                    if layer in step.reads:
+                        self._read(layer, hidden.float())
+                    if layer in step.captures:
+                        self._capture(layer, hidden)
+                if not step.rows:
+                    return None
+            h, residual = self._steer(layer, h, residual)
             if not tuple_out:
                 return h
             return (h, residual, *output[2:]) if len(output) > 1 else (h,)
 
         return hook
 
-    def _non_finite(self, layer: int, h: torch.Tensor, residual, step: _Step):
-        """The token rows of steered requests whose activations are no longer finite (an
-        extreme strength in a narrow dtype), or None. The caller zeroes them from this layer
-        on, so nothing non-finite reaches the key/value blocks (which other requests reuse
-        once freed) or the sampler; each such request's failure is kept under its tag. One
-        check per layer for all steered rows together."""
-        rows = torch.cat([r for r, _ in step.steered]) if len(step.steered) > 1 else None
-        rows = rows if rows is not None else step.steered[0][0] if step.steered else None
-        if rows is None:
-            return None
-        ok = torch.isfinite(h[rows]).all()
+    def _steer(self, layer: int, h: torch.Tensor, residual: torch.Tensor | None):
+        """The block's output with each token's vector added (slot 0, zeros, for tokens that
+        are not steered here), and the rows of steered requests that became non-finite (an
+        extreme strength in a narrow dtype) zeroed from this layer on, so that nothing
+        non-finite reaches the key/value blocks (which other requests reuse once freed) or the
+        sampler; the first such layer is kept per token. Tensor operations only: compiled as
+        they are written."""
+        n = h.shape[0]
+        h = h + self.bank[layer].index_select(0, self.index[layer, :n])
+        finite = torch.isfinite(h).all(-1)
         if residual is not None:
-            ok = ok & torch.isfinite(residual[rows]).all()
-        if bool(ok):
-            return None
-        bad = []
-        for r, tag in step.steered:
-            fine = torch.isfinite(h[r]).all() and (
-                residual is None or torch.isfinite(residual[r]).all()
-            )
-            if bool(fine):
-                continue
-            bad.append(r)
-            if tag is not None and "failed" not in self.votes.get(tag, {}):
-                self.votes[tag] = {
-                    "failed": f"the steered activations became NaN or infinite at layer {layer}"
-                }
-        return torch.cat(bad)
+            finite = finite & torch.isfinite(residual).all(-1)
+        bad = self.guard[:n] & ~finite
+        h = torch.where(bad[:, None], torch.zeros_like(h), h)
+        if residual is not None:
+            residual = torch.where(bad[:, None], torch.zeros_like(residual), residual)
+        seen = self.failed[:n]
+        self.failed[:n] = torch.where(bad & (seen == 0), layer + 1, seen)
+        return h, residual
 
     def _norm_hook(self, module, args, output):
+        if torch.compiler.is_compiling():  # reads run in eager steps only
+            return None
         step = self.current
-        if step is not None and "norm" in step.reads:
+        if step is not None and ("norm" in step.reads or "norm" in step.captures):
             hidden = output[0] if isinstance(output, tuple) else output
-            self._read("norm", hidden.float())
+            if "norm" in step.reads:
+                self._read("norm", hidden.float())
+            if "norm" in step.captures:
+                self._capture("norm", hidden)
         return None
+
+
+def install_at_load() -> None:
+    """Make vLLM's model runners build a steering engine's :class:`SteeringState` right after
+    loading the model, before vLLM compiles it (and captures CUDA graphs): the hooks and
+    buffers are then part of the compiled model. Only engines whose ``worker_extension_cls``
+    is :data:`EXTENSION` get them; calling this again changes nothing."""
+    import importlib
+
+    for module, name in (
+        ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner"),
+        ("vllm.v1.worker.cpu_model_runner", "CPUModelRunner"),
+    ):
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except Exception:  # another platform's runner, or no vLLM here
+            continue
+        original = cls.__dict__.get("load_model")
+        if original is None or getattr(original, "_workbench", False):
+            continue
+
+        def load_model(self, *args, _original=original, **kwargs):
+            out = _original(self, *args, **kwargs)
+            if (
+                self.vllm_config.parallel_config.worker_extension_cls == EXTENSION
+                and getattr(self, "_workbench_steering", None) is None
+            ):
+                self._workbench_steering = SteeringState(self, at_load=True)
+            return out
+
+        load_model._workbench = True  # type: ignore[attr-defined]
+        cls.load_model = load_model
 
 
 class SteeringWorkerExtension:
@@ -322,10 +529,10 @@ class SteeringWorkerExtension:
     ``collective_rpc``; the state lives on the worker as ``_workbench_steering``."""
 
     def _workbench_state(self) -> SteeringState:
-        state = getattr(self, "_workbench_steering", None)
-        if state is None:
-            state = SteeringState(self.model_runner)  # type: ignore[attr-defined]
-            self._workbench_steering = state
+        runner = self.model_runner  # type: ignore[attr-defined]
+        state = getattr(runner, "_workbench_steering", None)
+        if state is None:  # an eager engine whose runner was loaded before the module
+            state = runner._workbench_steering = SteeringState(runner)
         return state
 
     def workbench_register(self, spec_json: str) -> str:
@@ -333,6 +540,13 @@ class SteeringWorkerExtension:
         from workbench.steering.spec import SteerSpec
 
         return self._workbench_state().register(SteerSpec.from_json(spec_json))
+
+    def workbench_status(self) -> dict[str, Any]:
+        """How this worker steers: ``compiled`` (the adds traced into vLLM's compiled model) and
+        the engine's compilation mode."""
+        state = self._workbench_state()
+        mode = getattr(state.runner.compilation_config, "mode", None)
+        return {"compiled": state.compiled, "compilation_mode": getattr(mode, "name", str(mode))}
 
     def workbench_shape(self) -> tuple[int, int]:
         """(hidden width, number of decoder blocks) of the model this worker runs."""
@@ -342,7 +556,25 @@ class SteeringWorkerExtension:
         """digest -> name of every abstainer registered in this worker."""
         return {d: s.spec.name for d, s in self._workbench_state().specs.items()}
 
+    def workbench_captured(self, tags: list[str]) -> dict[str, tuple[list[int], bytes]]:
+        """The pooled activations recorded under ``tags`` (and forgets them): per tag its
+        shape and float32 bytes (layers x hidden), which cross process boundaries as they are."""
+        captured = self._workbench_state().captured
+        out = {}
+        for t in tags:
+            if t in captured:
+                sums, counts = captured.pop(t)
+                pooled = (sums.cpu() / counts.clamp(min=1)[:, None]).contiguous()
+                out[t] = (list(pooled.shape), pooled.numpy().tobytes())
+        return out
+
     def workbench_votes(self, tags: list[str]) -> dict[str, dict[str, Any]]:
         """The gate votes recorded under ``tags`` (and forgets them)."""
         votes = self._workbench_state().votes
         return {t: votes.pop(t) for t in tags if t in votes}
+
+
+# vLLM imports this module (the extension class) in each worker before it loads the model; the
+# back end and the server import it before they start vLLM
+if importlib.util.find_spec("vllm") is not None:
+    install_at_load()

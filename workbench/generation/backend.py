@@ -8,8 +8,9 @@ and the registry that picks one by a model's name are in :mod:`workbench.backend
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -31,6 +32,10 @@ class Capabilities:
         distribution: the full next-token distribution (entropy).
         steering: adds steering vectors to chosen requests and reads a concept gate inside the
             engine (conditional steering), per request.
+        capture: reads pooled residual-stream activations at chosen layers inside the engine
+            (:meth:`Backend.capture_activations`): vectors, means and thresholds are fitted on
+            the engine's own weights, with no second copy. Engines with ``activations`` read
+            them through hooks instead.
     """
 
     activations: bool
@@ -40,6 +45,7 @@ class Capabilities:
     scoring: bool
     distribution: bool
     steering: bool = False
+    capture: bool = False
 
     def missing(self, needs: frozenset[str]) -> list[str]:
         return sorted(n for n in needs if not getattr(self, n))
@@ -189,9 +195,33 @@ class Backend(ABC):
         """Decoder layers (``activations``)."""
         raise self.unavailable("activations", "counting the model's layers")
 
+    def capture_activations(
+        self,
+        prompts: Sequence,
+        layers: Sequence[int],
+        *,
+        pooling: str = "last",
+        tail: Sequence[int] | None = None,
+        chat: bool = True,
+        system: str | None = None,
+        batch_size: int = 32,
+        progress: bool = False,
+        final_norm: bool = False,
+    ):
+        """Pooled activations read inside the engine, as
+        :func:`workbench.steering.collect_activations` reads them through hooks (``capture``)."""
+        raise self.unavailable("capture", "reading the model's activations")
+
     def with_model(self, model: Any) -> Backend:
         """The same provenance and tokenizer over another copy of the weights (``weights``)."""
         raise self.unavailable("weights", "answering with an adapted or edited copy")
+
+    @contextlib.contextmanager
+    def training_copy(self) -> Iterator[Backend]:
+        """The same weights as a Hugging Face model to train on, for the ``with`` block only
+        (``weights``); engines that hold their own copy (vLLM) lend one and get the memory
+        back afterwards."""
+        yield self.hf()
 
     def hf(self) -> Backend:
         """The same weights on the Hugging Face engine, for training or reading activations

@@ -275,10 +275,24 @@ class RefusalSuite:
 
     def _model(self, name: str):
         if name not in self.loaded:
-            from workbench.backends import load_model
+            from workbench.backends import load_model, load_options_for
+            from workbench.techniques import TECHNIQUES
 
+            # what the abstainers need of the engine (vLLM: steering, adapters)
+            needs = frozenset().union(
+                *(
+                    TECHNIQUES[ab.technique].requires
+                    for ab in self.config.abstainers
+                    if ab.technique in TECHNIQUES
+                )
+            )
             self._say(f"loading {name}")
-            self.loaded[name] = load_model(name, device=self.config.device, dtype=self.config.dtype)
+            self.loaded[name] = load_model(
+                name,
+                device=self.config.device,
+                dtype=self.config.dtype,
+                options=load_options_for(name, None, needs),
+            )
         return self.loaded[name]
 
     def _judge(self, system: System):

@@ -77,13 +77,27 @@ def collect_activations(
     """Pooled activations, shape ``(len(prompts), len(layers), hidden)``, float32 on the CPU.
 
     Args:
-        lm: anything with ``.model`` and ``.tokenizer``.
+        lm: a back end with ``activations`` (hooks on ``lm.model``), or one with ``capture``
+            (vLLM), which reads them inside its own forward pass.
         prompts: user messages / conversations (``chat=True``) or final strings (``chat=False``).
         layers: decoder block indices to read.
         pooling: ``"last"`` token or ``"mean"`` over real tokens.
         tail: with ``"mean"``, pool only each prompt's last ``tail[i]`` tokens.
         final_norm: read the model's last block after its final norm.
     """
+    caps = getattr(lm, "capabilities", None)
+    if caps is not None and not caps.activations:  # an engine that reads them itself (vLLM)
+        return lm.capture_activations(
+            prompts,
+            layers,
+            pooling=pooling,
+            tail=tail,
+            chat=chat,
+            system=system,
+            batch_size=batch_size,
+            progress=progress,
+            final_norm=final_norm,
+        )
     if not prompts:
         return torch.empty(0, len(layers), hidden_size(lm.model))
     model, tok = lm.model, lm.tokenizer

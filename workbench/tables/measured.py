@@ -173,21 +173,47 @@ def invariance() -> str:
 
 #: Every generated table, by the name its markers give.
 def steering_speed() -> str:
-    """Conditional steering on each engine: steered and unsteered tokens/s, their ratio."""
+    """Conditional steering on each engine: steered and unsteered tokens/s, their ratio, the
+    speed against a compiled plain vLLM engine, and how many answers equal the engine's."""
     rec = read_record(RESULTS_DIR / "steering.json")
+    n = rec["prompts"]
+
+    def same(x) -> str:
+        return "reference" if x is None else f"{x}/{n}"
+
+    def num(x, suffix: str = "", digits: int = 1) -> str:
+        return "-" if x is None else f"{x:.{digits}f}{suffix}"
+
     head = (
         "| path | unsteered tokens/s | steered tokens/s | steered / unsteered time per token | "
-        "same steered answers as the engine |\n| --- | --- | --- | --- | --- |\n"
+        "unsteered / steered speed against compiled plain vLLM | same answers as the engine "
+        "(unsteered, steered) |\n| --- | --- | --- | --- | --- | --- |\n"
     )
     body = "".join(
-        f"| {r['path']} | {r['unsteered_tps']:.1f} | {r['steered_tps']:.1f} | "
-        f"{r['ratio']:.2f}x | {r['same']}/{rec['prompts']} |\n"
+        f"| {r['path']} | {num(r['unsteered_tps'])} | {num(r['steered_tps'])} | "
+        f"{num(r['ratio'], 'x', 2)} | "
+        f"{num(r.get('unsteered_vs_plain'), 'x', 2)} / {num(r.get('steered_vs_plain'), 'x', 2)} | "
+        f"{same(r.get('same_unsteered'))}, {same(r['same'])} |\n"
         for r in rec["paths"]
     )
     note = (
-        f"\n{rec['prompts']} prompts, greedy, {rec['max_new_tokens']} new tokens, the "
+        f"\n{n} prompts, greedy, {rec['max_new_tokens']} new tokens, the "
         f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; vLLM rows are medians of "
-        f"{rec['repeats']} interleaved passes.\n"
+        f"{rec['repeats']} interleaved passes on one engine each.\n"
+    )
+    return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
+
+
+def one_copy() -> str:
+    """Peak memory of a vllm: grid per technique against a plain vLLM engine."""
+    rec = read_record(RESULTS_DIR / "one_copy.json")
+    head = "| what runs on `vllm:` | peak resident memory | against a plain engine |\n| --- | --- | --- |\n"
+    body = "".join(
+        f"| {r['case']} | {r['peak_mib']:,} MiB | {r['ratio']:.2f}x |\n" for r in rec["rows"]
+    )
+    note = (
+        f"\nvLLM's engine in the measuring process, KV cache {rec['machine']['kv_cache_gib']} GiB; "
+        "each row a process of its own.\n"
     )
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 
@@ -198,6 +224,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "verify-slice": verify_slice,
     "invariance": invariance,
     "steering-speed": steering_speed,
+    "one-copy": one_copy,
 }
 
 

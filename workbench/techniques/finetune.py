@@ -19,6 +19,7 @@ SFT adapter further, a frozen copy of it as the reference).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import json
@@ -289,20 +290,22 @@ def _fresh_copy(lm: Backend):
     return copy.deepcopy(lm.model)
 
 
-def _trainable(lm: Backend):
-    """The Hugging Face model to train on: ``lm`` itself, or the same weights behind a back end
-    that serves adapters (vLLM). On CPU the copy trains in fp32 whatever ``lm`` runs in."""
-    return lm if lm.capabilities.activations else lm.hf()
+@contextlib.contextmanager
+def _training(lm: Backend):
+    """(model to train, tokenizer), for the ``with`` block: a copy of ``lm``'s weights, or on an
+    engine that serves adapters (vLLM) the copy it lends for the block only
+    (:meth:`~workbench.generation.backend.Backend.training_copy`). On CPU the copy trains in
+    fp32 whatever ``lm`` runs in."""
+    if lm.capabilities.activations:
+        yield _fp32_on_cpu(_fresh_copy(lm)), lm.tokenizer
+        return
+    with lm.training_copy() as lent:
+        yield _fp32_on_cpu(lent.model), lent.tokenizer
 
 
-def _train_copy(lm: Backend):
-    model = _fresh_copy(_trainable(lm))
-    if (
-        next(model.parameters()).device.type == "cpu"
-        and next(model.parameters()).dtype != torch.float32
-    ):
-        model = model.float()
-    return model
+def _fp32_on_cpu(model):
+    p = next(model.parameters())
+    return model.float() if p.device.type == "cpu" and p.dtype != torch.float32 else model
 
 
 def _serves_adapters(lm: Backend) -> bool:
@@ -363,18 +366,19 @@ class SFT(_LoRATechnique):
         assert directory is not None  # the adapter is saved: prepare passes a directory
         pairs = self.pairs(lm, data)
         template = _template(self, bench)
-        model = train_sft(
-            _train_copy(lm),
-            _trainable(lm).tokenizer,
-            [(_wrap(template, q), a) for q, a in pairs],
-            self.params.finetune(),
-            seed=seed,
-            progress=progress,
-        )
-        model.save_pretrained(str(directory / "adapter"))
+        with _training(lm) as (copy_, tokenizer):
+            model = train_sft(
+                copy_,
+                tokenizer,
+                [(_wrap(template, q), a) for q, a in pairs],
+                self.params.finetune(),
+                seed=seed,
+                progress=progress,
+            )
+            model.save_pretrained(str(directory / "adapter"))
+            del model, copy_
+            gc.collect()
         (directory / "pairs.json").write_text(json.dumps(pairs, indent=1))
-        del model
-        gc.collect()
 
     def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> Abstainer:
         if _serves_adapters(lm):
@@ -438,29 +442,28 @@ class SFTDPO(_LoRATechnique):
         sft_dir = self._sft_dir(lm, bench, data, seed)
         triples = self.triples(lm, data, json.loads((sft_dir / "pairs.json").read_text()))
         template = _template(self, bench)
-        if self.params.dpo_init == "continue":
-            from peft import PeftModel
+        with _training(lm) as (copy_, tokenizer):
+            if self.params.dpo_init == "continue":
+                from peft import PeftModel
 
-            base = PeftModel.from_pretrained(
-                _train_copy(lm), str(sft_dir / "adapter"), is_trainable=True
+                base = PeftModel.from_pretrained(copy_, str(sft_dir / "adapter"), is_trainable=True)
+            else:
+                base = _apply_adapter(copy_, sft_dir / "adapter")
+            model = train_dpo(
+                base,
+                tokenizer,
+                [(_wrap(template, q), c, r) for q, c, r in triples],
+                self.params.finetune(),
+                seed=seed,
+                progress=progress,
             )
-        else:
-            base = _apply_adapter(_train_copy(lm), sft_dir / "adapter")
-        model = train_dpo(
-            base,
-            _trainable(lm).tokenizer,
-            [(_wrap(template, q), c, r) for q, c, r in triples],
-            self.params.finetune(),
-            seed=seed,
-            progress=progress,
-        )
-        model.save_pretrained(str(directory / "adapter"), selected_adapters=["default"])
+            model.save_pretrained(str(directory / "adapter"), selected_adapters=["default"])
+            del model, base, copy_
+            gc.collect()
         (directory / "triples.json").write_text(json.dumps(triples, indent=1))
         (directory / "sft.json").write_text(
             json.dumps({"sft_artifact": sft_dir.name, "dpo_init": self.params.dpo_init})
         )
-        del model, base
-        gc.collect()
 
     def load(self, lm: Backend, bench: Benchmark, data, directory: Path) -> Abstainer:
         info = json.loads((directory / "sft.json").read_text())

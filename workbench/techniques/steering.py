@@ -18,10 +18,14 @@ first token (``decision="in_pass"`` decides inside the prompt's own pass instead
 decision for each question is kept (``gate_decisions``, and each layer's vote in ``gate_votes``)
 and lands in the result rows.
 
-On vLLM (a back end with ``steering`` but no ``activations``) the vectors are fitted on the same
-weights on the Hugging Face engine (``lm.hf()``) and the abstainer answers inside vLLM: its
-:class:`~workbench.steering.spec.SteerSpec` is registered with vLLM's workers, which read the gate
-and steer per request (:meth:`workbench.backends.VLLMModel.generate_steered`).
+On vLLM (a back end with ``steering`` and ``capture`` but no ``activations``) the vectors, means
+and thresholds are fitted from activations vLLM reads in its own forward pass
+(:meth:`workbench.backends.VLLMModel.capture_activations`: one copy of the weights), and the
+abstainer answers inside vLLM: its :class:`~workbench.steering.spec.SteerSpec` is registered
+with vLLM's workers, which read the gate and steer per request
+(:meth:`workbench.backends.VLLMModel.generate_steered`). The artifact records where its
+activations were read (``activations_from``), so vectors read on one engine are never reused
+for the other.
 
 SELECT's own recipe (steering/repe.py, utils.py; the ``select`` preset) is: its contrast sampling
 (``mixture="select"``), the reading template with the concept description, RepE's PCA of
@@ -210,9 +214,16 @@ def default_behavior_layers(num_layers: int) -> list[int]:
 
 
 def _activations_lm(lm: Backend):
-    """The model whose layers the vectors are read from: ``lm``, or on an engine that steers
-    without exposing its layers (vLLM) the same weights on the Hugging Face engine."""
-    return lm if lm.capabilities.activations else lm.hf()
+    """The model the vectors are read from: ``lm`` when it exposes its layers or reads them
+    itself (vLLM's capture), else the same weights on the Hugging Face engine."""
+    return lm if lm.capabilities.activations or lm.capabilities.capture else lm.hf()
+
+
+def activations_from(lm: Backend) -> dict[str, str]:
+    """The artifact field naming the engine that read the activations, for an engine other
+    than the Hugging Face one (whose artifacts carry none, as before it had company)."""
+    read = _activations_lm(lm)
+    return {} if read.capabilities.activations else {"activations_from": read.backend}
 
 
 def _votes_text(votes) -> list[str] | None:
@@ -417,6 +428,7 @@ def refusal_vector(
         "model_id": lm.model_id,
         "revision": lm.revision,
         "questions": questions,
+        **activations_from(lm),
     }
     store = store or ArtifactStore()
     found = store.lookup(meta)
@@ -442,6 +454,9 @@ class Steering(Technique[SteeringParams]):
     def check_data(self, bench: Benchmark, target: str) -> None:
         super().check_data(bench, target)
         _protocol(bench, self.params)
+
+    def meta(self, lm: Backend, data: TargetData, seed: int) -> dict:
+        return {**super().meta(lm, data, seed), **activations_from(lm)}
 
     def data(self, bench: Benchmark, target: str, seed: int = 0) -> TargetData:
         p = self.params
