@@ -115,12 +115,13 @@ def main() -> None:
     if args.no_vllm:
         return
     engine = {
-        "path": "engine (Hugging Face, in process): the reference",
+        "path": "engine (Hugging Face, in process)",
         "unsteered_tps": plain_tok / plain_s,
         "steered_tps": steer_tok / steer_s,
         "ratio": per_steer / per_plain,
-        "same": None,  # the answers the others are compared with
+        "same": None,
         "same_unsteered": None,
+        "reference": True,  # the answers the others are compared with
     }
     reference = {"unsteered": [g.text for g in plain], "steered": [g.text for g in steered]}
     paths = [engine, *vllm_paths(args, ab, reference)]
@@ -135,10 +136,14 @@ def main() -> None:
         "  unsteered vs compiled plain  same answers as the engine (unsteered, steered)"
     )
     for r in paths:
+        same = (
+            "reference"
+            if r.get("reference")
+            else f"{_same(r['same_unsteered'])}, {_same(r['same'])} of {len(PROMPTS)}"
+        )
         print(
-            f"{r['path']:<32}{r['unsteered_tps']:>15.1f}{_num(r['steered_tps'], 15, 1)}"
-            f"{_num(r['ratio'], 17, 3)}x{_num(r.get('unsteered_vs_plain'), 28, 3)}x  "
-            f"{_same(r.get('same_unsteered'))}, {_same(r['same'])} of {len(PROMPTS)}"
+            f"{r['path']:<36}{r['unsteered_tps']:>11.1f}{_num(r['steered_tps'], 15, 1)}"
+            f"{_num(r['ratio'], 17, 3)}x{_num(r.get('unsteered_vs_plain'), 28, 3)}x  {same}"
         )
     if args.record:
         from workbench.experiments.verify import machine
@@ -166,7 +171,7 @@ def main() -> None:
 
 
 def _num(x, width: int, digits: int) -> str:
-    return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
+    return f"{'-':>{width + 1}}" if x is None else f"{x:>{width}.{digits}f}"
 
 
 def _count_same(got: list[str] | None, reference: list[str]) -> int | None:
@@ -174,7 +179,7 @@ def _count_same(got: list[str] | None, reference: list[str]) -> int | None:
 
 
 def _same(n) -> str:
-    return "reference" if n is None else str(n)
+    return "-" if n is None else str(n)
 
 
 def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:

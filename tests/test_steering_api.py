@@ -482,3 +482,114 @@ def test_a_middleware_500_says_where_its_cause_was_logged(server):
         mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": _spec().to_dict()}}
     )
     assert status == 500 and "server's log" in body["error"]["message"]
+
+
+# -- fitting an abstainer on the served model: POST /v1/abstainers/fit --------------------------
+
+
+class _FitEngine(_Engine):
+    """The engine client, plus activations for the capture requests the fit sends: a prompt
+    about rivers points along the first axis, any other against it (and a little noise)."""
+
+    def __init__(self, tokenizer_dir: str):
+        super().__init__(True)
+        self.prompts: dict[str, str] = {}  # capture tag -> the prompt's text
+        self.vllm_config = SimpleNamespace(
+            model_config=SimpleNamespace(
+                tokenizer=tokenizer_dir, tokenizer_revision=None, trust_remote_code=False
+            )
+        )
+
+    async def collective_rpc(self, method, args=()):
+        if method != "workbench_captured":
+            return await super().collective_rpc(method, args)
+        out = {}
+        for t in args[0]:
+            text = self.prompts.pop(t)
+            g = torch.Generator().manual_seed(len(text))
+            acts = 0.1 * torch.randn(10, 8, generator=g)
+            acts[:, 0] += 1.0 if "river" in text.lower() else -1.0
+            out[t] = (list(acts.shape), acts.numpy().tobytes())
+        return [out]
+
+
+def _fit_app(engine, tokenizer):
+    """vLLM's completions route: capture requests are remembered for the engine; answers are
+    a few tokens."""
+
+    async def app(scope, receive, send):
+        body = json.loads((await receive())["body"])
+        assert scope["path"] == "/v1/completions" and isinstance(body["prompt"], list)
+        xargs = body.get("vllm_xargs") or {}
+        if "workbench_capture" in xargs:
+            assert body["cache_salt"].endswith(xargs["workbench_tag"])  # its own salt
+            engine.prompts[xargs["workbench_tag"]] = tokenizer.decode(body["prompt"])
+        ids = tokenizer("Sure, here it is.", add_special_tokens=False)["input_ids"]
+        data = json.dumps(
+            {"choices": [{"text": "Sure, here it is.", "token_ids": ids, "finish_reason": "stop"}]}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+    app.state = SimpleNamespace(engine_client=engine)
+    return app
+
+
+RIVERS = [f"Tell me about the river number {i}." for i in range(9)]
+OTHERS = [f"What is {i} plus {i}?" for i in range(9)]
+
+
+@pytest.fixture
+def fitter(tmp_path, monkeypatch, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "registry"))
+    engine = _FitEngine(tiny_model_dir)
+    app = _fit_app(engine, AutoTokenizer.from_pretrained(tiny_model_dir))
+    return SteeringMiddleware(app), app, engine
+
+
+def test_an_abstainer_fitted_on_the_server_is_registered_and_reads_the_concept(fitter):
+    mw, app, engine = fitter
+    body = {"model": "m", "name": "rivers", "related": RIVERS, "unrelated": OTHERS}
+    status, got, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body)
+    assert status == 200, got
+    assert got["name"] == "rivers" and engine.registered == ["rivers"]
+    spec = mw.registry.load("rivers")
+    assert spec is not None and spec.digest() == got["digest"]
+    assert got["gate"]["layers"] == list(spec.gate.layers) and spec.gate.layers
+    # the gate points along the concept's axis; every capture was collected
+    assert all(float(v[0]) > 0.9 for v in spec.gate.vectors) and engine.prompts == {}
+    # a second fit of the name is a conflict unless it says replace
+    status, again, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body)
+    assert status == 409 and "replace=true" in again["error"]["message"]
+    status, _, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body, query=b"replace=true")
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"related": RIVERS[:3]}, "related needs at least 2 questions"),
+        ({"related": ["a river", 3]}, "'related' must be a list of questions"),
+        ({"name": "fit"}, "cannot name an abstainer"),
+        ({"colour": "blue"}, "unknown field(s) colour"),
+        ({"params": {"n_layerz": 2}}, "has no parameter 'n_layerz'"),
+        ({"params": {"method": "repe_pca"}}, "workbench's methods"),
+        ({"validation": {"related": RIVERS}}, "'validation.unrelated' must be a list"),
+        ({"model": ""}, "'model' must be a non-empty string"),
+    ],
+)
+def test_a_bad_fit_request_is_one_line_and_reaches_no_worker(fitter, change, message):
+    mw, app, engine = fitter
+    body = {"model": "m", "name": "rivers", "related": RIVERS, "unrelated": OTHERS, **change}
+    status, got, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body)
+    assert status == 400, got
+    assert message in got["error"]["message"] and "\n" not in got["error"]["message"]
+    assert engine.registered == [] and mw.registry.names() == []

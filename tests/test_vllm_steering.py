@@ -99,6 +99,34 @@ CAPTURE = {
 }
 
 
+_RIVERS = [
+    "Name a river in Egypt.",
+    "How long is the Danube?",
+    "Which river flows through Paris?",
+    "Where does the Amazon river begin?",
+    "What is the longest river in Asia?",
+    "Which river runs through London?",
+]
+_OTHERS = [
+    "What is 12 times 12?",
+    "Who wrote Hamlet?",
+    "What is the capital of France?",
+    "How many legs does a spider have?",
+    "Who painted the Mona Lisa?",
+    "What gas do plants take in?",
+]
+#: an abstainer fitted from question lists alone, in process on vLLM and through the server
+FIT = {
+    "related": [q for i, q in enumerate(_RIVERS) if i % 3 != 2],
+    "unrelated": [q for i, q in enumerate(_OTHERS) if i % 3 != 2],
+    "validation": {
+        "related": [q for i, q in enumerate(_RIVERS) if i % 3 == 2] + [_RIVERS[0]],
+        "unrelated": [q for i, q in enumerate(_OTHERS) if i % 3 == 2] + [_OTHERS[0]],
+    },
+    "refusal_questions": _RIVERS[:3] + _OTHERS[:3],
+}
+
+
 @pytest.fixture(scope="module")
 def lm32():
     from workbench.backends import load_model
@@ -170,6 +198,7 @@ def run(lm32, specs, tmp_path_factory):
         "slice": True,
         "select_like": SELECT_LIKE,
         "capture": CAPTURE,
+        "fit": FIT,
     }
     tmp = tmp_path_factory.mktemp("vllm-steering")
     out = run_job("vllm_steering_worker.py", job, tmp, timeout=1800)
@@ -314,6 +343,42 @@ def test_select_preset_shape_reads_its_own_prompt_and_answers_as_the_engine(run,
     assert [r["fired"] for r in got["records"]] == decisions.tolist()
     assert [r["votes"] for r in got["records"]] == cond.votes(acts).tolist()
     assert got["token_ids"] == [g.token_ids for g in engine]
+
+
+def test_vectors_means_and_thresholds_fit_from_vllm_equal_the_engines(run, lm32):
+    """The same abstainer fitted from the same question lists on the engine (hooks), on vLLM in
+    process and through the server (``POST /v1/abstainers/fit``): the same gate layers,
+    vectors and means to cosine 0.99999, thresholds to 1e-5, the refusal vector likewise."""
+    from workbench.steering.spec import SteerSpec
+    from workbench.techniques.steering import fit_from_questions
+
+    engine = fit_from_questions(
+        lm32,
+        "fitted",
+        FIT["related"],
+        FIT["unrelated"],
+        FIT["validation"]["related"],
+        FIT["validation"]["unrelated"],
+        FIT["refusal_questions"],
+    )
+    server = run[0]["server"]["shared"]["fit"]
+    assert server["status"] == 200, server["answer"]
+    assert server["answer"]["gate"]["layers"] == list(engine.gate.layers)
+    for got in (SteerSpec.from_dict(run[0]["fit_in_process"]), SteerSpec.from_dict(server["spec"])):
+        assert got.layers == engine.layers and got.gate.layers == engine.gate.layers
+        for a, b in (
+            (got.vectors, engine.vectors),
+            (got.gate.vectors, engine.gate.vectors),
+            (got.gate.means, engine.gate.means),
+        ):
+            cos = torch.nn.functional.cosine_similarity(a.float(), b.float(), dim=-1)
+            assert float(cos.min()) >= 0.99999, float(cos.min())
+        diffs = [abs(x - y) for x, y in zip(got.gate.thresholds, engine.gate.thresholds)]
+        assert max(diffs) <= 1e-5, diffs
+    status, answer = server["steered"]
+    assert status == 200 and answer["steering"]["abstainer"] == "fitted-on-server"
+    status, bad = server["unknown_field"]
+    assert status == 400 and "unknown field(s) colour" in bad["error"]["message"]
 
 
 # -- a server many people share: python -m workbench serve --steering, a key, hostile clients ---

@@ -54,6 +54,8 @@ def in_process(job, specs, options, out, last: bool):
             out.setdefault("capture", {})[job_label(options, job)] = capture(lm, job["capture"])
         if last and job.get("select_like"):
             out["select_like"] = select_like(lm, job, specs)
+        if last and job.get("fit"):
+            out["fit_in_process"] = fit_in_process(lm, job["fit"])
         if last and job.get("slice"):
             start = time.time()
             out["slice"] = slice_cell(lm, job)
@@ -79,6 +81,41 @@ def capture(lm, case):
         again = collect_activations(lm, case["prompts"], **kwargs)
         got[name] = {"acts": first.tolist(), "again_equal": bool((first == again).all())}
     return got
+
+
+def fit_in_process(lm, case):
+    """An abstainer fitted from question lists on the vLLM engine (activations read inside it)."""
+    from workbench.techniques.steering import fit_from_questions
+
+    spec = fit_from_questions(
+        lm,
+        "fitted",
+        case["related"],
+        case["unrelated"],
+        case["validation"]["related"],
+        case["validation"]["unrelated"],
+        case["refusal_questions"],
+    )
+    return spec.to_dict()
+
+
+def fit_on_server(url, registry, case, n, ask):
+    """POST /v1/abstainers/fit on the shared server, the spec it kept, and an answer by it."""
+    from pathlib import Path
+
+    from workbench.backends.steer_server import Registry
+
+    body = {"model": "m", "name": "fitted-on-server", **case}
+    status, answer = post(url + "/abstainers/fit", body, KEY)
+    spec = Registry(Path(registry)).load("fitted-on-server")
+    steered = ask(url, case["related"][0], "fitted-on-server", n, KEY)
+    return {
+        "status": status,
+        "answer": answer,
+        "spec": spec.to_dict() if spec else None,
+        "steered": steered,
+        "unknown_field": post(url + "/abstainers/fit", {**body, "colour": "blue"}, KEY),
+    }
 
 
 def select_like(lm, job, specs):
@@ -213,6 +250,8 @@ def shared_server(job, specs, registry, ask, out):
             pgid=group,
         )
         res["load"] = report
+        if job.get("fit"):
+            res["fit"] = fit_on_server(url, registry, job["fit"], n, ask)
         res["health_after"] = _get(f"http://127.0.0.1:{port}/health")[0]
     finally:
         cli.send_signal(signal.SIGTERM)

@@ -10,6 +10,13 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
     replacement is logged); the same content again is a no-op.
 ``GET /v1/abstainers``
     the registered abstainers (name, digest, mode, whether gated).
+``POST /v1/abstainers/fit``
+    fit an abstainer on the served model from question lists alone
+    (``{"model", "name", "related", "unrelated"}``, optionally ``validation``,
+    ``refusal_questions``, ``params``, ``system``; :func:`_fit_request`): its activations are
+    read inside vLLM through the server's own completions route
+    (:func:`workbench.techniques.steering.fit_from_questions` on a :class:`_ServedModel`), and
+    it is registered as above (409 for a taken name unless ``?replace=true``).
 ``DELETE /v1/abstainers/NAME``
     forget one.
 ``POST /v1/completions``, ``POST /v1/chat/completions`` with a ``steering`` field
@@ -293,6 +300,8 @@ class SteeringMiddleware:
         from workbench.steering.spec import SteerSpec
 
         name = path.removeprefix("/v1/abstainers").strip("/")
+        if name == "fit" and method == "POST":
+            return await self._fit(scope, receive, send)
         if name:
             if method != "DELETE":
                 raise _error(405, f"use DELETE on /v1/abstainers/{name}")
@@ -329,6 +338,81 @@ class SteeringMiddleware:
         if old is not None and old.digest() != spec.digest():
             _warn(f"abstainer {spec.name!r} replaced: digest {old.digest()} -> {digest}")
         return await _send_json(send, 200, {"name": spec.name, "digest": digest})
+
+    async def _fit(self, scope, receive, send):
+        """``POST /v1/abstainers/fit``: an abstainer fitted on the served model from question
+        lists (its activations read inside vLLM), registered as ``POST /v1/abstainers``
+        registers one."""
+        from workbench.techniques import get_technique
+        from workbench.techniques.steering import fit_from_questions
+
+        if self.registry is None:
+            raise _error(400, "this server keeps no registry: start it with serve --steering")
+        try:
+            data = json.loads(await _read_body(receive))
+        except (ValueError, UnicodeDecodeError):
+            raise _error(400, "the fit request is not JSON") from None
+        request = _fit_request(data)
+        query = scope.get("query_string", b"").decode(errors="replace")
+        replace = any(p in ("replace=true", "replace=1") for p in query.split("&"))
+        old = self.registry.load(request["name"])
+        if old is not None and not replace:
+            raise _error(
+                409,
+                f"abstainer {request['name']!r} is registered (digest {old.digest()}); POST to "
+                "/v1/abstainers/fit?replace=true to replace it",
+            )
+        try:
+            params = get_technique("steering", **request["params"]).params
+        except ConfigError as e:
+            raise _error(400, f"'params': {e}") from None
+        engine = scope["app"].state.engine_client
+        if self._shape is None:
+            self._shape = tuple((await engine.collective_rpc("workbench_shape"))[0])
+        served = _ServedModel(self, scope, request["model"], asyncio.get_running_loop())
+        await served.ready()
+        try:
+            spec = await asyncio.to_thread(
+                fit_from_questions,
+                served,
+                request["name"],
+                request["related"],
+                request["unrelated"],
+                request["val_related"],
+                request["val_unrelated"],
+                request["refusal_questions"],
+                params,
+                system=request["system"],
+            )
+        except ConfigError as e:
+            raise _error(400, str(e)) from None
+        except _Reply:
+            raise
+        digest = await self._register(scope, spec)
+        self.registry.save(spec)
+        _warn(
+            f"abstainer {spec.name!r} fitted from {served.asked} prompts"
+            + (f"; replaced digest {old.digest()}" if old is not None else "")
+        )
+        gate = spec.gate
+        return await _send_json(
+            send,
+            200,
+            {
+                "name": spec.name,
+                "digest": digest,
+                "layers": list(spec.layers),
+                "strength": spec.strength,
+                "mode": spec.mode,
+                "gate": None
+                if gate is None
+                else {
+                    "layers": list(gate.layers),
+                    "thresholds": list(gate.thresholds),
+                    "aggregate": gate.aggregate,
+                },
+            },
+        )
 
     async def _register(self, scope, spec) -> str:
         """The spec, checked against the served model, in the workers; its digest."""
@@ -529,3 +613,264 @@ class _Annotate:
                         }
                     )
         return await self.send(message)
+
+
+#: the most prompts one fit may send through the engine (captures and answers together)
+FIT_MAX_PROMPTS = 4000
+_FIT_FIELDS = {
+    "model",
+    "name",
+    "related",
+    "unrelated",
+    "validation",
+    "refusal_questions",
+    "params",
+    "system",
+}
+
+
+def _questions(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(q, str) and q.strip() for q in value):
+        raise _error(400, f"'{field}' must be a list of questions (non-empty strings)")
+    return list(value)
+
+
+def _fit_request(data: Any) -> dict[str, Any]:
+    """The fields of a fit request, checked (each fault a 400 naming the field): without a
+    ``validation`` object, every third question of ``related`` and ``unrelated`` is held out
+    for the thresholds; without ``refusal_questions``, the training questions serve."""
+    if not isinstance(data, dict):
+        raise _error(400, "the fit request must be a JSON object")
+    unknown = set(data) - _FIT_FIELDS
+    if unknown:
+        raise _error(
+            400,
+            f"unknown field(s) {', '.join(sorted(unknown))}; a fit takes "
+            + ", ".join(sorted(_FIT_FIELDS)),
+        )
+    for field in ("model", "name"):
+        if not isinstance(data.get(field), str) or not data[field]:
+            raise _error(400, f"'{field}' must be a non-empty string")
+    if not _safe(data["name"]) or data["name"] == "fit":
+        raise _error(400, f"'name' {data['name']!r} cannot name an abstainer")
+    related = _questions(data.get("related"), "related")
+    unrelated = _questions(data.get("unrelated"), "unrelated")
+    validation = data.get("validation")
+    if validation is None:
+        val_related = [q for i, q in enumerate(related) if i % 3 == 2]
+        val_unrelated = [q for i, q in enumerate(unrelated) if i % 3 == 2]
+        related = [q for i, q in enumerate(related) if i % 3 != 2]
+        unrelated = [q for i, q in enumerate(unrelated) if i % 3 != 2]
+    elif isinstance(validation, dict) and set(validation) <= {"related", "unrelated"}:
+        val_related = _questions(validation.get("related"), "validation.related")
+        val_unrelated = _questions(validation.get("unrelated"), "validation.unrelated")
+    else:
+        raise _error(400, '\'validation\' must be {"related": [...], "unrelated": [...]}')
+    refusal = data.get("refusal_questions")
+    refusal = (
+        (related + unrelated)[:48] if refusal is None else _questions(refusal, "refusal_questions")
+    )
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise _error(400, "'params' must be an object of the steering technique's parameters")
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise _error(400, "'system' must be a string (a system prompt)")
+    total = len(related) + len(unrelated) + len(val_related) + len(val_unrelated) + 3 * len(refusal)
+    if total > FIT_MAX_PROMPTS:
+        raise _error(400, f"the fit would send {total} prompts; at most {FIT_MAX_PROMPTS}")
+    return {
+        "model": data["model"],
+        "name": data["name"],
+        "related": related,
+        "unrelated": unrelated,
+        "val_related": val_related,
+        "val_unrelated": val_unrelated,
+        "refusal_questions": refusal,
+        "params": params,
+        "system": system,
+    }
+
+
+class _ServedModel:
+    """The served model as the steering fit sees a back end: activations read inside vLLM and
+    greedy answers, both through vLLM's own routes (prompts rendered here with the model's chat
+    template, sent as token ids, as the ``vllm:`` back end sends them). The fit runs in a
+    worker thread; each call hands its requests to the server's event loop."""
+
+    backend = "served"
+
+    def __init__(self, middleware: SteeringMiddleware, scope, model: str, loop):
+        from workbench.generation.backend import Capabilities
+
+        self.middleware, self.scope, self.loop = middleware, scope, loop
+        self.capabilities = Capabilities(
+            activations=False,
+            weights=False,
+            adapters=False,
+            logprobs=False,
+            scoring=False,
+            distribution=False,
+            steering=True,
+            capture=True,
+        )
+        self.name = self.model_id = model
+        self.revision, self.dtype_name = "", "endpoint"
+        self.tokenizer: Any = None
+        self.num_layers = 0
+        self.asked = 0
+        self._limit = asyncio.Semaphore(64)
+
+    async def ready(self) -> None:
+        """The served model's tokenizer (from the files vLLM loaded) and depth."""
+        from transformers import AutoTokenizer
+
+        config = self.scope["app"].state.engine_client.vllm_config.model_config
+        self.tokenizer = await asyncio.to_thread(
+            AutoTokenizer.from_pretrained,
+            config.tokenizer,
+            revision=config.tokenizer_revision,
+            trust_remote_code=config.trust_remote_code,
+        )
+        assert self.middleware._shape is not None
+        self.num_layers = int(self.middleware._shape[1])
+
+    def _encode(self, prompts, system, chat) -> list[list[int]]:
+        from workbench.models.chat import render_chat
+
+        texts = [render_chat(self.tokenizer, p, system=system) if chat else p for p in prompts]
+        return [self.tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
+
+    def _wait(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def _post(self, body: dict) -> dict:
+        """One request to vLLM's completions route (inside the middleware: no gate, no
+        steering); its JSON answer, or a 500 naming what vLLM said."""
+        raw = json.dumps({"model": self.name, **body}).encode()
+        scope = {
+            **_scope_for(self.scope, raw),
+            "path": "/v1/completions",
+            "raw_path": b"/v1/completions",
+            "query_string": b"",
+            "method": "POST",
+        }
+        sent = False
+
+        async def receive():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await asyncio.Event().wait()  # never disconnects: the answer is complete first
+
+        captured = _Capture()
+        async with self._limit:
+            await self.middleware.app(scope, receive, captured)
+        self.asked += 1
+        try:
+            answer = json.loads(captured.body)
+        except ValueError:
+            answer = None
+        if captured.status != 200 or not isinstance(answer, dict):
+            message = (answer or {}).get("error", {}).get("message") if answer else None
+            raise _error(
+                500, f"vLLM answered a fit request with {captured.status}: {message or '?'}"
+            )
+        return answer
+
+    def capture_activations(
+        self,
+        prompts,
+        layers,
+        *,
+        pooling: str = "last",
+        tail=None,
+        chat: bool = True,
+        system: str | None = None,
+        batch_size: int = 32,
+        progress: bool = False,
+        final_norm: bool = False,
+    ):
+        """As :meth:`workbench.backends.VLLMModel.capture_activations`, through the server."""
+        from workbench.backends.vllm_steering import Capture
+
+        ids = self._encode(list(prompts), system, chat)
+        caps = [
+            Capture(
+                tuple(int(l) for l in layers),
+                pooling,
+                None if tail is None else int(tail[i]),
+                final_norm,
+            )
+            for i in range(len(ids))
+        ]
+        return self._wait(self._capture(ids, caps))
+
+    async def _capture(self, ids, caps):
+        import torch
+
+        from workbench.backends.vllm_steering import capture_args
+
+        tags = [f"capture-{uuid.uuid4().hex}" for _ in ids]
+        await asyncio.gather(
+            *(
+                self._post(
+                    {
+                        "prompt": i,
+                        "max_tokens": 1,
+                        "temperature": 0.0,
+                        "vllm_xargs": capture_args(c, t),
+                        "cache_salt": f"workbench-capture:{t}",
+                    }
+                )
+                for i, c, t in zip(ids, caps, tags)
+            )
+        )
+        engine = self.scope["app"].state.engine_client
+        got = (await engine.collective_rpc("workbench_captured", args=(tags,)))[0]
+        out = []
+        for t in tags:
+            if t not in got:
+                raise _error(500, "vLLM recorded no activations for a fit's prompt")
+            shape, data = got[t]
+            out.append(torch.frombuffer(bytearray(data), dtype=torch.float32).view(*shape))
+        return torch.stack(out)
+
+    def generate_prompts(self, prompts, config, *, chat=True, hooks=(), repass=None, **_):
+        """Greedy answers (what the refusal vector's complying half is read from)."""
+        if hooks or repass is not None or config.do_sample or config.num_samples != 1:
+            raise ConfigError("a fit's answers are greedy, one per prompt, without hooks")
+        ids = self._encode(list(prompts), config.system_prompt, chat)
+        return self._wait(self._answers(ids, config.max_new_tokens))
+
+    async def _answers(self, ids, max_new: int):
+        from workbench.generation.config import Generation
+
+        answers = await asyncio.gather(
+            *(
+                self._post(
+                    {
+                        "prompt": i,
+                        "max_tokens": max_new,
+                        "temperature": 0.0,
+                        "return_token_ids": True,
+                    }
+                )
+                for i in ids
+            )
+        )
+        gens = []
+        for k, (i, a) in enumerate(zip(ids, answers)):
+            choice = a["choices"][0]
+            gens.append(
+                Generation(
+                    prompt_index=k,
+                    sample=0,
+                    text=str(choice.get("text", "")).strip(),
+                    token_ids=list(choice.get("token_ids") or []),
+                    finish_reason="length" if choice.get("finish_reason") == "length" else "eos",
+                    prompt_tokens=len(i),
+                )
+            )
+        return gens

@@ -233,6 +233,12 @@ class VLLMModel(BlackBoxBackend):
                 kwargs["block_size"] = 32  # see VLLMOptions.block_size
             # the extension reads the V1 model runner's batch layout (V2 is GPU-only, with Triton)
             os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+            if self.compiled:
+                print(
+                    f"[{self.name}] steering compiled with the model; the steps that read the gate "
+                    "or capture activations run eagerly",
+                    flush=True,
+                )
         self.capabilities = replace(
             VLLM_CAPABILITIES,
             steering=self.steering,

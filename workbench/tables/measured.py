@@ -178,8 +178,12 @@ def steering_speed() -> str:
     rec = read_record(RESULTS_DIR / "steering.json")
     n = rec["prompts"]
 
-    def same(x) -> str:
-        return "reference" if x is None else f"{x}/{n}"
+    def same(r) -> str:
+        if r.get("reference"):
+            return "the reference"
+        return ", ".join(
+            "-" if x is None else f"{x}/{n}" for x in (r.get("same_unsteered"), r["same"])
+        )
 
     def num(x, suffix: str = "", digits: int = 1) -> str:
         return "-" if x is None else f"{x:.{digits}f}{suffix}"
@@ -193,7 +197,7 @@ def steering_speed() -> str:
         f"| {r['path']} | {num(r['unsteered_tps'])} | {num(r['steered_tps'])} | "
         f"{num(r['ratio'], 'x', 2)} | "
         f"{num(r.get('unsteered_vs_plain'), 'x', 2)} / {num(r.get('steered_vs_plain'), 'x', 2)} | "
-        f"{same(r.get('same_unsteered'))}, {same(r['same'])} |\n"
+        f"{same(r)} |\n"
         for r in rec["paths"]
     )
     note = (
