@@ -8,7 +8,7 @@ holds the engine, its KV cache and whatever else the case loads:
 - ``base``, ``zero_shot``, ``few_shot_cot``, ``steering``, ``sft``: the verify slice's grid
   of that one technique on ``vllm:`` (vectors read inside vLLM; adapters trained on a copy
   lent for the training only, then served);
-- ``steering, second copy``: the steering grid as it ran before activations were read inside
+- ``steering + second copy``: the steering grid as it ran before activations were read inside
   vLLM: the Hugging Face copy of the weights (fp32) held beside the engine.
 
     python benchmarks/one_copy.py [--cases plain,steering,...] [--record]
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CASES = ("plain", "base", "zero_shot", "few_shot_cot", "steering", "sft", "steering, second copy")
+CASES = ("plain", "base", "zero_shot", "few_shot_cot", "steering", "sft", "steering + second copy")
 
 
 def run_case(case: str) -> dict:
@@ -49,10 +49,10 @@ def run_case(case: str) -> dict:
         from workbench.taxonomy import load_benchmark
 
         bench = load_benchmark()
-        questions = [q for c in SLICE["targets"] for q in bench.questions[c].test][:40]
-        generate(lm, questions, GenerationConfig(max_new_tokens=SLICE["max_new_tokens"]))
+        questions = [q for qs in list(bench.questions)[:10] for q in qs.eval][:40]
+        generate(lm, questions, GenerationConfig(max_new_tokens=48))
     else:
-        if case == "steering, second copy":
+        if case == "steering + second copy":
             lm.hf()  # what the steering cell held before: the weights again, in fp32
         with tempfile.TemporaryDirectory() as tmp:
             run_slice(Path(tmp), {"models": [model], "techniques": [technique]}, {model: lm})

@@ -146,8 +146,9 @@ class _Step:
     rows: int = 0
 
 
-#: abstainers whose vectors sit in the bank at once (a step steers at most this many distinct
-#: ones: vLLM's default max_num_seqs); others wait in host memory and are swapped in on use
+#: abstainers whose vectors sit in the bank at once unless the engine schedules more requests
+#: per step (``max_num_seqs``): a step can then steer each with its own; the others wait in host
+#: memory and are swapped in on use
 BANK_SLOTS = 256
 
 
@@ -218,7 +219,9 @@ class SteeringState:
             getattr(runner, "max_num_tokens", 0) or runner.scheduler_config.max_num_batched_tokens
         )
         dev = self.device
-        self.bank = torch.zeros(n_layers, BANK_SLOTS + 1, width, dtype=self.dtype, device=dev)
+        seqs = int(getattr(runner.scheduler_config, "max_num_seqs", 0) or 0)
+        self.n_slots = max(BANK_SLOTS, seqs)
+        self.bank = torch.zeros(n_layers, self.n_slots + 1, width, dtype=self.dtype, device=dev)
         self.index = torch.zeros(n_layers, tokens, dtype=torch.long, device=dev)
         self.guard = torch.zeros(tokens, dtype=torch.bool, device=dev)  # steered requests' rows
         self.failed = torch.zeros(tokens, dtype=torch.int32, device=dev)  # first bad layer + 1
@@ -285,7 +288,7 @@ class SteeringState:
         if slot is not None:
             self.slots.move_to_end(digest)
             return slot
-        if len(self.slots) < BANK_SLOTS:
+        if len(self.slots) < self.n_slots:
             slot = len(self.slots) + 1
         else:
             old = next(d for d, s in self.slots.items() if s not in busy)

@@ -89,14 +89,19 @@ class ConceptVectors:
 
 def _pc1(related: torch.Tensor, unrelated: torch.Tensor, center: bool = False) -> torch.Tensor:
     """Unit first principal component per layer of all related-minus-unrelated differences,
-    oriented along the mean difference: ``(layers, hidden)``."""
-    scatter = pair_scatter(related, unrelated)
-    if center:
-        n = related.shape[0] * unrelated.shape[0]
-        mu = related.double().mean(0) - unrelated.double().mean(0)
-        scatter = scatter - n * torch.einsum("lh,lk->lhk", mu, mu)
-    _, eigvecs = torch.linalg.eigh(scatter)
-    vectors = eigvecs[..., -1].float()  # (layers, hidden): top eigenvector per layer
+    oriented along the mean difference: ``(layers, hidden)``. One layer at a time: the scatter
+    matrices and their eigendecomposition of every layer at once held 0.45 GB more on the
+    embedded model (30 layers of 576 x 576 in float64, several times over), for the same bits."""
+    tops = []
+    for l in range(related.shape[1]):
+        r, u = related[:, l : l + 1], unrelated[:, l : l + 1]
+        scatter = pair_scatter(r, u)
+        if center:
+            n = related.shape[0] * unrelated.shape[0]
+            mu = r.double().mean(0) - u.double().mean(0)
+            scatter = scatter - n * torch.einsum("lh,lk->lhk", mu, mu)
+        tops.append(torch.linalg.eigh(scatter)[1][..., -1])
+    vectors = torch.cat(tops).float()  # (layers, hidden): top eigenvector per layer
     sign = torch.sign((vectors * _mean_difference(related, unrelated)).sum(-1))
     sign[sign == 0] = 1.0
     return vectors * sign[:, None]
