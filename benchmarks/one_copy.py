@@ -9,7 +9,7 @@ holds the engine, its KV cache and whatever else the case loads:
   of that one technique on ``vllm:`` (vectors read inside vLLM; adapters trained on a copy
   lent for the training only, then served);
 - ``steering + second copy``: the steering grid as it ran before activations were read inside
-  vLLM: the Hugging Face copy of the weights (fp32) held beside the engine.
+  vLLM: its vectors read on a Hugging Face copy of the weights (fp32) held beside the engine.
 
     python benchmarks/one_copy.py [--cases plain,steering,...] [--record]
         (--record writes docs/results/one_copy.json, the docs' memory table)
@@ -37,7 +37,7 @@ def run_case(case: str) -> dict:
     import resource
 
     from workbench.backends import load_model
-    from workbench.experiments.verify import SLICE, run_slice
+    from workbench.experiments.verify import run_slice
 
     model = "vllm:smollm2-135m-instruct"
     began = time.time()
@@ -52,8 +52,10 @@ def run_case(case: str) -> dict:
         questions = [q for qs in list(bench.questions)[:10] for q in qs.eval][:40]
         generate(lm, questions, GenerationConfig(max_new_tokens=48))
     else:
-        if case == "steering + second copy":
-            lm.hf()  # what the steering cell held before: the weights again, in fp32
+        if case == "steering + second copy":  # how the steering cell read its vectors before
+            import workbench.techniques.steering as steering
+
+            steering._activations_lm = lambda lm: lm.hf()  # the weights again, in fp32
         with tempfile.TemporaryDirectory() as tmp:
             run_slice(Path(tmp), {"models": [model], "techniques": [technique]}, {model: lm})
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -108,7 +110,12 @@ def main() -> None:
             RESULTS_DIR / "one_copy.json",
             {
                 "command": "python benchmarks/one_copy.py --record",
-                "machine": {**machine(), "dtype": "float32", "kv_cache_gib": 2},
+                "machine": {
+                    **machine(),
+                    "dtype": "float32",
+                    "numerics": "reproducible",
+                    "kv_cache_gib": 2,
+                },
                 "rows": rows,
             },
         )

@@ -152,7 +152,8 @@ def main() -> None:
         path = write_record(
             RESULTS_DIR / "steering.json",
             {
-                "command": "python benchmarks/steering.py --record",
+                "command": "python benchmarks/steering.py --record"
+                + (f" --repeats {args.repeats}" if args.repeats != 2 else ""),
                 "machine": {
                     **machine(),
                     "threads": torch.get_num_threads(),

@@ -349,8 +349,8 @@ def test_vectors_means_and_thresholds_fit_from_vllm_equal_the_engines(run, lm32)
     """The same abstainer fitted from the same question lists on the engine (hooks), on vLLM in
     process and through the server (``POST /v1/abstainers/fit``): the same gate layers,
     vectors and means to cosine 0.99999, thresholds to 1e-5, the refusal vector likewise."""
+    from workbench.steering.fit import fit_from_questions
     from workbench.steering.spec import SteerSpec
-    from workbench.techniques.steering import fit_from_questions
 
     engine = fit_from_questions(
         lm32,

@@ -85,7 +85,7 @@ def capture(lm, case):
 
 def fit_in_process(lm, case):
     """An abstainer fitted from question lists on the vLLM engine (activations read inside it)."""
-    from workbench.techniques.steering import fit_from_questions
+    from workbench.steering.fit import fit_from_questions
 
     spec = fit_from_questions(
         lm,

@@ -15,7 +15,7 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
     (``{"model", "name", "related", "unrelated"}``, optionally ``validation``,
     ``refusal_questions``, ``params``, ``system``; :func:`_fit_request`): its activations are
     read inside vLLM through the server's own completions route
-    (:func:`workbench.techniques.steering.fit_from_questions` on a :class:`_ServedModel`), and
+    (:func:`workbench.steering.fit.fit_from_questions` on a :class:`_ServedModel`), and
     it is registered as above (409 for a taken name unless ``?replace=true``).
 ``DELETE /v1/abstainers/NAME``
     forget one.
@@ -343,8 +343,9 @@ class SteeringMiddleware:
         """``POST /v1/abstainers/fit``: an abstainer fitted on the served model from question
         lists (its activations read inside vLLM), registered as ``POST /v1/abstainers``
         registers one."""
-        from workbench.techniques import get_technique
-        from workbench.techniques.steering import fit_from_questions
+        from dataclasses import fields
+
+        from workbench.steering.fit import FitSettings, fit_from_questions
 
         if self.registry is None:
             raise _error(400, "this server keeps no registry: start it with serve --steering")
@@ -362,8 +363,15 @@ class SteeringMiddleware:
                 f"abstainer {request['name']!r} is registered (digest {old.digest()}); POST to "
                 "/v1/abstainers/fit?replace=true to replace it",
             )
+        known = [f.name for f in fields(FitSettings)]
+        unknown = sorted(set(request["params"]) - set(known))
+        if unknown:
+            raise _error(
+                400, f"'params' has no setting {unknown[0]!r}; a fit takes {', '.join(known)}"
+            )
+        settings = {k: tuple(v) if isinstance(v, list) else v for k, v in request["params"].items()}
         try:
-            params = get_technique("steering", **request["params"]).params
+            params = FitSettings(**settings)
         except ConfigError as e:
             raise _error(400, f"'params': {e}") from None
         engine = scope["app"].state.engine_client

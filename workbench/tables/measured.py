@@ -216,8 +216,11 @@ def one_copy() -> str:
         f"| {r['case']} | {r['peak_mib']:,} MiB | {r['ratio']:.2f}x |\n" for r in rec["rows"]
     )
     note = (
-        f"\nvLLM's engine in the measuring process, KV cache {rec['machine']['kv_cache_gib']} GiB; "
-        "each row a process of its own.\n"
+        "\n`plain`: an engine without the steering extension answering 40 questions; a "
+        "technique: the verify slice's grid of that technique; `steering + second copy`: the "
+        "steering grid with its vectors read on a Hugging Face copy of the weights, as before "
+        f"vLLM read them. vLLM's engine in the measuring process, KV cache "
+        f"{rec['machine']['kv_cache_gib']} GiB; each row a process of its own.\n"
     )
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 

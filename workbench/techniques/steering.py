@@ -61,17 +61,12 @@ from workbench.steering import (
     Condition,
     ConditionalSteerer,
     SteeringPlan,
-    choose_gate,
     collect_activations,
-    direction_agreement,
-    fit_concept_vectors,
     fit_refusal_vector,
-    fit_repe_vectors,
-    layer_table,
-    select_layers,
 )
 from workbench.steering.activations import Pooling
 from workbench.steering.concept import Aggregate, ConceptVectors
+from workbench.steering.fit import fit_gate
 from workbench.steering.gate import LayerStats
 from workbench.techniques.artifacts import ArtifactStore
 from workbench.techniques.base import (
@@ -207,10 +202,6 @@ LEGACY_GATE = {
     "condition_before_behavior": True,
     "n_validation": 10,
 }
-
-
-def default_behavior_layers(num_layers: int) -> list[int]:
-    return sorted({round(0.47 * num_layers), round(0.53 * num_layers)})
 
 
 def _activations_lm(lm: Backend):
@@ -438,120 +429,6 @@ def refusal_vector(
             torch.save(vec, d / "refusal.pt")
         found = store.path_for(meta)
     return torch.load(found / "refusal.pt")
-
-
-def fit_gate(
-    lm: Backend,
-    questions: list[list[str]],
-    p: SteeringParams,
-    near: torch.Tensor,
-    *,
-    flips: list[str] | None = None,
-    progress: bool = False,
-    system: str | None = None,
-):
-    """The gate of an abstainer from four question lists (related, unrelated and their
-    validation halves): the concept vectors at every layer, the validation similarities, the
-    layer table, the chosen gate layers and the behaviour layers. ``near`` marks validation
-    unrelated questions that are close to the concept (for the threshold rules that use it);
-    ``flips``: RepE's pair flips for ``method="repe_pca"``."""
-    layers = list(range(lm.num_layers))
-    acts = collect_activations(
-        lm,
-        [q for g in questions for q in g],
-        layers,
-        pooling=p.pooling,
-        progress=progress,
-        final_norm=p.read_final_norm,
-        system=system,
-    )
-    r, u, vr, vu = torch.split(acts, [len(g) for g in questions])
-    if p.method == "repe_pca":
-        assert flips is not None  # the caller draws them (the technique from its data)
-        vectors = fit_repe_vectors(r, u, layers, flips, centered=p.centered)
-    else:
-        vectors = fit_concept_vectors(r, u, layers, method=p.method)
-        if not p.centered:
-            vectors.means = torch.zeros_like(vectors.means)
-    sim_vr, sim_vu = vectors.similarities(vr), vectors.similarities(vu)
-    table = layer_table(
-        sim_vr,
-        sim_vu,
-        layers,
-        adjust=p.threshold_adjust,
-        rule=p.threshold_rule,
-        near=near,
-        cos_pc1_mean=direction_agreement(r, u),
-    )
-    behavior = (
-        list(p.behavior_layers) if p.behavior_layers else default_behavior_layers(lm.num_layers)
-    )
-    restrict = p.decision == "in_pass" and p.condition_before_behavior
-    cols = [i for i, row in enumerate(table) if not restrict or row.layer < min(behavior)]
-    if p.rank_by == "min_gap":  # SELECT: top k by the smallest validation gap
-        chosen = sorted(select_layers([table[i] for i in cols], k=p.n_layers))
-    else:
-        chosen = choose_gate(
-            [table[i] for i in cols],
-            sim_vr[:, cols],
-            sim_vu[:, cols],
-            k=p.n_layers,
-            aggregate=p.aggregate,
-            rank_by=p.rank_by,
-        )
-    return vectors, sim_vr, sim_vu, table, chosen, behavior
-
-
-def fit_from_questions(
-    lm: Backend,
-    name: str,
-    related: list[str],
-    unrelated: list[str],
-    val_related: list[str],
-    val_unrelated: list[str],
-    refusal_questions: list[str],
-    params: SteeringParams | None = None,
-    *,
-    system: str | None = None,
-    progress: bool = False,
-):
-    """An abstainer (:class:`~workbench.steering.spec.SteerSpec`) from question lists alone, as
-    the steering technique fits one from a benchmark: the gate from related and unrelated
-    questions (thresholds from the validation lists), the refusal vector from
-    ``refusal_questions``. What a served model's ``POST /v1/abstainers/fit`` runs; on
-    ``vllm:`` the activations are read inside vLLM."""
-    from workbench.steering.spec import spec_of
-
-    p = params or SteeringParams()
-    if p.method == "repe_pca" or p.reading_template or p.prompt_template:
-        raise ConfigError(
-            "a fit from question lists takes the workbench's methods (pc1, mean_diff), without "
-            "SELECT's reading or prompt templates (they need a benchmark: run the technique)"
-        )
-    groups = [list(related), list(unrelated), list(val_related), list(val_unrelated)]
-    for label, g in zip(
-        ("related", "unrelated", "validation related", "validation unrelated"), groups
-    ):
-        if len(g) < 2:
-            raise ConfigError(f"{label} needs at least 2 questions, got {len(g)}")
-    if not refusal_questions:
-        raise ConfigError("refusal_questions is empty: the refusal vector is fitted on them")
-    near = torch.zeros(len(groups[3]), dtype=torch.bool)
-    vectors, _, _, table, chosen, behavior = fit_gate(
-        lm, groups, p, near, progress=progress, system=system
-    )
-    refusal = fit_refusal_vector(
-        lm, list(refusal_questions), list(range(lm.num_layers)), progress=progress
-    )
-    condition = Condition(
-        vectors.select(chosen),
-        [table[l].threshold for l in chosen],
-        p.aggregate,
-        inclusive=p.threshold_rule == "select",
-    )
-    plan = SteeringPlan(behavior, refusal[behavior], p.strength)
-    mode = "separate" if p.decision == "separate" else "in_pass"
-    return spec_of(name, ConditionalSteerer(condition, plan), mode=mode)
 
 
 @register
