@@ -394,8 +394,6 @@ class SteeringMiddleware:
             )
         except ConfigError as e:
             raise _error(400, str(e)) from None
-        except _Reply:
-            raise
         digest = await self._register(scope, spec)
         self.registry.save(spec)
         _warn(
@@ -744,9 +742,9 @@ class _ServedModel:
         self.num_layers = int(self.middleware._shape[1])
 
     def _encode(self, prompts, system, chat) -> list[list[int]]:
-        from workbench.models.chat import render_chat
+        from workbench.generation.engine import render_prompts
 
-        texts = [render_chat(self.tokenizer, p, system=system) if chat else p for p in prompts]
+        texts = render_prompts(self.tokenizer, prompts, system, chat=chat)
         return [self.tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
 
     def _wait(self, coro):
@@ -763,18 +761,13 @@ class _ServedModel:
             "query_string": b"",
             "method": "POST",
         }
-        sent = False
 
-        async def receive():
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            await asyncio.Event().wait()  # never disconnects: the answer is complete first
+        async def connected():  # never disconnects: the answer is complete first
+            await asyncio.Event().wait()
 
         captured = _Capture()
         async with self._limit:
-            await self.middleware.app(scope, receive, captured)
+            await self.middleware.app(scope, _replay(raw, connected), captured)
         self.asked += 1
         try:
             answer = json.loads(captured.body)
@@ -801,24 +794,16 @@ class _ServedModel:
         final_norm: bool = False,
     ):
         """As :meth:`workbench.backends.VLLMModel.capture_activations`, through the server."""
-        from workbench.backends.vllm_steering import Capture
+        from workbench.backends.vllm_steering import captures_for
 
         ids = self._encode(list(prompts), system, chat)
-        caps = [
-            Capture(
-                tuple(int(l) for l in layers),
-                pooling,
-                None if tail is None else int(tail[i]),
-                final_norm,
-            )
-            for i in range(len(ids))
-        ]
+        caps = captures_for(len(ids), layers, pooling, tail, final_norm)
         return self._wait(self._capture(ids, caps))
 
     async def _capture(self, ids, caps):
         import torch
 
-        from workbench.backends.vllm_steering import capture_args
+        from workbench.backends.vllm_steering import capture_args, captured_tensors
 
         tags = [f"capture-{uuid.uuid4().hex}" for _ in ids]
         await asyncio.gather(
@@ -837,12 +822,9 @@ class _ServedModel:
         )
         engine = self.scope["app"].state.engine_client
         got = (await engine.collective_rpc("workbench_captured", args=(tags,)))[0]
-        out = []
-        for t in tags:
-            if t not in got:
-                raise _error(500, "vLLM recorded no activations for a fit's prompt")
-            shape, data = got[t]
-            out.append(torch.frombuffer(bytearray(data), dtype=torch.float32).view(*shape))
+        out = captured_tensors(got, tags)
+        if any(acts is None for acts in out):
+            raise _error(500, "vLLM recorded no activations for a fit's prompt")
         return torch.stack(out)
 
     def generate_prompts(self, prompts, config, *, chat=True, hooks=(), repass=None, **_):

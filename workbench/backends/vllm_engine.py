@@ -525,18 +525,18 @@ class VLLMModel(BlackBoxBackend):
 
         import torch
 
-        from workbench.backends.vllm_steering import Capture, capture_args
+        from workbench.backends.vllm_steering import capture_args, captured_tensors, captures_for
 
         self._require_steering()
         if pooling not in ("last", "mean"):
             raise ValueError(f"pooling must be 'last' or 'mean', got {pooling!r}")
         prompts = list(prompts)
-        n, hidden = len(layers), None
         if not prompts:
             self.num_layers  # noqa: B018 (asks the shape once)
             assert self._shape is not None
-            return torch.empty(0, n, int(self._shape[0]))
+            return torch.empty(0, len(layers), int(self._shape[0]))
         texts, encoded = self._encode(prompts, system, chat)
+        caps = captures_for(len(prompts), layers, pooling, tail, final_norm)
         one = GenerationConfig(max_new_tokens=1)
         out = []
         # batch_size prompts at a time, as the engine reads them: a step's activations stay as
@@ -550,32 +550,20 @@ class VLLMModel(BlackBoxBackend):
         ):
             part = range(start, min(start + step, len(prompts)))
             tags = [f"capture-{uuid.uuid4().hex}" for _ in part]
-            extra = []
-            for i, t in zip(part, tags):
-                cap = Capture(
-                    tuple(int(l) for l in layers),
-                    pooling,
-                    None if tail is None else int(tail[i]),
-                    final_norm,
-                )
-                extra.append(capture_args(cap, t))
             self._generate(
                 [texts[i] for i in part],
                 [encoded[i] for i in part],
                 one,
                 None,
                 False,
-                extra=extra,
+                extra=[capture_args(caps[i], t) for i, t in zip(part, tags)],
                 salts=[f"workbench-capture:{t}" for t in tags],  # every position computed
             )
             got = self.llm.collective_rpc("workbench_captured", args=(tags,))[0]
-            for i, t in zip(part, tags):
-                if t not in got:
+            for i, acts in zip(part, captured_tensors(got, tags)):
+                if acts is None:
                     raise RuntimeError(f"vLLM recorded no activations for prompt {i}")
-                shape, data = got[t]
-                out.append(torch.frombuffer(bytearray(data), dtype=torch.float32).view(*shape))
-                hidden = shape[1]
-        assert hidden is not None
+                out.append(acts)
         return torch.stack(out)
 
     # -- scoring ----------------------------------------------------------------------------

@@ -109,6 +109,30 @@ class Capture:
         return first, n_prompt
 
 
+def captures_for(n: int, layers, pooling: str, tail, final_norm: bool) -> list[Capture]:
+    """The :class:`Capture` of each of ``n`` prompts (``tail[i]`` per prompt, or None)."""
+    layers = tuple(int(l) for l in layers)
+    return [
+        Capture(layers, pooling, None if tail is None else int(tail[i]), final_norm)
+        for i in range(n)
+    ]
+
+
+def captured_tensors(
+    got: dict[str, tuple[list[int], bytes]], tags: list[str]
+) -> list[torch.Tensor | None]:
+    """Each tag's activations from :meth:`SteeringWorkerExtension.workbench_captured`'s answer
+    (a tensor, layers x hidden), or None for a tag it has no record of."""
+    out: list[torch.Tensor | None] = []
+    for t in tags:
+        if t not in got:
+            out.append(None)
+            continue
+        shape, data = got[t]
+        out.append(torch.frombuffer(bytearray(data), dtype=torch.float32).view(*shape))
+    return out
+
+
 def capture_args(capture: Capture, tag: str) -> dict[str, Any]:
     """``extra_args`` of a one-token request that only reads activations (flat string values:
     an API request's ``vllm_xargs`` can carry them)."""
@@ -324,20 +348,20 @@ class SteeringState:
             lo, hi = int(starts[i]), int(starts[i + 1])
             if hi <= lo:
                 continue
-            p = int(computed[i]) + torch.arange(hi - lo)  # the positions of rows lo..hi
+            first = int(computed[i])  # the position of row lo (rows lo..hi follow it)
             n_prompt = int(state.num_prompt_tokens)
             if CAPTURE in ask:
-                self._plan_capture(step, ask, p, lo, n_prompt)
+                self._plan_capture(step, ask, first + torch.arange(hi - lo), lo, n_prompt)
             elif GATE in ask:
                 loaded = self.specs.get(str(ask[GATE]))
                 last = n_prompt - 1
                 if (
                     loaded is None
                     or loaded.condition is None
-                    or not int(p[0]) <= last < int(p[-1]) + 1
+                    or not first <= last < first + hi - lo
                 ):
                     continue
-                row = lo + last - int(p[0])
+                row = lo + last - first
                 gate = loaded.spec.gate
                 for j, layer in enumerate(gate.layers):
                     layer %= self.num_layers
@@ -352,7 +376,7 @@ class SteeringState:
                 busy.add(slot)
                 tag = ask.get(TAG)
                 step.steered.append((lo, hi, str(tag) if tag else None))
-                first_generated = lo + max(0, n_prompt - int(p[0]))  # rows from here are generated
+                first_generated = lo + max(0, n_prompt - first)  # rows from here are generated
                 for layer in loaded.vectors:
                     if loaded.spec.mode == "in_pass" and layer <= loaded.deepest:
                         start = (

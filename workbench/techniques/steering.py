@@ -66,6 +66,7 @@ from workbench.steering import (
 )
 from workbench.steering.activations import Pooling
 from workbench.steering.concept import Aggregate, ConceptVectors
+from workbench.steering.fit import CHOICES as FIT_CHOICES
 from workbench.steering.fit import fit_gate
 from workbench.steering.gate import LayerStats
 from workbench.techniques.artifacts import ArtifactStore
@@ -143,12 +144,7 @@ class SteeringParams(Params):
 
     def __post_init__(self) -> None:
         choices = {
-            "aggregate": ("all", "any", "majority"),
-            "method": ("pc1", "mean_diff", "repe_pca"),
-            "threshold_rule": ("youden", "min_related", "select"),
-            "rank_by": ("auroc", "gap", "min_gap"),
-            "decision": ("separate", "in_pass"),
-            "pooling": ("last", "mean"),
+            **FIT_CHOICES,
             "mixture": ("workbench", "select"),
             "prompt_template": ("", "select"),
         }
@@ -213,8 +209,8 @@ def _activations_lm(lm: Backend):
 def activations_from(lm: Backend) -> dict[str, str]:
     """The artifact field naming the engine that read the activations, for an engine other
     than the Hugging Face one (whose artifacts carry none, as before it had company)."""
-    read = _activations_lm(lm)
-    return {} if read.capabilities.activations else {"activations_from": read.backend}
+    caps = lm.capabilities  # the engine itself reads them, unless it has hooks or no capture
+    return {} if caps.activations or not caps.capture else {"activations_from": lm.backend}
 
 
 def _votes_text(votes) -> list[str] | None:
