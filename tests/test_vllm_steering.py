@@ -240,6 +240,18 @@ def test_gate_decisions_and_votes_equal_the_engine(run, setting):
             assert rec["votes"] == votes, q
 
 
+@pytest.mark.parametrize("case", ["one token", "samples"])
+def test_gate_read_in_the_answers_prefill_equals_a_separate_gate_pass(run, case):
+    """The default way reads each gate in its answer's own prefill and runs no gate pass;
+    a fired answer that ended on its first token and every sample are answered steered all
+    the same: token for token as with a separate gate pass first."""
+    got = run[0]["gate_in_prefill"][case]
+    prefill, separate = got["prefill"], got["pass"]
+    assert prefill["gate_passes"] == 0 and separate["gate_passes"] == 1
+    assert prefill["fired"] == separate["fired"] and any(prefill["fired"])
+    assert prefill["token_ids"] == separate["token_ids"]
+
+
 def test_prefix_cache_chunks_and_compilation_were_in_play(run):
     """The 'on' setting really took prompt blocks from the cache and ran compiled, with the
     steering state built before vLLM compiled the model; the 'off' one did neither."""

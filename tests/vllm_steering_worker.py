@@ -54,6 +54,7 @@ def in_process(job, specs, options, out, last: bool):
             out.setdefault("capture", {})[job_label(options, job)] = capture(lm, job["capture"])
         if last and job.get("select_like"):
             out["select_like"] = select_like(lm, job, specs)
+            out["gate_in_prefill"] = gate_in_prefill(lm, job, chosen)
         if last and job.get("fit"):
             out["fit_in_process"] = fit_in_process(lm, job["fit"])
         if last and job.get("slice"):
@@ -135,6 +136,41 @@ def select_like(lm, job, specs):
         progress=False,
     )
     return {"token_ids": [g.token_ids for g in gens], "records": records}
+
+
+def gate_in_prefill(lm, job, chosen):
+    """The mixed batch with each answer reading its gate in its own prefill (the default)
+    against a separate gate pass first (``gate_prompts``: the same prompts), where a fired
+    answer ends on its first token (one token long) and with sampled answers (two samples
+    each); how many separate gate passes the default way ran."""
+    from workbench.generation import GenerationConfig
+
+    passes = []
+    gate = lm.gate
+    lm.gate = lambda *a, **k: passes.append(1) or gate(*a, **k)
+    out = {}
+    try:
+        for name, change in {
+            "one token": {"max_new_tokens": 1},
+            "samples": {"max_new_tokens": 6, "do_sample": True, "num_samples": 2, "seed": 5},
+        }.items():
+            config = GenerationConfig(**{**job["config"], **change})
+            ways = {}
+            separate = {"gate_prompts": job["prompts"], "gate_system": config.system_prompt}
+            for way, kwargs in {"prefill": {}, "pass": separate}.items():
+                before = len(passes)
+                gens, records = lm.generate_steered(
+                    job["prompts"], config, chosen, progress=False, **kwargs
+                )
+                ways[way] = {
+                    "token_ids": [g.token_ids for g in gens],
+                    "fired": [r["fired"] for r in records],
+                    "gate_passes": len(passes) - before,
+                }
+            out[name] = ways
+    finally:
+        lm.gate = gate
+    return out
 
 
 def through_server(job, specs):

@@ -310,9 +310,12 @@ class VLLMModel(BlackBoxBackend):
         lora=None,
         extra: list | None = None,
         salts: list | None = None,
+        gate=None,
     ) -> list[Generation]:
         """One request per (prompt, sample); ``extra`` and ``salts`` are per prompt (vLLM's
-        ``extra_args`` and ``cache_salt``)."""
+        ``extra_args`` and ``cache_salt``); with ``gate`` (a
+        :class:`~workbench.backends.vllm_gated.PrefillGate`) each gated prompt's answer reads
+        its gate in its own prefill and is steered from its first token if the gate fires."""
         from vllm import SamplingParams
 
         want_lp = config.return_logprobs
@@ -338,7 +341,15 @@ class VLLMModel(BlackBoxBackend):
                     )
                 )
                 keys.append((i, k))
-        outs = self.llm.generate(requests, params, use_tqdm=progress, lora_request=lora)
+        if gate is None:
+            outs = self.llm.generate(requests, params, use_tqdm=progress, lora_request=lora)
+        else:
+            from workbench.backends import vllm_gated
+
+            prompt_of = [i for i, _ in keys]
+            outs = vllm_gated.run(
+                self.llm, requests, params, prompt_of, gate, lora=lora, progress=progress
+            )
         #: prompt tokens the last call took from the prefix cache (tests, benchmarks)
         self.last_cached_tokens = sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs)
         gens = []
@@ -457,6 +468,7 @@ class VLLMModel(BlackBoxBackend):
         """
         import uuid
 
+        from workbench.backends.vllm_gated import PrefillGate
         from workbench.backends.vllm_steering import cache_salt, steer_args
 
         specs = list(specs)
@@ -464,24 +476,48 @@ class VLLMModel(BlackBoxBackend):
             raise ValueError(f"{len(prompts)} prompts but {len(specs)} abstainers")
         if any(s is not None for s in specs):
             self._require_steering()
-        if decisions is not None:
-            records: list = [None] * len(prompts)
-            fired = [bool(d) and s is not None for d, s in zip(decisions, specs)]
-        else:
-            if gate_prompts is None:
-                records = self.gate(list(prompts), specs, config.system_prompt)
-            else:
-                records = self.gate(list(gate_prompts), specs, gate_system)
-            fired = [
-                s is not None and (r["fired"] if r is not None else True)
-                for s, r in zip(specs, records)
-            ]
         digests = [self.register_abstainer(s) if s is not None else None for s in specs]
-        tags = [f"steer-{uuid.uuid4().hex}" if d and f else None for d, f in zip(digests, fired)]
-        extra = [steer_args(d, f, t) if d else None for d, f, t in zip(digests, fired, tags)]
-        salts = [cache_salt(d, f) if d else None for d, f in zip(digests, fired)]
+        tags = [f"steer-{uuid.uuid4().hex}" if d else None for d in digests]
         texts, encoded = self._encode(prompts, config.system_prompt)
-        gens = self._generate(texts, encoded, config, stop_when, progress, extra=extra, salts=salts)
+        gated = [d if d and s.gate is not None else None for d, s in zip(digests, specs)]
+        if decisions is None and gate_prompts is None and any(gated):
+            # each answer reads its own gate in its prefill (vllm_gated): no pass of its own
+            gate = PrefillGate(
+                gated,
+                lambda i: (steer_args(digests[i], True, tags[i]), cache_salt(digests[i], True)),
+            )
+            plain = [
+                steer_args(d, True, t) if d and not g else None
+                for d, g, t in zip(digests, gated, tags)
+            ]
+            salts = [cache_salt(d, True) if d and not g else None for d, g in zip(digests, gated)]
+            gens = self._generate(
+                texts, encoded, config, stop_when, progress, extra=plain, salts=salts, gate=gate
+            )
+            records: list = [gate.records.get(i) for i in range(len(prompts))]
+            fired = [
+                d is not None and (r["fired"] if r is not None else True)
+                for d, r in zip(digests, records)
+            ]
+        else:
+            if decisions is not None:
+                records = [None] * len(prompts)
+                fired = [bool(d) and s is not None for d, s in zip(decisions, specs)]
+            else:
+                if gate_prompts is None:
+                    records = self.gate(list(prompts), specs, config.system_prompt)
+                else:
+                    records = self.gate(list(gate_prompts), specs, gate_system)
+                fired = [
+                    s is not None and (r["fired"] if r is not None else True)
+                    for s, r in zip(specs, records)
+                ]
+            extra = [steer_args(d, f, t) if d else None for d, f, t in zip(digests, fired, tags)]
+            salts = [cache_salt(d, f) if d else None for d, f in zip(digests, fired)]
+            gens = self._generate(
+                texts, encoded, config, stop_when, progress, extra=extra, salts=salts
+            )
+        tags = [t if f else None for t, f in zip(tags, fired)]
         asked = [t for t in tags if t]
         if asked:  # a steered request whose activations went non-finite fails, alone
             failed = self.llm.collective_rpc("workbench_votes", args=(asked,))[0]
