@@ -50,7 +50,9 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--no-vllm", action="store_true", help="the engine only")
     ap.add_argument("--no-server", action="store_true", help="vLLM in process only")
-    ap.add_argument("--repeats", type=int, default=2, help="interleaved vLLM passes (medians)")
+    ap.add_argument(
+        "--repeats", type=int, default=2, help="interleaved vLLM passes (the fastest counts)"
+    )
     ap.add_argument("--record", action="store_true", help="write docs/results/steering.json")
     args = ap.parse_args()
     lm = load_model(args.model, device="cpu")

@@ -5,8 +5,9 @@ samples, fine-tuned abstainers (their LoRA adapters served over the base weights
 copy), the judge and number confidence (exact log-probabilities of fixed continuations from
 vLLM's prompt log-probabilities), and conditional steering inside vLLM's model runner, per
 request (:meth:`VLLMModel.generate_steered`, :mod:`workbench.backends.vllm_steering`): the
-vectors are fitted on the same weights on the Hugging Face engine (:meth:`VLLMModel.hf`), the
-gate and the steering run in vLLM. Editing needs the layers' weights in hand and stays on the
+vectors, means and thresholds are fitted from activations read inside vLLM
+(:meth:`VLLMModel.capture_activations`), each answer reads its gate in its own prefill
+(:mod:`workbench.backends.vllm_gated`) and the steering runs in vLLM. Editing needs the layers' weights in hand and stays on the
 Hugging Face engine; asking for it here is an error before anything runs.
 
 The answers match the workbench's engine, not just vLLM's defaults: prompts are rendered with
@@ -458,9 +459,10 @@ class VLLMModel(BlackBoxBackend):
 
         ``specs[i]`` is prompt ``i``'s :class:`~workbench.steering.spec.SteerSpec` (None:
         unsteered); prompts with different abstainers, and unsteered ones, share vLLM's batch.
-        The gate reads each prompt as it will be generated (the config's system prompt), or
-        ``gate_prompts[i]`` rendered with ``gate_system`` (SELECT's reading template), in a pass
-        of its own; then each prompt whose gate
+        The gate reads each prompt as it will be generated (the config's system prompt) in the
+        answer's own prefill (:mod:`~workbench.backends.vllm_gated`: only the answers whose gate
+        fired are started again, steered), or ``gate_prompts[i]`` rendered with ``gate_system``
+        (SELECT's reading template) in a pass of its own first; then each prompt whose gate
         fired (every prompt of a spec without a gate) is generated steered from its first
         token (``separate``) or as CAST does (``in_pass``), the others unsteered. ``decisions``
         (one bool per prompt) skips the gate. Returns the generations and, per prompt, the
@@ -484,7 +486,10 @@ class VLLMModel(BlackBoxBackend):
             # each answer reads its own gate in its prefill (vllm_gated): no pass of its own
             gate = PrefillGate(
                 gated,
-                lambda i: (steer_args(digests[i], True, tags[i]), cache_salt(digests[i], True)),
+                lambda i: (
+                    steer_args(str(digests[i]), True, tags[i]),
+                    cache_salt(str(digests[i]), True),
+                ),
             )
             plain = [
                 steer_args(d, True, t) if d and not g else None

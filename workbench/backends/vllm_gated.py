@@ -66,10 +66,11 @@ def run(
     tags: list[str | None] = []
     for r, (request, p) in enumerate(zip(requests, params)):
         digest = gate.digests[prompt_of[r]]
-        tags.append(None if digest is None else f"gate-{uuid.uuid4().hex}")
-        if digest is not None:
+        tag = None if digest is None else f"gate-{uuid.uuid4().hex}"
+        tags.append(tag)
+        if digest is not None and tag is not None:
             p = p.clone()
-            p.extra_args = gate_args(digest, tags[r])
+            p.extra_args = gate_args(digest, tag)
         rid = add(r, request, p, "")
         if digest is not None:
             live[r] = rid
@@ -80,9 +81,9 @@ def run(
     try:
         while engine.has_unfinished_requests():
             for out in engine.step():
-                r = owner.get(out.request_id)
-                if r is not None and out.finished:
-                    outs[r] = out
+                who = owner.get(out.request_id)
+                if who is not None and out.finished:
+                    outs[who] = out
                     bar.update(1)
             if not pending:
                 continue
@@ -114,7 +115,7 @@ def run(
             engine.abort_request(list(owner))
     if stale:  # forget what the aborted requests read
         llm.collective_rpc("workbench_votes", args=(stale,))
-    missing = [prompt_of[r] for r in pending]
+    missing = [prompt_of[r] for r in pending.values()]
     if missing:
         raise RuntimeError(f"vLLM's gate recorded no decision for prompt {missing[0]}")
     return outs
