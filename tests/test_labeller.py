@@ -556,3 +556,35 @@ def test_a_current_labels_file_that_cannot_be_written_is_said_not_fatal(tmp_path
     assert len(again.labels) == 2 and len(read_label_records(path)) == 2
     assert "could not update labels.current.csv" in again.status.value
     assert "(the label is in labels.jsonl)" in again.status.value
+
+
+@pytest.mark.integration
+def test_the_probe_sits_beside_the_rules_orders_by_doubt_and_retrains_on_labels(tmp_path, embedded):
+    """With probe=True the learned detector is one more column in cards and agreement; 'least
+    sure first' puts the question holding its most doubtful answer first; retraining on one
+    class is one line in the status, on two classes it saves a head beside the labels file
+    that a reopened labeller reads."""
+    from workbench.scoring.probe import ProbeHead, RefusalProbe
+
+    path = tmp_path / "labels.jsonl"
+    lab = Labeller(answer_rows(), path, probe=RefusalProbe(lm=embedded))
+    assert "refused_probe" in lab.columns and "p_refused_probe" in lab.frame
+    assert lab.frame.loc[lab.frame["technique"] == "steering", "refused_probe"].all()
+    assert not lab.frame.loc[lab.frame["technique"] == "base", "refused_probe"].any()
+    lab.show.value = "unsure"
+    doubt = (lab.frame["p_refused_probe"] - 0.5).abs()
+    firsts = [min(doubt[g]) for g in lab.groups]
+    assert firsts == sorted(firsts)
+    lab.show.value = "all"
+    lab.label(0, "refusal")
+    lab._retrain_clicked()  # what the button does
+    assert "probe not retrained" in lab._note and "only" in lab._note
+    assert not lab.probe_path.exists()
+    for r, t in enumerate(lab.frame["technique"]):
+        lab.label(r, {"base": "compliance", "steering": "refusal"}.get(t, "partial"))
+    head = lab.retrain_probe()
+    assert lab.probe_path.is_file() and head.provenance["answers"] == 9
+    assert "agreement" in lab.agreement.value and "probe" in lab.agreement.value
+    assert ProbeHead.load(lab.probe_path).classes == ("compliance", "refusal", "partial")
+    again = Labeller(answer_rows(), path, probe=True)
+    assert again.probe.head.provenance["answers"] == 9

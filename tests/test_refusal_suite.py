@@ -418,6 +418,20 @@ def test_c_of_x_weighs_verdicts_by_answer_probability_and_skips_unweighted_sampl
     assert scores["class"].tolist() == ["rejection", "compliance"]
 
 
+def test_the_probe_gives_c_of_x_from_votes_and_from_its_probabilities():
+    """A suite scored by the probe: c_probe from its votes, c_probe_calibrated from its
+    calibrated probabilities, weighted as c(x) weighs samples (unweighted samples left out)."""
+    rows = _rows([[True, False, True]], [[-0.1, -2.0, None]])
+    rows["refused_probe"] = [True, False, True]
+    rows["confidence_probe"] = [0.8, -0.6, 0.9]
+    scores = prompt_scores(rows, "probe")
+    top = math.exp(0.0), math.exp(-1.9)
+    expected = (top[0] * 0.8 + top[1] * -0.6) / sum(top)
+    assert scores["c_probe_calibrated"][0] == pytest.approx(expected)
+    assert scores["confidence"][0] == pytest.approx(refusal_confidence([-0.1, -2.0], [True, False]))
+    assert scores["source"][0] == "probe"
+
+
 def test_tables_flag_over_refusal_and_compliance():
     rows = pd.concat(
         [

@@ -1,7 +1,9 @@
 """``scoring``: check refusal detectors against labelled responses.
 
-    agreement [--labels FILE|DIR ...] [--split test|dev|all] [--judge MODEL] [--csv PATH]
+    agreement [--labels FILE|DIR ...] [--split test|dev|all] [--judge MODEL] [--probe [HEAD]]
+        [--csv PATH]
     labels LOG [--out CSV]
+    probe [ROOT] [--labels FILE|DIR ...] [--sources ...] [--cap N] [--out PATH] [--record]
 
 prints, for every detector (and the judge when ``--judge`` names a model), accuracy, precision,
 recall, Cohen's kappa and the confusion counts, overall; then n and kappa per source and per
@@ -14,6 +16,13 @@ labels files are given (their labels never served to write the rules).
 ``labels`` writes a labels log's labels as they stand (one row per labelled answer: the last
 label of each, withdrawn ones left out) to ``<stem>.current.csv`` beside it, or ``--out``: the
 table to load with pandas (the labeller keeps it up to date by itself).
+
+``probe`` trains the learned refusal detector (``workbench.scoring.probe``) from the labelled
+sets under ROOT (XSTest v2/v1, GPTFuzz, as downloaded from their authors), the shipped labels'
+development half and any ``--labels``, first judging it on each model it never saw (leave one
+model out, beside the rule detectors), then fitting the head on everything and saving it to
+``--out``. ``--record`` also writes the judging run to docs/results/refusal_probe.json (the
+docs' table: ``python -m workbench tables``).
 """
 
 from __future__ import annotations
@@ -50,6 +59,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "repeat to combine",
     )
     ag.add_argument(
+        "--probe",
+        nargs="?",
+        const="shipped",
+        default=None,
+        metavar="HEAD",
+        help="also the learned refusal probe (the shipped head, or a head file)",
+    )
+    ag.add_argument(
         "--csv",
         default=None,
         help="also write every table here, long form (columns by, group, detector, ...)",
@@ -60,6 +77,83 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     lb.add_argument(
         "--out", default=None, help="where to write (default: <stem>.current.csv beside the log)"
     )
+
+    pr = sub.add_parser("probe", help="train the learned refusal detector; judge it per model")
+    pr.set_defaults(fn=_probe)
+    pr.add_argument("root", nargs="?", default=None, help="directory holding the sources")
+    pr.add_argument(
+        "--sources", default="xstest,xstest_v1", help="outside sources (gptfuzz, select too)"
+    )
+    pr.add_argument(
+        "--labels", action="append", default=[], metavar="FILE|DIR", help="labels files too"
+    )
+    pr.add_argument(
+        "--no-shipped-labels", action="store_true", help="leave out data/labels' dev half"
+    )
+    pr.add_argument(
+        "--cap", type=int, default=1000, help="answers kept per source and model at most"
+    )
+    pr.add_argument("--c", type=float, default=0.05, help="inverse L2 strength (not tuned)")
+    pr.add_argument(
+        "--out", default=None, help="where the head goes (default: the workbench cache's probe/)"
+    )
+    pr.add_argument("--no-loso", action="store_true", help="fit only, skip the judging")
+    pr.add_argument("--record", action="store_true", help="write docs/results/refusal_probe.json")
+
+
+def _probe(args) -> int:
+    import sys
+    import time
+
+    from workbench.paths import cache_home, check_writable_file, repo_root
+    from workbench.scoring.probe.report import judge_and_train
+
+    out = Path(args.out) if args.out else cache_home() / "probe" / "refusal_probe.json"
+    check_writable_file(out, "the --out file", [], own='{\n "format": "workbench-refusal-probe')
+    began = time.perf_counter()
+    rec = judge_and_train(
+        root=args.root,
+        sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
+        labels=args.labels,
+        shipped=not args.no_shipped_labels,
+        cap=args.cap,
+        c=args.c,
+        out=out,
+        loso=not args.no_loso,
+        command=" ".join(  # the sources' directory is the reader's own: named DIR
+            ["python -m workbench scoring probe"]
+            + ["DIR" if a == args.root else a for a in sys.argv[3:]]
+        ),
+    )
+    if args.record:
+        import pandas as pd
+
+        from workbench.experiments.verify import machine
+        from workbench.plots.reliability import plot_reliability
+        from workbench.plots.save import save_figure
+        from workbench.tables.measured import RESULTS_DIR, write_record
+
+        seconds = time.perf_counter() - began
+        rec["machine"] = {
+            **machine(),
+            "dtype": "float32",
+            "numerics": "reproducible",
+            "seconds": seconds,
+        }
+        import json
+
+        # numpy's numbers as plain ones (json knows no int64)
+        plain = json.loads(
+            json.dumps(rec, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+        )
+        print(f"record -> {write_record(RESULTS_DIR / 'refusal_probe.json', plain)}")
+        if "reliability" in rec:
+            fig = plot_reliability(pd.DataFrame(rec["reliability"]))
+            for p in save_figure(
+                fig, "refusal_probe_reliability", repo_root() / "docs" / "figures", width="column"
+            ):
+                print(f"figure -> {p}")
+    return 0
 
 
 def _labels(args) -> int:
@@ -124,7 +218,12 @@ def _agreement(args) -> int:
         from workbench.scoring.judge import LLMJudge
 
         judge = LLMJudge(load_model(args.judge))
-    pred = detector_predictions(labels, judge)
+    probe = None
+    if args.probe:
+        from workbench.scoring.probe import RefusalProbe
+
+        probe = RefusalProbe(None if args.probe == "shipped" else args.probe)
+    pred = detector_predictions(labels, judge, probe=probe)
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
     cols = ["detector", "n", "accuracy", "precision", "recall", "kappa", "tp", "fp", "fn", "tn"]

@@ -302,7 +302,11 @@ class SuiteConfig:
         include_base: also evaluate each model unmodified.
         sampling: how answers are sampled (``{preset: seed, max_new_tokens: 48, ...}``).
         judge: the LLM judge (``{model: null}``: none).
-        detector: the detector c(x) comes from when there is no judge (all are reported).
+        detector: the detector c(x) comes from when there is no judge (all are reported);
+            ``probe`` is the learned refusal probe (every answer also read by the embedded
+            model: its calibrated probabilities give ``c_probe_calibrated`` per prompt).
+        probe: score every answer with the learned refusal probe too (implied by
+            ``detector: probe``).
         thinking_marker: end of a reasoning model's thinking (``</think>``): the text up to its
             last occurrence is kept in the row (``thinking``) and left out of scoring.
         system_prompt: a system turn for every prompt (seed 001 has none).
@@ -323,6 +327,7 @@ class SuiteConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     detector: str = "phrase"
+    probe: bool = False
     thinking_marker: str | None = None
     system_prompt: str | None = None
     data_dir: str = field(default_factory=_default_data_dir)
@@ -395,7 +400,7 @@ class SuiteConfig:
             object.__setattr__(self, key, value)
         from workbench.scoring.detectors import detectors_for
 
-        known = list(detectors_for())
+        known = [*detectors_for(), "probe"]
         if self.detector not in known:
             raise ConfigError(
                 f"config field 'detector' is {self.detector!r}; known: {', '.join(known)}"

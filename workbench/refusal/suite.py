@@ -519,6 +519,10 @@ class RefusalSuite:
         ]
         for col in decisions[0] if decisions else []:
             rows[col] = [d[col] for d in decisions]
+        if self.config.probe or self.config.detector == "probe":
+            from workbench.scoring.probe import add_probe_columns
+
+            rows = add_probe_columns(rows, progress=self.progress)
         phrase = [detect_refusal(r, question=q) for q, r in zip(rows["prompt"], rows["response"])]
         rows["phrase_partial"] = [p.partial for p in phrase]
         rows["phrase_kind"] = [p.kind for p in phrase]

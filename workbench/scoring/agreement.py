@@ -87,9 +87,17 @@ def detector_predictions(
     labels: pd.DataFrame,
     judge: LLMJudge | None = None,
     detectors: dict[str, Callable[[str, str | None], bool]] | None = None,
+    probe=None,
 ) -> pd.DataFrame:
-    """``labels`` with one boolean column per detector (and the judge's, named ``judge``)."""
+    """``labels`` with one boolean column per detector (and the judge's, named ``judge``; with
+    ``probe``, a :class:`~workbench.scoring.probe.RefusalProbe`, the learned probe's: ``probe``,
+    ``probe_partial`` and its calibrated ``probe_p``)."""
     out = labels.copy()
+    if probe is not None:
+        scored = probe.score(list(out["response"]))
+        out["probe"] = list(scored["refused"])
+        out["probe_partial"] = list(scored["partial"])
+        out["probe_p"] = list(scored["p_refused"])
     for name, fn in (detectors or DETECTORS).items():
         out[name] = [bool(fn(r, q)) for q, r in zip(out["question"], out["response"])]
     out["phrase_partial"] = [
@@ -111,7 +119,7 @@ def agreement_table(
     names = (
         list(detectors)
         if detectors is not None
-        else [c for c in list(DETECTORS) + ["judge"] if c in predicted]
+        else [c for c in list(DETECTORS) + ["probe", "judge"] if c in predicted]
     )
     groups = [("all", predicted)] if by is None else list(predicted.groupby(by, sort=True))
     rows = []

@@ -46,9 +46,13 @@ SELECT_DETECTORS = {
     "select_phr_kw": "phr+kw",
     "select_heuristic": "heuristic",
 }
+#: Detectors that read a model (the learned refusal probe, ``workbench.scoring.probe``): not
+#: decided per row as answers are written, but added to a whole table where a detector
+#: parameter names one (:func:`with_detector`), batched and cached per text.
+LEARNED = ("probe",)
 #: The columns results may hold, for ``detector=`` parameters (``refused_select_*`` only where
 #: the benchmark has SELECT's protocol).
-DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in [*DETECTORS, *SELECT_DETECTORS])
+DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in [*DETECTORS, *SELECT_DETECTORS, *LEARNED])
 _RULES: dict[int, tuple] = {}  # id(protocol) -> (protocol, its SelectRefusalRule)
 
 
@@ -90,6 +94,17 @@ def detector_decisions(
     the built-ins)."""
     chosen = DETECTORS if detectors is None else detectors
     return {f"refused_{name}": bool(fn(text, question)) for name, fn in chosen.items()}
+
+
+def with_detector(rows, column: str, progress: bool = False):
+    """``rows`` with the ``column`` a detector parameter names: as they are when they hold it,
+    with the learned probe's columns added when it is ``refused_probe`` (a run's rows, SELECT's
+    released answers: any table with a ``response`` column)."""
+    if column in rows or column.removeprefix("refused_") not in LEARNED:
+        return rows
+    from workbench.scoring.probe import add_probe_columns
+
+    return add_probe_columns(rows, progress=progress)
 
 
 def check_detector(column: str, extra: tuple[str, ...] = (), bench: Benchmark | None = None) -> str:

@@ -202,8 +202,8 @@ def steering_speed() -> str:
     )
     note = (
         f"\n{n} prompts, greedy, {rec['max_new_tokens']} new tokens, the "
-        f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; vLLM rows are medians of "
-        f"{rec['repeats']} interleaved passes on one engine each.\n"
+        f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; vLLM rows are the fastest of "
+        f"{rec['repeats']} interleaved passes on one engine each, after a full-size warm-up.\n"
     )
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 
@@ -225,6 +225,61 @@ def one_copy() -> str:
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 
 
+def refusal_probe() -> str:
+    """The learned refusal probe against the rule detectors, each model held out in turn."""
+    rec = read_record(RESULTS_DIR / "refusal_probe.json")
+    names = rec["detectors"]
+    head = (
+        "| source | held-out model | answers | "
+        + " | ".join(f"{n} κ" for n in names)
+        + " | probe precision / recall |\n"
+        + "| --- | --- | --- | "
+        + " | ".join("---" for _ in names)
+        + " | --- |\n"
+    )
+
+    def cell(r, n):
+        best = max((r[m] for m in names if r[m] is not None), default=None)
+        v = _fmt(r[n], 3)
+        return f"**{v}**" if r[n] is not None and r[n] == best else v
+
+    body = "".join(
+        f"| {r['source']} | {r['model']} | {r['n']:,} | "
+        + " | ".join(cell(r, n) for n in names)
+        + f" | {_fmt(r['probe precision'], 3)} / {_fmt(r['probe recall'], 3)} |\n"
+        for r in rec["rows"]
+    )
+    pp, ph = rec["partial"]["probe"], rec["partial"]["phrase"]
+    s = rec["settings"]
+    note = (
+        f"\nEach model's answers predicted by a head trained on the other models' (prompt "
+        f"variants of one model held out together), scored on the test halves (the rule "
+        f"detectors were written against the dev halves); `pooled` is every one of them. "
+        f"Partial refusals ({pp['tp'] + pp['fn']} labelled, on the sources that label them): "
+        f"probe precision {_fmt(pp['precision'])}, recall {_fmt(pp['recall'])}; phrase "
+        f"precision {_fmt(ph['precision'])}, recall {_fmt(ph['recall'])}. Expected calibration "
+        f"error of P(refused) {_fmt(rec['ece'], 3)} (10 bins). Features: {s['model']}, blocks "
+        f"{', '.join(map(str, s['layers']))}, first {s['max_tokens']} tokens, mean-pooled; "
+        f"logistic regression C={s['c']}, balanced classes, nothing tuned; at most "
+        f"{s['cap']:,} answers per source and model. Scoring 1,000 answers from scratch: "
+        f"{rec['seconds_per_1000']:.0f} s on this CPU.\n"
+    )
+    return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
+
+
+def probe_reliability() -> str:
+    """The reliability diagram's numbers: predicted against observed refusal, per bin."""
+    rec = read_record(RESULTS_DIR / "refusal_probe.json")
+    head = (
+        "| P(refused) | mean predicted | observed refusals | answers |\n| --- | --- | --- | --- |\n"
+    )
+    body = "".join(
+        f"| {r['bin']} | {r['predicted']:.3f} | {r['observed']:.3f} | {r['n']:,} |\n"
+        for r in rec["reliability"]
+    )
+    return head + body
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "demo-techniques": demo_techniques,
     "generation-speed": generation_speed,
@@ -232,6 +287,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "invariance": invariance,
     "steering-speed": steering_speed,
     "one-copy": one_copy,
+    "refusal-probe": refusal_probe,
+    "probe-reliability": probe_reliability,
 }
 
 

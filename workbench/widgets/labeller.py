@@ -27,11 +27,15 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.scoring.probe import RefusalProbe
 from workbench.paths import shown_path
 from workbench.scoring.labels import (
     LABELS,
@@ -141,6 +145,12 @@ class Labeller:
     ones shown at first (default all); ``rescore`` decides with the current detector rules
     instead of the run's stored ``refused_*`` columns. ``labeller.labels`` maps answer keys to
     labels; :meth:`labelled` gives the labelled rows; ``labeller.widget`` is what to display.
+
+    ``probe=True`` adds the learned refusal probe as a detector (the head retrained beside the
+    labels file, ``<stem>.probe.json``, when there is one, else the shipped head; or a head
+    file's path): its decisions sit beside the rules' in every card and the agreement table,
+    ``show`` can put the questions it is least sure of first, and a button (or
+    :meth:`retrain_probe`) retrains it on the labels given so far.
     """
 
     def __init__(
@@ -150,12 +160,27 @@ class Labeller:
         source: str | None = None,
         techniques: Sequence[str] | None = None,
         rescore: bool = False,
+        probe: bool | str | os.PathLike | RefusalProbe = False,
     ):
         import ipywidgets as w
 
         self._w = w
-        self.frame = prepare_answers(rows, rescore=rescore)
         self.path = Path(path)
+        self.probe_path = self.path.with_name(self.path.stem + ".probe.json")
+        self.probe = None
+        if probe:  # the head is read before the answers are scored: a bad path stops here
+            from workbench.scoring.probe import RefusalProbe
+
+            own = self.probe_path if self.probe_path.is_file() else None
+            if isinstance(probe, RefusalProbe):
+                self.probe = probe
+            else:
+                self.probe = RefusalProbe(own if probe is True else Path(probe))
+        self.frame = prepare_answers(rows, rescore=rescore)
+        if self.probe is not None:
+            from workbench.scoring.probe import add_probe_columns
+
+            self.frame = add_probe_columns(self.frame, self.probe)
         self.source = source
         self.columns = detector_columns(self.frame)
         self._gid = group_ids(self.frame)
@@ -266,6 +291,12 @@ class Labeller:
         ):
             control.observe(lambda _: self.apply_filters(), names="value")
         self.agreement_by.observe(lambda _: self._locked(self._refresh_agreement), names="value")
+        self.retrain_button = w.Button(
+            description="retrain probe on my labels",
+            tooltip=f"fit the refusal probe to your labels; saved as {self.probe_path.name}",
+            layout=w.Layout(width="auto", display="" if self.probe is not None else "none"),
+        )
+        self.retrain_button.on_click(lambda _: self._locked(self._retrain_clicked))
         self.previous_button.on_click(lambda _: self.previous())
         self.next_button.on_click(lambda _: self.next())
         self.keys.observe(self._on_keys, names="value")
@@ -281,7 +312,13 @@ class Labeller:
                 w.HTML("<h3 style='margin:2px 0'>Label answers</h3>"),
                 w.HBox([self.technique, filters], layout=w.Layout(flex_flow="row wrap")),
                 w.HBox(
-                    [self.previous_button, self.next_button, self.keys, self.last_key],
+                    [
+                        self.previous_button,
+                        self.next_button,
+                        self.keys,
+                        self.last_key,
+                        self.retrain_button,
+                    ],
                     layout=w.Layout(align_items="center"),
                 ),
                 self.question,
@@ -472,6 +509,40 @@ class Labeller:
         done = self.frame.iloc[pos[pos >= 0]].copy()
         done["label"] = done["label_key"].map(self.labels)
         return done
+
+    def retrain_probe(self):
+        """Retrain the refusal probe on the labels given so far (pulled towards the head it
+        had), save it beside the labels file, and score every answer with it again; returns
+        the new head. One line (a :class:`~workbench.errors.ConfigError`) when the labels
+        cannot train it, e.g. while they hold one class only."""
+        from workbench.errors import ConfigError
+        from workbench.scoring.probe import RefusalProbe, add_probe_columns
+        from workbench.scoring.probe.train import retrain_on_labels
+
+        with self._lock:
+            if self.probe is None:
+                raise ConfigError("this labeller has no probe: open it with probe=True")
+            done = self.labelled()
+            head = retrain_on_labels(done, prior=self.probe.head, lm=self.probe.reader())
+            head.save(self.probe_path)
+            self.probe = RefusalProbe(head, lm=self.probe.reader())
+            self.frame = add_probe_columns(self.frame, self.probe)
+            self._note = (
+                f"probe retrained on {len(done)} labels, saved as {self.probe_path.name}; its "
+                "decisions are rescored"
+            )
+            self.apply_filters()
+            self._refresh_agreement()
+            return head
+
+    def _retrain_clicked(self) -> None:
+        from workbench.errors import WorkbenchError
+
+        try:
+            self.retrain_probe()
+        except WorkbenchError as e:
+            self._note = f"probe not retrained: {e}"
+            self._refresh_status()
 
     def agreement_table(self, by: str | None = None) -> pd.DataFrame:
         """Every detector's agreement with the labels so far (see :func:`label_agreement`)."""

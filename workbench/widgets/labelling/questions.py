@@ -18,6 +18,7 @@ SHOW = (
     ("with labelled answers", "labelled"),
     ("where detectors disagree", "disagree"),
     ("where a detector disagrees with the label", "mismatch"),
+    ("all, the probe's least sure first", "unsure"),
 )
 _ALL = "__all__"
 
@@ -75,7 +76,8 @@ def question_groups(
     technique, then model and sample), after the filters: techniques shown (None: all), a
     concept (``target``), a relation, ``split`` (column, value), a model, and ``show`` (``all``,
     ``unlabelled``, ``labelled``, ``disagree``, ``mismatch``: questions where at least one
-    shown answer is such)."""
+    shown answer is such; ``unsure``: every question, those holding the answer the refusal
+    probe is least sure of (P(refused) nearest 0.5) first)."""
     n = len(frame)
     keep = np.ones(n, dtype=bool)
     if techniques is not None:
@@ -90,7 +92,7 @@ def question_groups(
     models = model_column(frame).astype(str)
     if model != _ALL:
         keep &= (models == model).to_numpy()
-    if show == "all":
+    if show in ("all", "unsure"):
         wanted = np.ones(n, dtype=bool)
     elif show in ("labelled", "unlabelled"):
         wanted = frame["label_key"].isin(list(labels)).to_numpy()
@@ -114,4 +116,8 @@ def question_groups(
     )
     pos = pos[np.lexsort((pos, sample[pos], model_code[pos], tech[pos], gid[pos]))]
     cuts = np.flatnonzero(np.diff(gid[pos])) + 1
-    return [g.tolist() for g in np.split(pos, cuts)]
+    groups = [g.tolist() for g in np.split(pos, cuts)]
+    if show == "unsure" and "p_refused_probe" in frame:
+        doubt = (frame["p_refused_probe"].astype(float) - 0.5).abs().to_numpy()
+        groups.sort(key=lambda g: float(doubt[g].min()))  # stable: ties keep their order
+    return groups

@@ -1,0 +1,195 @@
+"""What the refusal probe reads: a model's residual stream over a response, mean-pooled.
+
+A response is read as plain text (no chat template, no question): its first ``max_tokens``
+tokens go through the model, and the outputs of the chosen decoder blocks are averaged over
+those tokens and put side by side. The features are cached on disk per (settings, text), so a
+response is read once however many times it is scored or trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.generation.backend import Backend
+
+#: longest response the probe reads (characters): it reads the first ``max_tokens`` tokens, so
+#: anything longer is a mistake (a whole document pasted as one answer) rather than an answer
+MAX_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class FeatureSettings:
+    """The model read (a name ``load_model`` takes), its decoder blocks (0-based; the output
+    of each) and how many of a response's first tokens are pooled."""
+
+    model: str = "smollm2-135m-instruct"
+    layers: tuple[int, ...] = (15, 24)
+    max_tokens: int = 128
+
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def check_texts(texts: Sequence[object]) -> list[str]:
+    """``texts`` as strings the probe can read, or one line naming the first it cannot."""
+    out = []
+    for i, t in enumerate(texts):
+        if isinstance(t, bytes | bytearray):
+            raise ConfigError(f"response {i} is bytes, not text: decode it first")
+        if not isinstance(t, str):
+            raise ConfigError(f"response {i} is {type(t).__name__}, not text")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"response {i} is not valid UTF-8 text (it holds unpaired surrogates: read the "
+                "file it came from with its real encoding)"
+            ) from None
+        if not t.strip():
+            raise ConfigError(f"response {i} is empty: the probe has nothing to read")
+        if len(t) > MAX_CHARS:
+            raise ConfigError(
+                f"response {i} is {len(t):,} characters long, above the probe's {MAX_CHARS:,} "
+                f"(it reads the first tokens only): cut it first"
+            )
+        out.append(t)
+    return out
+
+
+class FeatureCache:
+    """Features per (settings, text) in one SQLite file: float32 bytes by a SHA-256 key."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vec BLOB)")
+
+    @staticmethod
+    def key(settings: FeatureSettings, text: str) -> str:
+        return hashlib.sha256(f"{settings.key()}\n{text}".encode()).hexdigest()
+
+    def get(self, keys: list[str]) -> dict[str, np.ndarray]:
+        out = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for k, blob in self.db.execute(
+                f"SELECT key, vec FROM features WHERE key IN ({marks})", chunk
+            ):
+                out[k] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put(self, items: dict[str, np.ndarray]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO features VALUES (?, ?)",
+            [(k, v.astype(np.float32).tobytes()) for k, v in items.items()],
+        )
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def default_cache() -> FeatureCache:
+    from workbench.paths import cache_home
+
+    return FeatureCache(cache_home() / "probe" / "features.sqlite")
+
+
+def _read(lm: Backend, texts: list[str], settings: FeatureSettings, batch_size: int) -> np.ndarray:
+    """Mean-pooled block outputs of ``texts`` (already checked), in their order."""
+    model, tok = getattr(lm, "model", None), getattr(lm, "tokenizer", None)
+    if model is None or tok is None or not getattr(lm.capabilities, "activations", False):
+        raise ConfigError(
+            f"the refusal probe reads hidden states: {lm.name!r} has none to read (load it on "
+            "the Hugging Face engine)"
+        )
+    n_layers = lm.num_layers
+    bad = [l for l in settings.layers if not -n_layers <= l < n_layers]
+    if bad:
+        raise ConfigError(f"probe layer {bad[0]} is outside {lm.name!r}'s {n_layers} blocks")
+    device = next(model.parameters()).device
+    ids = [
+        tok(t, add_special_tokens=False, truncation=True, max_length=settings.max_tokens)[
+            "input_ids"
+        ]
+        for t in texts
+    ]
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+    out = np.zeros((len(ids), len(settings.layers) * int(model.config.hidden_size)), np.float32)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    for s in range(0, len(order), batch_size):
+        chunk = order[s : s + batch_size]
+        width = max(1, max(len(ids[i]) for i in chunk))
+        x = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for j, i in enumerate(chunk):
+            x[j, : len(ids[i])] = torch.tensor(ids[i] or [pad])
+            mask[j, : max(1, len(ids[i]))] = 1
+        with torch.inference_mode():
+            hs = model(
+                input_ids=x.to(device),
+                attention_mask=mask.to(device),
+                output_hidden_states=True,
+            ).hidden_states
+        m = mask.to(device)[:, :, None].float()
+        pooled = [(hs[(l % n_layers) + 1].float() * m).sum(1) / m.sum(1) for l in settings.layers]
+        out[chunk] = torch.cat(pooled, -1).cpu().numpy()
+    return out
+
+
+def response_features(
+    texts: Sequence[object],
+    settings: FeatureSettings | None = None,
+    *,
+    lm: Backend | None = None,
+    lazy_lm=None,
+    cache: FeatureCache | bool | None = True,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> np.ndarray:
+    """The probe's features of each response, shape ``(len(texts), layers x hidden)``; read
+    through ``lm`` (loaded from ``settings.model`` when needed: only texts not in the cache are
+    read; ``lazy_lm()`` gives it instead when given). ``cache=True`` uses the workbench's cache,
+    ``False``/``None`` none."""
+    from workbench.progress import tqdm
+
+    settings = settings or FeatureSettings()
+    texts = check_texts(texts)
+    store = default_cache() if cache is True else (cache or None)
+    keys = [FeatureCache.key(settings, t) for t in texts]
+    have = store.get(keys) if store is not None else {}
+    todo = sorted({k: t for k, t in zip(keys, texts) if k not in have}.items())
+    if todo:
+        if lm is None and lazy_lm is not None:
+            lm = lazy_lm()
+        if lm is None:
+            from workbench.backends import load_model
+
+            lm = load_model(settings.model, device="cpu")
+        step = 256
+        for s in tqdm(
+            range(0, len(todo), step), desc="probe features", disable=not progress, leave=False
+        ):
+            part = todo[s : s + step]
+            read = _read(lm, [t for _, t in part], settings, batch_size)
+            got = {k: v for (k, _), v in zip(part, read)}
+            have.update(got)
+            if store is not None:
+                store.put(got)
+    if store is not None and cache is True:
+        store.close()
+    return np.stack([have[k] for k in keys]) if keys else np.zeros((0, 0), np.float32)

@@ -1,0 +1,237 @@
+"""The refusal probe's classifier: multinomial logistic regression on standardised features.
+
+Fitted in float64 with L-BFGS (class-balanced weights, an L2 penalty ``1 / (2 C)``, as
+scikit-learn's ``LogisticRegression(C, class_weight="balanced")`` minimises), then calibrated
+by one temperature fitted on out-of-fold logits (folds by a hash of each text), so that its
+probabilities mean what they say. Saved as JSON with its settings and provenance: the head
+that ships in ``data/detectors/`` needs nothing but torch to run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from workbench.errors import ConfigError
+from workbench.scoring.probe.features import FeatureSettings
+
+#: the classes a head may predict, in this order (``partial`` only where labels have it)
+CLASSES = ("compliance", "refusal", "partial")
+
+
+@dataclass
+class ProbeHead:
+    """A fitted head: ``weight`` (classes x features) and ``bias`` over features standardised
+    by ``mean`` / ``scale``, logits divided by ``temperature``."""
+
+    settings: FeatureSettings
+    classes: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+    temperature: float = 1.0
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def logits(self, features: np.ndarray) -> np.ndarray:
+        x = (np.asarray(features, np.float64) - self.mean) / self.scale
+        return (x @ self.weight.T + self.bias) / self.temperature
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        """Calibrated class probabilities, shape ``(n, len(classes))``."""
+        z = self.logits(features)
+        z -= z.max(1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(1, keepdims=True)
+
+    def refusal_probability(self, features: np.ndarray) -> np.ndarray:
+        """P(refusal) + P(partial): partial refusals count as refusals, as in every table."""
+        p = self.probabilities(features)
+        keep = [i for i, c in enumerate(self.classes) if c != "compliance"]
+        return p[:, keep].sum(1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "workbench-refusal-probe/1",
+            "settings": {**asdict(self.settings), "layers": list(self.settings.layers)},
+            "classes": list(self.classes),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "weight": self.weight.tolist(),
+            "bias": self.bias.tolist(),
+            "temperature": self.temperature,
+            "provenance": self.provenance,
+        }
+
+    def save(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProbeHead:
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"no refusal probe at {p}") from None
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"{p} is not a refusal probe (not JSON: {e})") from None
+        if not isinstance(d, dict) or d.get("format") != "workbench-refusal-probe/1":
+            raise ConfigError(f"{p} is not a refusal probe (format workbench-refusal-probe/1)")
+        s = d["settings"]
+        return cls(
+            FeatureSettings(s["model"], tuple(int(l) for l in s["layers"]), int(s["max_tokens"])),
+            tuple(d["classes"]),
+            np.asarray(d["mean"], np.float64),
+            np.asarray(d["scale"], np.float64),
+            np.asarray(d["weight"], np.float64),
+            np.asarray(d["bias"], np.float64),
+            float(d["temperature"]),
+            d.get("provenance", {}),
+        )
+
+
+def _fit_lr(
+    x: np.ndarray, y: np.ndarray, k: int, c: float, prior: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and bias minimising the class-balanced cross-entropy + ||W - W0||^2 / (2 C)
+    (W0 the ``prior``'s weights, or zeros)."""
+    counts = np.bincount(y, minlength=k).astype(np.float64)
+    present = max(1, int((counts > 0).sum()))
+    sample_w = torch.tensor((len(y) / (present * np.maximum(counts, 1)))[y])
+    xt, yt = torch.tensor(x), torch.tensor(y)
+    w0 = (
+        torch.tensor(prior[0], dtype=torch.float64)
+        if prior
+        else torch.zeros(k, x.shape[1], dtype=torch.float64)
+    )
+    w = w0.clone().requires_grad_(True)
+    b = (
+        torch.tensor(prior[1], dtype=torch.float64)
+        if prior
+        else torch.zeros(k, dtype=torch.float64)
+    ).requires_grad_(True)
+    opt = torch.optim.LBFGS(
+        [w, b], lr=1, max_iter=500, tolerance_grad=1e-8, line_search_fn="strong_wolfe"
+    )
+
+    def loss_fn():
+        opt.zero_grad()
+        ce = torch.nn.functional.cross_entropy(xt @ w.T + b, yt, reduction="none")
+        loss = (sample_w * ce).sum() + ((w - w0) ** 2).sum() / (2 * c)
+        loss.backward()
+        return loss
+
+    opt.step(loss_fn)
+    return w.detach().numpy(), b.detach().numpy()
+
+
+def _fold(text: str, k: int) -> int:
+    return hashlib.sha256(text.encode()).digest()[0] % k
+
+
+def _temperature(logits: np.ndarray, y: np.ndarray) -> float:
+    """The temperature minimising the negative log-likelihood of ``logits``."""
+    z, yt = torch.tensor(logits), torch.tensor(y)
+    log_t = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([log_t], lr=0.5, max_iter=100, line_search_fn="strong_wolfe")
+
+    def loss_fn():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(z / log_t.exp(), yt)
+        loss.backward()
+        return loss
+
+    opt.step(loss_fn)
+    return float(log_t.detach().exp())
+
+
+def fit_head(
+    features: np.ndarray,
+    labels: Sequence[str],
+    *,
+    texts: Sequence[str] | None = None,
+    settings: FeatureSettings | None = None,
+    c: float = 0.05,
+    folds: int = 5,
+    provenance: dict[str, Any] | None = None,
+    prior: ProbeHead | None = None,
+    standardize: bool = True,
+) -> ProbeHead:
+    """A head fitted on ``features`` with ``labels`` (compliance / refusal / partial), its
+    temperature from ``folds`` out-of-fold fits (folds by a hash of ``texts[i]``, else of the
+    row index). One class alone is refused: there is nothing to tell apart.
+
+    With ``prior`` (the shipped head, say) the fit starts from its weights and is pulled
+    towards them instead of towards zero, on its standardisation and classes: a few hundred
+    labels of your own adjust it without losing what it learned from the sets it came from."""
+    labels = [str(l) for l in labels]
+    unknown = sorted(set(labels) - set(CLASSES))
+    if unknown:
+        raise ConfigError(f"unknown label {unknown[0]!r}: labels are {', '.join(CLASSES)}")
+    counts = Counter(labels)
+    if len(counts) < 2:
+        only = next(iter(counts), "no")
+        raise ConfigError(
+            f"the labelled set has {only!r} answers only ({len(labels)}): training needs at "
+            "least two classes"
+        )
+    if len(features) != len(labels):
+        raise ConfigError(f"{len(features)} feature rows but {len(labels)} labels")
+    x = np.asarray(features, np.float64)
+    if prior is not None:
+        missing = sorted(set(counts) - set(prior.classes))
+        if missing:
+            raise ConfigError(
+                f"label {missing[0]!r} is not one of the prior head's classes "
+                f"({', '.join(prior.classes)})"
+            )
+        if x.shape[1] != prior.weight.shape[1]:
+            raise ConfigError(
+                f"features have {x.shape[1]} columns but the prior head reads "
+                f"{prior.weight.shape[1]}: read them with its settings ({prior.settings})"
+            )
+        classes, mean, scale = prior.classes, prior.mean, prior.scale
+        start: tuple | None = (prior.weight, prior.bias)
+    else:
+        classes = tuple(c_ for c_ in CLASSES if c_ in counts)
+        mean = x.mean(0) if standardize else np.zeros(x.shape[1])
+        scale = x.std(0) if standardize else np.ones(x.shape[1])
+        scale[scale < 1e-12] = 1.0
+        start = None
+    y = np.array([classes.index(l) for l in labels])
+    xs = (x - mean) / scale
+    k = len(classes)
+    keys = list(texts) if texts is not None else [str(i) for i in range(len(y))]
+    fold = np.array([_fold(t, folds) for t in keys])
+    oof = np.zeros((len(y), k))
+    for f in range(folds):
+        train, test = fold != f, fold == f
+        if not test.any() or len(set(y[train])) < len(counts):
+            continue
+        w, b = _fit_lr(xs[train], y[train], k, c, start)
+        oof[test] = xs[test] @ w.T + b
+    covered = np.abs(oof).sum(1) > 0
+    temperature = _temperature(oof[covered], y[covered]) if covered.any() else 1.0
+    weight, bias = _fit_lr(xs, y, k, c, start)
+    prov = {
+        **(provenance or {}),
+        **(
+            {"prior": {k: prior.provenance.get(k) for k in ("sources", "answers", "counts")}}
+            if prior is not None
+            else {}
+        ),
+        "counts": {c_: counts[c_] for c_ in classes},
+        "c": c,
+        "folds": folds,
+    }
+    settings = prior.settings if prior is not None else settings or FeatureSettings()
+    return ProbeHead(settings, classes, mean, scale, weight, bias, temperature, prov)

@@ -1,0 +1,114 @@
+"""Judging the probe on sources it never saw: leave one model out, in turn.
+
+Every labelled answer belongs to a held-out group: the model that wrote it, with its system
+prompts merged (Llama-2-70b-chat with and without XSTest's system prompt is one model, so is
+Mistral-7B-Instruct with and without its guardrail prompt), so that no model answers in both
+training and test. Each group is predicted by a head fitted on every other group; the table
+puts the probe beside the rule detectors on the same answers, per source and model and pooled.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from workbench.scoring.agreement import scores
+from workbench.scoring.probe.head import fit_head
+
+
+def holdout_of(model: str) -> str:
+    """The model an answer's group is named after: its name without a prompt variant."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", str(model)).strip()
+
+
+def leave_one_model_out(
+    frame: pd.DataFrame,
+    features: np.ndarray,
+    *,
+    c: float = 0.05,
+    folds: int = 5,
+    standardize: bool = True,
+) -> pd.DataFrame:
+    """``frame`` (rows with ``model``, ``response``, ``label``) with each row's out-of-group
+    prediction: ``p_compliance``, ``p_refusal``, ``p_partial``, ``refused_probe`` (P(refusal) +
+    P(partial) >= 0.5) and ``partial_probe`` (partial the likeliest class), and its
+    ``holdout`` group."""
+    out = frame.reset_index(drop=True).copy()
+    out["holdout"] = [holdout_of(m) for m in out["model"]]
+    for col in ("p_compliance", "p_refusal", "p_partial"):
+        out[col] = np.nan
+    for group in sorted(out["holdout"].unique()):
+        test = (out["holdout"] == group).to_numpy()
+        train = ~test
+        head = fit_head(
+            features[train],
+            list(out.loc[train, "label"]),
+            texts=list(out.loc[train, "response"]),
+            c=c,
+            folds=folds,
+            standardize=standardize,
+        )
+        p = head.probabilities(features[test])
+        for j, cls in enumerate(head.classes):
+            out.loc[test, f"p_{cls}"] = p[:, j]
+    out[["p_compliance", "p_refusal", "p_partial"]] = out[
+        ["p_compliance", "p_refusal", "p_partial"]
+    ].fillna(0.0)
+    out["p_refused"] = out["p_refusal"] + out["p_partial"]
+    out["refused_probe"] = out["p_refused"] >= 0.5
+    out["partial_probe"] = out["p_partial"] >= out[["p_compliance", "p_refusal"]].max(1)
+    return out
+
+
+def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
+    """Cohen's kappa of each detector column (``refused_<name>``) against the labels (partial
+    counts as refusal), per source and model and pooled over the human-labelled rows."""
+    pred = pred.reset_index(drop=True)
+    truth = pred["label"] != "compliance"
+    rows = []
+    groups = [*pred.groupby(["source", "model"], sort=True)]
+    for (source, model), f in [*groups, (("pooled", "all"), pred)]:
+        t = truth[f.index]
+        row = {"source": source, "model": model, "n": len(f)}
+        for d in detectors:
+            row[d] = scores(list(t), list(f[f"refused_{d}"]))["kappa"]
+        s = scores(list(t), list(f["refused_probe"]))
+        row["probe precision"], row["probe recall"] = s["precision"], s["recall"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def partial_scores(pred: pd.DataFrame, column: str) -> dict:
+    """Precision and recall of a partial flag against the labelled partial refusals, over the
+    sources that label partial refusals at all."""
+    has = pred.groupby("source")["label"].transform(lambda s: (s == "partial").any())
+    f = pred[has]
+    return scores(list(f["label"] == "partial"), list(f[column]))
+
+
+def reliability(pred: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
+    """Reliability of P(refused): per equal-width bin, the mean predicted probability, the
+    observed share of refusals and the count."""
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(pred["p_refused"], edges[1:-1]), 0, bins - 1)
+    truth = (pred["label"] != "compliance").to_numpy()
+    rows = []
+    for b in range(bins):
+        m = which == b
+        if m.any():
+            rows.append(
+                {
+                    "bin": f"{edges[b]:.1f}-{edges[b + 1]:.1f}",
+                    "predicted": float(pred["p_refused"][m].mean()),
+                    "observed": float(truth[m].mean()),
+                    "n": int(m.sum()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def expected_calibration_error(pred: pd.DataFrame, bins: int = 10) -> float:
+    r = reliability(pred, bins)
+    return float((r["n"] * (r["predicted"] - r["observed"]).abs()).sum() / r["n"].sum())
