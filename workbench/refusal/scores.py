@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from workbench.refusal.datasets import MAY_REFUSE, SHOULD_NOT_REFUSE, SHOULD_REFUSE
-from workbench.scoring.judge import classify_confidence, refusal_confidence
+from workbench.scoring.judge import classify_confidence, refusal_confidence, weighted_confidence
 
 CLASSES = ("compliance", "ambiguous", "rejection")
 #: Identifies a prompt's samples in the rows.
@@ -76,14 +76,6 @@ def sources_in(rows: pd.DataFrame) -> list[str]:
     return (["judge"] if "judge" in names else []) + [n for n in names if n != "judge"]
 
 
-def probability_confidence(logprobs: list[float], confidences: list[float]) -> float:
-    """c(x) from per-sample confidences in [-1, 1] (the probe's ``2 P(refused) - 1``) instead of
-    +1/-1 verdicts, weighted as c(x) weights its samples."""
-    top = max(logprobs)
-    w = [math.exp(lp - top) for lp in logprobs]
-    return sum(a * b for a, b in zip(w, confidences)) / sum(w)
-
-
 def prompt_scores(rows: pd.DataFrame, primary: str, margin: float = 0.1) -> pd.DataFrame:
     """One row per (system, dataset, prompt): c(x) from every source (``c_<source>``,
     ``class_<source>``), and ``confidence`` / ``class`` from ``primary``. Samples without a
@@ -114,7 +106,7 @@ def prompt_scores(rows: pd.DataFrame, primary: str, margin: float = 0.1) -> pd.D
             rec[f"class_{s}"] = classify_confidence(c, margin)
         if "confidence_probe" in kept:  # the probe's calibrated probabilities, c(x)'s weights
             rec["c_probe_calibrated"] = (
-                probability_confidence(weights, [float(v) for v in kept["confidence_probe"]])
+                weighted_confidence(weights, [float(v) for v in kept["confidence_probe"]])
                 if weights
                 else None
             )

@@ -83,7 +83,7 @@ class RefusalProbe:
     def score(self, texts: Sequence[object], *, progress: bool = False) -> pd.DataFrame:
         """One row per response: ``p_compliance``, ``p_refusal``, ``p_partial``, ``p_refused``,
         ``refused``, ``partial``, ``confidence``."""
-        texts = check_texts(texts)
+        texts = list(texts)  # response_features checks each one
         feats = response_features(
             texts, self.head.settings, lm=self.lm, progress=progress, lazy_lm=self.reader
         )
