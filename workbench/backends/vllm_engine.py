@@ -49,6 +49,10 @@ VLLM_CAPABILITIES = Capabilities(
 )
 
 
+#: vLLM's switch between an engine core in its own process ("1") or in the caller's ("0")
+MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+
 @dataclass(frozen=True)
 class VLLMOptions:
     """Engine settings (the rest are vLLM's defaults).
@@ -80,6 +84,13 @@ class VLLMOptions:
             make long prompts prefill in chunks.
         block_size: tokens per KV-cache block (None: vLLM's default, 128 on CPU; 32 on CPU with
             steering, so that an unsteered answer reuses its gate pass's blocks).
+        in_process: run vLLM's engine core in this process rather than a process of its own.
+            None: on CPU, where the two processes contend for the same cores, and for a
+            steering engine, whose gated answers read their gates in their own prefill: a
+            prompt whose gate fired restarts steered at the very next engine step, where a
+            separate engine core has already run a few steps ahead. A start also skips one
+            process's imports. ``VLLM_ENABLE_V1_MULTIPROCESSING``, when set, decides instead.
+            The answers are the same either way.
     """
 
     dtype: str = "auto"
@@ -96,6 +107,7 @@ class VLLMOptions:
     enable_chunked_prefill: bool | None = None
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
+    in_process: bool | None = None
 
     #: memory and scheduling: who is steered and what it answers never depend on them (not in
     #: a cell's hash)
@@ -110,11 +122,35 @@ class VLLMOptions:
             "enable_chunked_prefill",
             "max_num_batched_tokens",
             "block_size",
+            "in_process",
         }
     )
 
     def __post_init__(self) -> None:
         check_fields(self, label="option")
+
+
+def _new_llm(vllm, kwargs: dict, in_process: bool):
+    """``vllm.LLM(**kwargs)`` with its engine core in this process or in its own.
+
+    vLLM reads the choice from ``VLLM_ENABLE_V1_MULTIPROCESSING`` when the engine is built and
+    caches its environment once an engine core has started, so the cache is reset around the
+    build (an earlier engine's choice would otherwise stick) and the variable set for it only.
+    """
+    import vllm.envs as envs
+
+    reset = getattr(envs, "disable_envs_cache", lambda: None)
+    before = os.environ.get(MULTIPROCESSING)
+    os.environ[MULTIPROCESSING] = "0" if in_process else "1"
+    reset()
+    try:
+        return vllm.LLM(**kwargs)
+    finally:
+        if before is None:
+            os.environ.pop(MULTIPROCESSING, None)
+        else:
+            os.environ[MULTIPROCESSING] = before
+        reset()
 
 
 def _require_vllm() -> None:
@@ -246,7 +282,12 @@ class VLLMModel(BlackBoxBackend):
             capture=self.steering,
             adapters=self.adapters,
         )
-        self.llm = vllm.LLM(**kwargs)
+        in_process = o.in_process
+        if in_process is None:  # a choice made in the environment stands
+            set_in_env = os.environ.get(MULTIPROCESSING)
+            on_cpu = device.type == "cpu"
+            in_process = (self.steering or on_cpu) if set_in_env is None else set_in_env == "0"
+        self.llm = _new_llm(vllm, kwargs, in_process)
         self.version = vllm.__version__
         self._eos = eos_token_ids(_GenerationConfigHolder(load_from), self.tokenizer)
         self._adapters: dict[str, int] = {}

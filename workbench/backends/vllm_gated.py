@@ -7,6 +7,9 @@ in that prefill (``workbench_gate`` on the answer request itself). After each en
 decisions recorded so far are collected; the requests of a prompt whose gate fired are aborted
 (their first token was sampled unsteered) and sent again, steered. A prompt whose gate stays
 shut costs nothing beyond its answer; one that fires costs what the separate pass cost it.
+With vLLM's engine core in this process (``VLLMOptions.in_process``, a steering engine's
+default) they start again at the very next step; an engine core in a process of its own has
+run a few steps further by the time the decisions are collected.
 
 The answers equal the two-pass way's token for token: an unfired answer is that same unsteered
 request, a fired one the same steered request, and the decision is read at the same prompt
