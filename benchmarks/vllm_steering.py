@@ -37,8 +37,14 @@ def _best_runs(runs: dict) -> dict:
 
 
 #: the in-process engines, each (label, options): a plain engine and the steering engine,
-#: compiled (DYNAMO_TRACE_ONCE + inductor on CPU; CUDA graphs too on GPU) and eager
+#: compiled (DYNAMO_TRACE_ONCE + inductor on CPU; CUDA graphs too on GPU) and eager, each with
+#: the back end's choice of where vLLM's engine core runs (in this process on CPU), and the
+#: plain engine once more with its engine core in a process of its own (vLLM's default)
 ENGINES = (
+    (
+        "compiled plain, engine core in its own process",
+        {"steering": False, "compiled": True, "in_process": False},
+    ),
     ("compiled plain", {"steering": False, "compiled": True}),
     ("compiled steering", {"steering": True, "compiled": True}),
     ("eager steering", {"steering": True, "compiled": False}),

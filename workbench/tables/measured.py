@@ -202,8 +202,8 @@ def steering_speed() -> str:
     )
     note = (
         f"\n{n} prompts, greedy, {rec['max_new_tokens']} new tokens, the "
-        f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; vLLM rows are the fastest of "
-        f"{rec['repeats']} interleaved passes on one engine each, after a full-size warm-up.\n"
+        f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; each row is the fastest of "
+        f"{rec['repeats']} interleaved unsteered and steered passes on one engine, after a warm-up.\n"
     )
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 
