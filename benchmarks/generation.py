@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _prompts import PROMPTS
+from _timing import interleaved
 from workbench.backends import load_model
 from workbench.generation import GenerationConfig, generate
 from workbench.models import render_chat
@@ -234,14 +235,11 @@ def main() -> None:
     # The default engine against HF batched generate, both warmed, interleaved --repeats times:
     # the medians are compared (one pass each varies by about 10% on a shared machine).
     hf_batched(lm, prompts[:2], 4, args.batch_size)  # warm-up
-    engine_runs, hf_runs = [], []
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        gens = generate(lm, prompts, cfg, progress=False)
-        engine_runs.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        hf_texts, hf_tokens = hf_batched(lm, prompts, args.max_new_tokens, args.batch_size)
-        hf_runs.append(time.perf_counter() - t)
+    (gens, engine_runs), ((hf_texts, hf_tokens), hf_runs) = interleaved(
+        args.repeats,
+        lambda: generate(lm, prompts, cfg, progress=False),
+        lambda: hf_batched(lm, prompts, args.max_new_tokens, args.batch_size),
+    )
     engine_s, hf_s = statistics.median(engine_runs), statistics.median(hf_runs)
     engine_tokens = sum(g.num_tokens for g in gens)
     same = sum(g.text == n for g, n in zip(gens, naive_texts))

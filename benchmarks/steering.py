@@ -36,6 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _prompts import PROMPTS
+from _timing import interleaved
 from workbench.backends import load_model
 from workbench.generation import GenerationConfig, generate
 from workbench.steering import collect_activations
@@ -64,14 +65,11 @@ def main() -> None:
     generate(lm, PROMPTS[:2], GenerationConfig(max_new_tokens=4), progress=False)  # warm-up
 
     # plain and steered interleaved, the fastest of --repeats passes each (as vLLM's rows)
-    plain_runs, steer_runs = [], []
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        plain = generate(lm, PROMPTS, cfg, progress=False)
-        plain_runs.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        steered = ab.generate(PROMPTS, cfg, progress=False)  # decision pass + steered generation
-        steer_runs.append(time.perf_counter() - t)
+    (plain, plain_runs), (steered, steer_runs) = interleaved(
+        args.repeats,
+        lambda: generate(lm, PROMPTS, cfg, progress=False),
+        lambda: ab.generate(PROMPTS, cfg, progress=False),  # decision pass + steered generation
+    )
     plain_s, steer_s = min(plain_runs), min(steer_runs)
     decisions = ab.gate_decisions
     t = time.perf_counter()
