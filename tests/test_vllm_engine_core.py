@@ -13,14 +13,37 @@ import pytest
 from workbench.backends.vllm_engine import MULTIPROCESSING, VLLMOptions, _new_llm
 
 
+class _Envs:
+    """vLLM's ``envs`` module: variables read from the environment, or from a snapshot once
+    an engine core has started (``enable_envs_cache``)."""
+
+    def __init__(self, resets: list):
+        self.cache: dict | None = None
+        self.resets = resets
+
+    def get(self, name):
+        return (self.cache if self.cache is not None else os.environ).get(name)
+
+    def _is_envs_cache_enabled(self):
+        return self.cache is not None
+
+    def enable_envs_cache(self):
+        self.cache = self.cache if self.cache is not None else dict(os.environ)
+
+    def disable_envs_cache(self):
+        self.resets.append(1)
+        self.cache = None
+
+
 def fake_vllm():
     seen: list[str | None] = []
     resets: list[int] = []
-    envs = types.SimpleNamespace(disable_envs_cache=lambda: resets.append(1))
+    envs = _Envs(resets)
 
     class LLM:
         def __init__(self, **kwargs):
-            seen.append(os.environ.get(MULTIPROCESSING))
+            seen.append(envs.get(MULTIPROCESSING))
+            envs.enable_envs_cache()  # as vLLM does once the engine core is up
             if kwargs.get("fail"):
                 raise RuntimeError("engine failed to start")
 
@@ -45,6 +68,19 @@ def test_the_engine_core_is_placed_per_engine_and_the_environment_restored(
     assert seen == [during]
     assert os.environ.get(MULTIPROCESSING) == before
     assert len(resets) == 2  # vLLM's cached environment dropped before and after the build
+    # and cached again over the restored environment, for the engine's steps
+    assert vllm.envs._is_envs_cache_enabled() and vllm.envs.get(MULTIPROCESSING) == before
+
+
+def test_an_earlier_engines_cached_choice_does_not_stick(monkeypatch):
+    vllm, seen, _ = fake_vllm()
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.envs", vllm.envs)
+    monkeypatch.delenv(MULTIPROCESSING, raising=False)
+    _new_llm(vllm, {}, True)
+    _new_llm(vllm, {}, False)
+    _new_llm(vllm, {}, True)
+    assert seen == ["0", "1", "0"]
 
 
 def test_a_failed_build_still_restores_the_environment(monkeypatch):

@@ -136,6 +136,8 @@ def _new_llm(vllm, kwargs: dict, in_process: bool):
     vLLM reads the choice from ``VLLM_ENABLE_V1_MULTIPROCESSING`` when the engine is built and
     caches its environment once an engine core has started, so the cache is reset around the
     build (an earlier engine's choice would otherwise stick) and the variable set for it only.
+    A cache the build turned on is turned on again over the restored environment: an engine
+    core in this process reads vLLM's settings on every step.
     """
     import vllm.envs as envs
 
@@ -146,11 +148,14 @@ def _new_llm(vllm, kwargs: dict, in_process: bool):
     try:
         return vllm.LLM(**kwargs)
     finally:
+        cached = getattr(envs, "_is_envs_cache_enabled", lambda: False)()
         if before is None:
             os.environ.pop(MULTIPROCESSING, None)
         else:
             os.environ[MULTIPROCESSING] = before
         reset()
+        if cached:
+            envs.enable_envs_cache()
 
 
 def _require_vllm() -> None:
