@@ -223,8 +223,12 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
         return []
     result = json.loads(lines[-1])
     found = [(f"vLLM {label}", r) for label, r in result.get("in_process", {}).items()]
-    if "server" in result:
-        found.append(("vLLM server, eager (64 in flight)", result["server"]))
+    for way, label in (
+        ("gate in prefill", "vLLM server, eager (64 in flight)"),
+        ("gate pass", "vLLM server, eager, each gate a request of its own first"),
+    ):
+        if way in result.get("server", {}):
+            found.append((label, result["server"][way]))
     rows = []
     for label, r in found:
         un, st = r["unsteered"], r.get("steered")

@@ -5,7 +5,8 @@
 On the shared 64 prompts, greedy, fp32: vLLM in process (a compiled plain engine, the
 compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (``serve
 --steering``, 64 requests in flight), each unsteered and (steering) steered by the abstainer
-in SPEC.json (its gate read in vLLM, then the prompts that fired steered), interleaved REPEATS
+in SPEC.json (its gate read in vLLM, then the prompts that fired steered; on the server also
+with each gate read in a request of its own first, ``gate_prompt``), interleaved REPEATS
 times after a full-size warm-up. Prints one JSON line: per path the fastest pass's seconds
 (every pass's too) and tokens of each kind, and the texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
 ``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
@@ -132,34 +133,45 @@ def server(model, spec, prompts, max_new, repeats):
     try:
         _post(url + "/abstainers", spec.to_dict())
 
-        def ask(prompt, steer, n=max_new):
-            body = {
-                "model": "bench",
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": n,
-                "temperature": 0,
-            }
-            if steer:
+        def ask(prompt, kind, n=max_new):
+            messages = [{"role": "user", "content": prompt}]
+            body = {"model": "bench", "messages": messages, "max_tokens": n, "temperature": 0}
+            if kind == "steered":  # the gate read in the answer's own prefill
                 body["steering"] = {"abstainer": spec.name}
+            elif kind == "gate pass":  # the same gate on the same prompt, in a request first
+                body["steering"] = {"abstainer": spec.name, "gate_prompt": messages}
             return _post(url + "/chat/completions", body)
 
-        def burst(steer, items=prompts, n=max_new):
+        def burst(kind, items=prompts, n=max_new):
             with cf.ThreadPoolExecutor(len(items)) as ex:
-                return list(ex.map(lambda p: ask(p, steer, n), items))
+                return list(ex.map(lambda p: ask(p, kind, n), items))
 
-        burst(False)  # warm-up at full size, as in process
-        burst(True)
-        runs: dict = {"unsteered": [], "steered": []}
+        kinds = ("unsteered", "steered", "gate pass")
+        for kind in kinds:  # warm-up at full size, as in process
+            burst(kind)
+        runs: dict = {k: [] for k in kinds}
         texts: dict = {}
         for _ in range(repeats):
-            for kind in ("unsteered", "steered"):
+            for kind in kinds:
                 t = time.perf_counter()
-                answers = burst(kind == "steered")
+                answers = burst(kind)
                 secs = time.perf_counter() - t
                 tokens = sum(a["usage"]["completion_tokens"] for a in answers)
                 runs[kind].append((secs, tokens))
                 texts[kind] = [a["choices"][0]["message"]["content"].strip() for a in answers]
-        return {**_best_runs(runs), "texts": texts}
+        best = _best_runs(runs)
+        return {
+            "gate in prefill": {
+                "unsteered": best["unsteered"],
+                "steered": best["steered"],
+                "texts": {k: texts[k] for k in ("unsteered", "steered")},
+            },
+            "gate pass": {
+                "unsteered": best["unsteered"],
+                "steered": best["gate pass"],
+                "texts": {"unsteered": texts["unsteered"], "steered": texts["gate pass"]},
+            },
+        }
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)

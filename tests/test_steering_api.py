@@ -171,7 +171,9 @@ CHAT = {"model": "m", "messages": [{"role": "user", "content": "Name a river."}]
 
 
 @pytest.mark.parametrize("fire", [True, False])
-def test_a_steered_request_is_gated_then_steered_only_when_it_fired(server, fire):
+def test_a_steered_request_reads_its_gate_in_its_answer_and_is_sent_again_when_it_fired(
+    server, fire
+):
     mw, app, engine, seen = server(fire)
     status, body, _ = _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
     assert status == 200 and engine.registered == ["river"]
@@ -179,20 +181,133 @@ def test_a_steered_request_is_gated_then_steered_only_when_it_fired(server, fire
         mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"abstainer": "river"}}
     )
     assert status == 200
-    gate, answer = seen
     digest = _spec().digest()
-    assert (
-        gate["max_tokens"] == 1 and gate["vllm_xargs"][GATE] == digest and TAG in gate["vllm_xargs"]
-    )
-    assert "steering" not in gate and "steering" not in answer and answer["max_tokens"] == 9
+    first = seen[0]  # the unsteered answer, its gate read in its prefill: no pass of its own
+    assert first["max_tokens"] == 9 and first["vllm_xargs"][GATE] == digest
+    assert first["vllm_xargs"][TAG].startswith("gate-") and "cache_salt" not in first
+    assert all("steering" not in s for s in seen)
     if fire:
-        assert answer["vllm_xargs"][STEER] == digest
+        answer = seen[1]
+        assert answer["max_tokens"] == 9 and answer["vllm_xargs"][STEER] == digest
         assert answer["vllm_xargs"][TAG].startswith("steer-")  # the request's failures, if any
         assert answer["cache_salt"] == cache_salt(digest, True)
+        assert body["echo"] == answer  # the answer given is the steered request's
     else:
-        assert "vllm_xargs" not in answer and "cache_salt" not in answer
+        assert len(seen) == 1 and body["echo"] == first
     assert body["steering"]["fired"] is fire and body["steering"]["votes"] == [fire, True]
     assert json.loads(headers[b"x-workbench-steering"])["fired"] is fire
+
+
+@pytest.mark.parametrize(
+    "change", [{"steering": {"abstainer": "river", "gate_prompt": "About rivers?"}}, {"n": 2}]
+)
+def test_a_gate_on_another_prompt_or_several_sequences_runs_as_a_pass_of_its_own(server, change):
+    mw, app, _, seen = server(False)
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+    request = {**CHAT, "steering": {"abstainer": "river"}, **change}
+    status, body, _ = _call(mw, app, "POST", "/v1/chat/completions", request)
+    gate, answer = seen
+    assert status == 200 and gate["max_tokens"] == 1 and GATE in gate["vllm_xargs"]
+    assert "vllm_xargs" not in answer and body["echo"] == answer
+    if "steering" in change:
+        assert gate["messages"] == [{"role": "user", "content": "About rivers?"}]
+
+
+def _streaming_app(engine, seen, chunks=6, status=200):
+    """vLLM's streamed answers: a chunk per step until done or the client disconnects (read
+    as vLLM's routes read it, on ``receive`` beside the work)."""
+
+    async def app(scope, receive, send):
+        m = await receive()
+        seen.append({"body": json.loads(m["body"]), "disconnected": False})
+        gone = asyncio.ensure_future(receive())
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        for i in range(chunks):
+            await asyncio.sleep(0.01)
+            if gone.done():
+                seen[-1]["disconnected"] = True
+                return
+            n = len(seen)
+            await send(
+                {"type": "http.response.body", "body": b"%d.%d " % (n, i), "more_body": True}
+            )
+        gone.cancel()
+        await send({"type": "http.response.body", "body": b"data: [DONE]", "more_body": False})
+
+    app.state = SimpleNamespace(engine_client=engine)
+    return app
+
+
+@pytest.mark.parametrize("fire", [True, False])
+def test_a_streamed_answer_is_held_until_its_gate_decided(tmp_path, monkeypatch, fire):
+    """Unfired: the stream reaches the client whole and in order; fired: the unsteered stream
+    is aborted (its route reads a disconnect) and none of it reaches the client."""
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "registry"))
+    engine, seen = _Engine(fire), []
+    answer = engine.collective_rpc
+
+    async def late(method, args=()):  # the decision is recorded a few steps in
+        if method == "workbench_votes":
+            await asyncio.sleep(0.02)
+        return await answer(method, args)
+
+    engine.collective_rpc = late
+    app = _streaming_app(engine, seen)
+    mw = SteeringMiddleware(app)
+    request = {**CHAT, "stream": True, "steering": {"spec": _spec().to_dict()}}
+    raw = json.dumps(request).encode()
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "app": app}
+    scope["headers"] = [(b"content-length", str(len(raw)).encode())]
+    queue = [{"type": "http.request", "body": raw, "more_body": False}]
+    sent: list = []
+
+    async def receive():
+        if queue:
+            return queue.pop(0)
+        await asyncio.Event().wait()  # the client stays
+
+    async def send(m):
+        sent.append(m)
+
+    asyncio.run(mw(scope, receive, send))
+    text = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    starts = [m for m in sent if m["type"] == "http.response.start"]
+    assert len(starts) == 1
+    record = json.loads(dict(starts[0]["headers"])[b"x-workbench-steering"])
+    assert record["fired"] is fire
+    if fire:
+        assert len(seen) == 2 and seen[0]["disconnected"] and not seen[1]["disconnected"]
+        assert seen[1]["body"]["vllm_xargs"][STEER] == _spec().digest()
+        assert text == b"2.0 2.1 2.2 2.3 2.4 2.5 data: [DONE]"
+    else:
+        assert len(seen) == 1 and not seen[0]["disconnected"]
+        assert text == b"1.0 1.1 1.2 1.3 1.4 1.5 data: [DONE]"
+
+
+def test_an_error_of_vllms_for_a_gated_request_reaches_the_client_as_it_is(server):
+    """A request vLLM refuses (here a 400) reads no gate: its answer is passed on unchanged."""
+    mw, app, engine, seen = server()
+
+    async def refuse(scope, receive, send):
+        await receive()
+        seen.append(1)
+        data = b'{"error": {"message": "max_tokens is too large", "code": 400}}'
+        await send({"type": "http.response.start", "status": 400, "headers": []})
+        await send({"type": "http.response.body", "body": data})
+
+    refuse.state = app.state
+    mw = SteeringMiddleware(refuse)
+    engine.fire = None  # no decision is ever recorded
+    answer = engine.collective_rpc
+
+    async def none(method, args=()):
+        return [{}] if method == "workbench_votes" else await answer(method, args)
+
+    engine.collective_rpc = none
+    raw = {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    status, body, _ = _call(mw, refuse, "POST", "/v1/chat/completions", raw)
+    assert status == 400 and body["error"]["message"] == "max_tokens is too large"
+    assert seen == [1]
 
 
 def test_unknown_abstainer_is_a_one_line_400_and_nothing_is_sent(server):

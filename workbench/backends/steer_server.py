@@ -22,11 +22,14 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
 ``POST /v1/completions``, ``POST /v1/chat/completions`` with a ``steering`` field
     ``{"abstainer": NAME}`` (registered) or ``{"spec": {...}}`` (inline), optionally
     ``"gate_prompt"`` (text, or chat messages, the gate reads instead of the request's own) or
-    ``"decision": true|false`` (no gate). The middleware runs the gate as a one-token request
-    of its own, collects the votes from the workers, then passes the request on, steered when
-    the gate fired (``vllm_xargs``) and with a prefix-cache salt naming the abstainer. The
-    answer carries ``"steering": {"abstainer", "fired", "votes", "similarities"}`` and the
-    header ``x-workbench-steering`` (streams: the header only).
+    ``"decision": true|false`` (no gate). The middleware sends the request on as its
+    unsteered answer, which reads the gate in its own prefill (``vllm_xargs``), and holds the
+    answer back until it has collected the decision from the workers: a shut gate's answer
+    goes out as it is, a fired gate's is aborted and the request sent again steered, with a
+    prefix-cache salt naming the abstainer. With ``gate_prompt``, or a request for several
+    sequences (``n``, ``best_of``), the gate runs first as a one-token request of its own.
+    The answer carries ``"steering": {"abstainer", "fired", "votes", "similarities"}`` and
+    the header ``x-workbench-steering`` (streams: the header only).
 
 Any OpenAI client asks for it with ``extra_body={"steering": {"abstainer": "river"}}``. A
 request naming an unknown abstainer is a 400 with one line; the others are unaffected.
@@ -182,8 +185,9 @@ async def _read_body(receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes, receive):
-    """``receive`` that gives ``body`` once, then waits on the client (disconnects)."""
+def _replay(body: bytes, receive, abort: asyncio.Event | None = None):
+    """``receive`` that gives ``body`` once, then waits on the client (disconnects) or, with
+    ``abort``, until it is set: the route then reads a disconnect and vLLM aborts the request."""
     sent = False
 
     async def replayed():
@@ -191,7 +195,14 @@ def _replay(body: bytes, receive):
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        if abort is None:
+            return await receive()
+        if abort.is_set():
+            return {"type": "http.disconnect"}
+        client, stop = asyncio.ensure_future(receive()), asyncio.ensure_future(abort.wait())
+        done, _ = await asyncio.wait({client, stop}, return_when=asyncio.FIRST_COMPLETED)
+        (stop if client in done else client).cancel()
+        return client.result() if client in done else {"type": "http.disconnect"}
 
     return replayed
 
@@ -488,8 +499,15 @@ class SteeringMiddleware:
             record["fired"] = bool(steering["decision"])
         elif spec.gate is None:
             record["fired"] = True
+        elif _gate_in_prefill(data, steering):
+            return await self._steer_in_prefill(scope, receive, send, data, digest, record)
         else:
             record.update(await self._gate(scope, receive, data, digest, steering))
+        return await self._answer(scope, receive, send, data, digest, record)
+
+    async def _answer(self, scope, receive, send, data: dict, digest: str, record: dict):
+        """Pass the request on, steered (with a prefix-cache salt naming the abstainer) when
+        ``record`` says the gate fired, the record added to the answer."""
         body = dict(data)
         check = None
         if record["fired"]:
@@ -508,6 +526,55 @@ class SteeringMiddleware:
         return await self.app(
             _scope_for(scope, raw), _replay(raw, receive), _Annotate(send, record, header, check)
         )
+
+    async def _steer_in_prefill(
+        self, scope, receive, send, data: dict, digest: str, record: dict
+    ) -> None:
+        """The request sent on as its unsteered answer, reading its gate in its own prefill
+        (:mod:`~workbench.backends.vllm_gated`'s way, over HTTP). Its answer is held back
+        until the decision is collected from the workers: a shut gate lets it through (no
+        pass of its own for the gate), a fired one aborts it, as a client's disconnect would,
+        and sends the request again steered."""
+        engine = scope["app"].state.engine_client
+        tag = f"gate-{uuid.uuid4().hex}"
+        body = dict(data)
+        body["vllm_xargs"] = {**(body.get("vllm_xargs") or {}), GATE: digest, TAG: tag}
+        raw = json.dumps(body).encode()
+        held, abort, client = _Held(), asyncio.Event(), _Client(receive)
+        answer = asyncio.ensure_future(
+            self.app(_scope_for(scope, raw), _replay(raw, client, abort), held)
+        )
+        try:
+            rec = await self._decision(engine, tag, answer, held)
+        except BaseException:
+            abort.set()
+            raise
+        if rec is None:  # the answer ended with no decision read
+            await answer
+            if client.gone or held.status != 200:  # gone, or vLLM's own error: as it is
+                return await held.release(send)
+            _warn(f"the gate of {tag} recorded no decision")
+            raise _error(500, "the gate recorded no decision for this request")
+        record.update(fired=rec["fired"], votes=rec["votes"], similarities=rec["similarities"])
+        if not record["fired"]:
+            await held.release(_Annotate(send, record, (HEADER, json.dumps(record).encode())))
+            return await answer
+        abort.set()
+        await asyncio.gather(answer, return_exceptions=True)  # its messages are dropped
+        return await self._answer(scope, client, send, data, digest, record)
+
+    async def _decision(self, engine, tag: str, answer: asyncio.Future, held: _Held):
+        """The gate's record under ``tag`` once the workers have it (asked after each wait of
+        at most :data:`POLL` seconds, shared with the other waiting requests); None when the
+        answer ended, or vLLM answered with an error, before a decision was read."""
+        while True:
+            ended = answer.done() or held.status not in (0, 200)
+            rec = await self._votes(engine, tag)
+            if rec is not None and "fired" in rec:
+                return rec
+            if ended:
+                return None
+            await asyncio.wait([answer], timeout=POLL)
 
     async def _gate(self, scope, receive, data: dict, digest: str, steering: dict) -> dict:
         tag = f"gate-{uuid.uuid4().hex}"
@@ -547,6 +614,56 @@ class SteeringMiddleware:
             _warn(f"the gate of {tag} recorded no decision")
             raise _error(500, "the gate recorded no decision for this request")
         return {"fired": rec["fired"], "votes": rec["votes"], "similarities": rec["similarities"]}
+
+
+#: seconds between asks for a decision the workers have not recorded yet (each ask waits for
+#: the engine's current step, so a busy engine is asked about once a step)
+POLL = 0.005
+#: request fields that make vLLM run several sequences for one request: their gate is read
+#: in a pass of its own (one decision, read once)
+_SEVERAL = ("n", "best_of", "use_beam_search")
+
+
+def _gate_in_prefill(data: dict, steering: dict) -> bool:
+    """The gate can be read in the answer's own prefill: it reads the request's own prompt,
+    and the request runs one sequence."""
+    several = any(data.get(k) not in (None, 1, False) for k in _SEVERAL)
+    return "gate_prompt" not in steering and not several
+
+
+class _Client:
+    """The client's ``receive``, remembering whether the client went away."""
+
+    def __init__(self, receive):
+        self.receive, self.gone = receive, False
+
+    async def __call__(self):
+        message = await self.receive()
+        self.gone = self.gone or message["type"] == "http.disconnect"
+        return message
+
+
+class _Held:
+    """An ASGI ``send`` that keeps the response's messages until :meth:`release` passes them,
+    and every later one, to the client."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.messages: list[dict] = []
+        self.send = None
+
+    async def __call__(self, message):
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        if self.send is not None:
+            return await self.send(message)
+        self.messages.append(message)
+        return None
+
+    async def release(self, send) -> None:
+        while self.messages:  # messages that arrive meanwhile join the queue
+            await send(self.messages.pop(0))
+        self.send = send
 
 
 class _Capture:

@@ -9,7 +9,9 @@ decisions recorded so far are collected; the requests of a prompt whose gate fir
 shut costs nothing beyond its answer; one that fires costs what the separate pass cost it.
 With vLLM's engine core in this process (``VLLMOptions.in_process``, a steering engine's
 default) they start again at the very next step; an engine core in a process of its own has
-run a few steps further by the time the decisions are collected.
+run a few steps further by the time the decisions are collected. The steering server does the
+same per request (:class:`~workbench.backends.steer_server.SteeringMiddleware`): it holds an
+answer back until its gate's decision is in, and sends a fired one again steered.
 
 The answers equal the two-pass way's token for token: an unfired answer is that same unsteered
 request, a fired one the same steered request, and the decision is read at the same prompt
