@@ -86,19 +86,24 @@ def answer_of(body: dict):
     return body["choices"][0]["token_ids"]
 
 
-def valid_pool(abstainers: list[str], max_tokens: int) -> list[dict]:
-    """The valid requests: each question plain, steered by each abstainer, and streamed."""
+def valid_pool(abstainers: list[str], max_tokens: int, gate_pass: bool = False) -> list[dict]:
+    """The valid requests: each question plain, steered by each abstainer, and streamed.
+    ``gate_pass``: the steered ones name their own question as ``gate_prompt``, so that the
+    server reads each gate in a one-token request first instead of in the answer's prefill."""
     pool = []
     for q in QUESTIONS:
+        messages = [{"role": "user", "content": q}]
         base = {
             "model": "m",
-            "messages": [{"role": "user", "content": q}],
+            "messages": messages,
             "max_tokens": max_tokens,
             "temperature": 0,
             "return_token_ids": True,
         }
         pool.append(base)
-        pool.extend({**base, "steering": {"abstainer": a}} for a in abstainers)
+        for a in abstainers:
+            steering = {"abstainer": a, **({"gate_prompt": messages} if gate_pass else {})}
+            pool.append({**base, "steering": steering})
         pool.append({**base, "stream": True, "return_token_ids": False})
     return pool
 
@@ -287,6 +292,11 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--per-process", type=int, default=50)
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument(
+        "--gate-pass",
+        action="store_true",
+        help="steered requests read their gate in a one-token request first (gate_prompt)",
+    )
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
 
@@ -333,7 +343,7 @@ def main() -> None:
         for s in specs:
             status, body = post(url + "/abstainers", s.to_dict(), key)
             assert status == 200, body
-        pool = valid_pool([s.name for s in specs], args.max_tokens)
+        pool = valid_pool([s.name for s in specs], args.max_tokens, args.gate_pass)
         bad = bad_pool(specs[0].to_dict(), args.max_tokens)
         clean = clean_answers(url, key, pool)
         pgid = served_group(server.pid)
