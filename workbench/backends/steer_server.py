@@ -522,9 +522,8 @@ class SteeringMiddleware:
                 return rec.get("failed") if rec else None
 
         raw = json.dumps(body).encode()
-        header = (HEADER, json.dumps(record).encode())
         return await self.app(
-            _scope_for(scope, raw), _replay(raw, receive), _Annotate(send, record, header, check)
+            _scope_for(scope, raw), _replay(raw, receive), _Annotate(send, record, check)
         )
 
     async def _steer_in_prefill(
@@ -553,11 +552,9 @@ class SteeringMiddleware:
             await answer
             if client.gone or held.status != 200:  # gone, or vLLM's own error: as it is
                 return await held.release(send)
-            _warn(f"the gate of {tag} recorded no decision")
-            raise _error(500, "the gate recorded no decision for this request")
-        record.update(fired=rec["fired"], votes=rec["votes"], similarities=rec["similarities"])
+        record.update(_decided(rec, tag))
         if not record["fired"]:
-            await held.release(_Annotate(send, record, (HEADER, json.dumps(record).encode())))
+            await held.release(_Annotate(send, record))
             return await answer
         abort.set()
         await asyncio.gather(answer, return_exceptions=True)  # its messages are dropped
@@ -609,11 +606,16 @@ class SteeringMiddleware:
                 raise _Reply(captured.status, json.loads(captured.body))
             except ValueError:
                 raise _error(captured.status, captured.body.decode(errors="replace")) from None
-        rec = await self._votes(scope["app"].state.engine_client, tag)
-        if rec is None or "fired" not in rec:
-            _warn(f"the gate of {tag} recorded no decision")
-            raise _error(500, "the gate recorded no decision for this request")
-        return {"fired": rec["fired"], "votes": rec["votes"], "similarities": rec["similarities"]}
+        return _decided(await self._votes(scope["app"].state.engine_client, tag), tag)
+
+
+def _decided(rec: dict | None, tag: str) -> dict:
+    """The gate's decision recorded under ``tag`` (fired, votes, similarities); a 500 where the
+    workers recorded none."""
+    if rec is None or "fired" not in rec:
+        _warn(f"the gate of {tag} recorded no decision")
+        raise _error(500, "the gate recorded no decision for this request")
+    return {"fired": rec["fired"], "votes": rec["votes"], "similarities": rec["similarities"]}
 
 
 #: seconds between asks for a decision the workers have not recorded yet (each ask waits for
@@ -685,8 +687,9 @@ class _Annotate:
     the request failed in the workers: a JSON answer becomes a 422, a stream gets an error event
     before its end."""
 
-    def __init__(self, send, record: dict, header: tuple[bytes, bytes], check=None):
-        self.send, self.record, self.header, self.check = send, record, header, check
+    def __init__(self, send, record: dict, check=None):
+        self.send, self.record, self.check = send, record, check
+        self.header = (HEADER, json.dumps(record).encode())
         self.start: dict | None = None
         self.json = False
         self.chunks: list[bytes] = []
