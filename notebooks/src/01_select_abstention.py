@@ -54,6 +54,7 @@ from workbench.experiments import Runner
 from workbench.experiments.notebook import notebook_run
 from workbench.experiments.report import write_summary
 from workbench.paths import run_path
+from workbench.scoring.detectors import with_detector
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import (
     plot_against_release,
@@ -83,7 +84,7 @@ run_dir = run_path(run_name)
 # %%
 runner = Runner(config, executor=executor,
                 **run.executor_options(executor, ray_address, ray_workers))
-rows = runner.run()
+rows = with_detector(runner.run(), detector, progress=True)  # the probe's columns, if named
 summary = write_summary(rows, run_dir / "summary.csv", detector)
 if "answer_parsed" in rows:  # SELECT's CoT: a reply without an answer field is scored whole
     cot = rows[rows["answer_parsed"].notna()]
@@ -114,7 +115,8 @@ save_run_figure(plot_technique_metrics(table, "atomic concepts", n_boot), run_na
 if release_run:
     import pandas as pd
 
-    released = pd.read_parquet(run_path(release_run) / "results.parquet")
+    released = with_detector(pd.read_parquet(run_path(release_run) / "results.parquet"), detector,
+                             progress=True)
     beside = side_by_side(rows, released, detector)
     beside.to_csv(run_dir / "beside_release.csv", index=False, float_format="%.4f")
     same = beside["concepts"] == "same"

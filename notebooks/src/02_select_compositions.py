@@ -51,6 +51,7 @@ from workbench.experiments import Runner
 from workbench.experiments.notebook import notebook_run
 from workbench.experiments.report import write_summary
 from workbench.paths import run_path, runs_root
+from workbench.scoring.detectors import with_detector
 from workbench.plots import export_run_figures, save_run_figure
 from workbench.plots.select import (
     plot_atomic_vs_compositions,
@@ -74,6 +75,7 @@ run_dir = run_path(run_name)
 # %%
 rows = Runner(config, executor=executor,
               **run.executor_options(executor, ray_address, ray_workers)).run()
+rows = with_detector(rows, detector, progress=True)  # the probe's columns, if named
 summary = write_summary(rows, run_dir / "summary.csv", detector)
 if "answer_parsed" in rows:  # SELECT's CoT: a reply without an answer field is scored whole
     cot = rows[rows["answer_parsed"].notna()]
@@ -97,7 +99,8 @@ levels.round(3)
 
 # %%
 atomic_path = runs_root() / atomic_run / "results.parquet"
-both = pd.concat([pd.read_parquet(atomic_path), rows], ignore_index=True) if atomic_path.is_file() else rows
+both = (pd.concat([with_detector(pd.read_parquet(atomic_path), detector), rows], ignore_index=True)
+        if atomic_path.is_file() else rows)
 kinds = technique_table(both, detector, n_boot=200, by=("model", "target_kind", "technique"))
 save_run_figure(plot_atomic_vs_compositions(kinds), run_name, "vs_atomic")
 kinds.round(3)
