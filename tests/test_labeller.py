@@ -568,7 +568,9 @@ def test_the_probe_sits_beside_the_rules_orders_by_doubt_and_retrains_on_labels(
 
     path = tmp_path / "labels.jsonl"
     lab = Labeller(answer_rows(), path, probe=RefusalProbe(lm=embedded))
-    assert "refused_probe" in lab.columns and "p_refused_probe" in lab.frame
+    assert {"refused_probe", "refused_combined"} <= set(
+        lab.columns
+    ) and "p_refused_probe" in lab.frame
     assert lab.frame.loc[lab.frame["technique"] == "steering", "refused_probe"].all()
     assert not lab.frame.loc[lab.frame["technique"] == "base", "refused_probe"].any()
     lab.show.value = "unsure"

@@ -306,7 +306,7 @@ def test_shipped_config_loads_and_runs_offline_defaults():
         ("sampling: {tempreature: 0.7}\n", r"unknown config field 'sampling.tempreature'"),
         ("sampling: {top_p: 2}\n", r"'sampling.top_p' must be in \(0, 1\]"),
         ("judge: {model: ''}\n", r"'judge.model' must be a non-empty string"),
-        ("detector: phrasal\n", r"'detector' is 'phrasal'; known: phrase"),
+        ("detector: phrasal\n", r"'detector' is 'phrasal'; known: phrase.*probe, combined$"),
         ("datasets: [{name: mine, expected: refuse}]\n", r"'datasets\[0\].expected' is 'refuse'"),
         ("datasets: [sanity, sanity]\n", r"names a dataset twice"),
         ("abstainers: [{technique: telepathy, target: x}]\n", r"unknown technique 'telepathy'"),
@@ -416,6 +416,12 @@ def test_c_of_x_weighs_verdicts_by_answer_probability_and_skips_unweighted_sampl
         -refusal_confidence([-0.2, -1.0, -1.0], [False, False, True])
     )
     assert scores["class"].tolist() == ["rejection", "compliance"]
+
+
+def test_a_learned_detector_is_a_suites_detector(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("detector: combined\n")
+    assert SuiteConfig.from_yaml(path).detector == "combined"
 
 
 def test_the_probe_gives_c_of_x_from_votes_and_from_its_probabilities():

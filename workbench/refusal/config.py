@@ -304,9 +304,10 @@ class SuiteConfig:
         judge: the LLM judge (``{model: null}``: none).
         detector: the detector c(x) comes from when there is no judge (all are reported);
             ``probe`` is the learned refusal probe (every answer also read by the embedded
-            model: its calibrated probabilities give ``c_probe_calibrated`` per prompt).
-        probe: score every answer with the learned refusal probe too (implied by
-            ``detector: probe``).
+            model: its calibrated probabilities give ``c_probe_calibrated`` per prompt),
+            ``combined`` the phrase detector overruled where the probe is sure.
+        probe: score every answer with the learned refusal probe (and ``combined``) too
+            (implied by ``detector: probe`` or ``combined``).
         thinking_marker: end of a reasoning model's thinking (``</think>``): the text up to its
             last occurrence is kept in the row (``thinking``) and left out of scoring.
         system_prompt: a system turn for every prompt (seed 001 has none).
@@ -398,9 +399,9 @@ class SuiteConfig:
                     f"({', '.join(f.name for f in dataclasses.fields(cls))}), got {value!r}"
                 )
             object.__setattr__(self, key, value)
-        from workbench.scoring.detectors import detectors_for
+        from workbench.scoring.detectors import LEARNED, detectors_for
 
-        known = [*detectors_for(), "probe"]
+        known = [*detectors_for(), *LEARNED]
         if self.detector not in known:
             raise ConfigError(
                 f"config field 'detector' is {self.detector!r}; known: {', '.join(known)}"

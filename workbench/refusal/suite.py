@@ -491,7 +491,7 @@ class RefusalSuite:
     # -- gathering --------------------------------------------------------------------------------
     def rows(self, plan: list[Chunk] | None = None) -> pd.DataFrame:
         """Every finished chunk's rows with every detector's decision (and the judge's)."""
-        from workbench.scoring.detectors import detector_decisions, detectors_for
+        from workbench.scoring.detectors import LEARNED, detector_decisions, detectors_for
         from workbench.scoring.phrases import detect_refusal
 
         frames = []
@@ -519,7 +519,7 @@ class RefusalSuite:
         ]
         for col in decisions[0] if decisions else []:
             rows[col] = [d[col] for d in decisions]
-        if self.config.probe or self.config.detector == "probe":
+        if self.config.probe or self.config.detector in LEARNED:
             from workbench.scoring.probe import add_probe_columns
 
             rows = add_probe_columns(rows, progress=self.progress)

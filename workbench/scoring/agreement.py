@@ -91,13 +91,16 @@ def detector_predictions(
 ) -> pd.DataFrame:
     """``labels`` with one boolean column per detector (and the judge's, named ``judge``; with
     ``probe``, a :class:`~workbench.scoring.probe.RefusalProbe`, the learned probe's: ``probe``,
-    ``probe_partial`` and its calibrated ``probe_p``)."""
+    ``probe_partial`` and its calibrated ``probe_p``, and the ``combined`` detector's)."""
     out = labels.copy()
     if probe is not None:
-        scored = probe.score(list(out["response"]))
-        out["probe"] = list(scored["refused"])
-        out["probe_partial"] = list(scored["partial"])
-        out["probe_p"] = list(scored["p_refused"])
+        from workbench.scoring.probe import add_probe_columns
+
+        scored = add_probe_columns(out[["question", "response"]], probe)
+        out["probe"] = list(scored["refused_probe"])
+        out["probe_partial"] = list(scored["partial_probe"])
+        out["probe_p"] = list(scored["p_refused_probe"])
+        out["combined"] = list(scored["refused_combined"])
     for name, fn in (detectors or DETECTORS).items():
         out[name] = [bool(fn(r, q)) for q, r in zip(out["question"], out["response"])]
     out["phrase_partial"] = [
@@ -119,7 +122,7 @@ def agreement_table(
     names = (
         list(detectors)
         if detectors is not None
-        else [c for c in list(DETECTORS) + ["probe", "judge"] if c in predicted]
+        else [c for c in list(DETECTORS) + ["probe", "combined", "judge"] if c in predicted]
     )
     groups = [("all", predicted)] if by is None else list(predicted.groupby(by, sort=True))
     rows = []

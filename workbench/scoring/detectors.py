@@ -46,10 +46,11 @@ SELECT_DETECTORS = {
     "select_phr_kw": "phr+kw",
     "select_heuristic": "heuristic",
 }
-#: Detectors that read a model (the learned refusal probe, ``workbench.scoring.probe``): not
-#: decided per row as answers are written, but added to a whole table where a detector
-#: parameter names one (:func:`with_detector`), batched and cached per text.
-LEARNED = ("probe",)
+#: Detectors that read a model (the learned refusal probe, ``workbench.scoring.probe``, and
+#: ``combined``, the phrase detector overruled where the probe is sure): not decided per row as
+#: answers are written, but added to a whole table where a detector parameter names one
+#: (:func:`with_detector`), batched and cached per text.
+LEARNED = ("probe", "combined")
 #: The columns results may hold, for ``detector=`` parameters (``refused_select_*`` only where
 #: the benchmark has SELECT's protocol).
 DETECTOR_COLUMNS = tuple(f"refused_{name}" for name in [*DETECTORS, *SELECT_DETECTORS, *LEARNED])

@@ -249,19 +249,41 @@ def refusal_probe() -> str:
         + f" | {_fmt(r['probe precision'], 3)} / {_fmt(r['probe recall'], 3)} |\n"
         for r in rec["rows"]
     )
-    pp, ph = rec["partial"]["probe"], rec["partial"]["phrase"]
+    part = rec["partial"]
     s = rec["settings"]
+    dev = rec.get("dev_kappa") or {}
+    combined = (
+        f"`combined` is the phrase detector overruled where the probe is at least "
+        f"{rec['overrule']:.3g} sure of the opposite, that value chosen on the dev halves"
+        + (f" (κ {_fmt(dev['combined'], 3)} there)" if "combined" in dev else "")
+        + ". "
+        if "overrule" in rec
+        else ""
+    )
+    any_part = next(iter(part.values()))
     note = (
-        f"\nEach model's answers predicted by a head trained on the other models' (prompt "
-        f"variants of one model held out together), scored on the test halves (the rule "
-        f"detectors were written against the dev halves); `pooled` is every one of them. "
-        f"Partial refusals ({pp['tp'] + pp['fn']} labelled, on the sources that label them): "
-        f"probe precision {_fmt(pp['precision'])}, recall {_fmt(pp['recall'])}; phrase "
-        f"precision {_fmt(ph['precision'])}, recall {_fmt(ph['recall'])}. Expected calibration "
-        f"error of P(refused) {_fmt(rec['ece'], 3)} (10 bins). Features: {s['model']}, blocks "
-        f"{', '.join(map(str, s['layers']))}, first {s['max_tokens']} tokens, mean-pooled; "
-        f"logistic regression C={s['c']}, balanced classes, nothing tuned; at most "
-        f"{s['cap']:,} answers per source and model. Scoring 1,000 answers from scratch: "
+        "\nEach model's answers predicted by a head trained on the other models' (prompt "
+        "variants of one model held out together), scored on the test halves (the rule "
+        "detectors were written against the dev halves); `pooled` is every one of them. "
+        + combined
+        + f"Partial refusals ({any_part['tp'] + any_part['fn']} labelled, on the sources that "
+        "label them): "
+        + "; ".join(
+            f"{n} precision {_fmt(v['precision'])}, recall {_fmt(v['recall'])}"
+            for n, v in part.items()
+        )
+        + f". Expected calibration error of the probe's P(refused) {_fmt(rec['ece'], 3)} (10 "
+        f"bins). Features: {s['model']}, blocks {', '.join(map(str, s['layers']))}, first "
+        f"{s['max_tokens']} tokens"
+        + (" read after the question in the chat template" if s.get("context") else "")
+        + ", mean-pooled"
+        + (
+            f"; blocks and reading chosen on the dev halves (probe κ {_fmt(dev['probe'], 3)} there)"
+            if "probe" in dev
+            else ""
+        )
+        + f"; logistic regression C={s['c']}, balanced classes; at most {s['cap']:,} answers "
+        f"per source and model. Scoring 1,000 answers from scratch: "
         f"{rec['seconds_per_1000']:.0f} s on this CPU.\n"
     )
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"

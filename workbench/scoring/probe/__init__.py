@@ -1,14 +1,16 @@
 """A refusal detector learned from human labels: a small head on the embedded model's hidden
-states over a response.
+states over a response read after its question; and ``combined``, the phrase detector
+overruled where that head is sure.
 
 The package's modules, one job each:
 
-- ``features``: what the probe reads (mean-pooled block outputs of a response's first tokens),
-  batched and cached per text;
+- ``features``: what the probe reads (mean-pooled block outputs of a response's first tokens,
+  read after its question in the chat template), batched and cached per question and text;
 - ``head``: the classifier (multinomial logistic regression, temperature-calibrated), saved as
   JSON with its settings and provenance;
 - ``train``: the labelled sets it learns from, and training;
-- ``loso``: judging it on models it never saw (leave one model out), reliability.
+- ``loso``: judging it on models it never saw (leave one model out), reliability;
+- ``combined``: the phrase detector's decision overruled where the probe is sure.
 
 The head that ships (``data/detectors/refusal_probe.json``) was trained by
 ``python -m workbench scoring probe`` on the sources its provenance names; the probe needs no
@@ -24,6 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from workbench.scoring.phrases import detect_refusal
+from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import FeatureSettings, check_texts, response_features
 from workbench.scoring.probe.head import CLASSES, ProbeHead, fit_head
 
@@ -80,12 +84,24 @@ class RefusalProbe:
             self.lm = load_model(self.head.settings.model, device="cpu")
         return self.lm
 
-    def score(self, texts: Sequence[object], *, progress: bool = False) -> pd.DataFrame:
-        """One row per response: ``p_compliance``, ``p_refusal``, ``p_partial``, ``p_refused``,
-        ``refused``, ``partial``, ``confidence``."""
+    def score(
+        self,
+        texts: Sequence[object],
+        questions: Sequence[object] | None = None,
+        *,
+        progress: bool = False,
+    ) -> pd.DataFrame:
+        """One row per response (to ``questions[i]``, read when the head reads questions):
+        ``p_compliance``, ``p_refusal``, ``p_partial``, ``p_refused``, ``refused``,
+        ``partial``, ``confidence``."""
         texts = list(texts)  # response_features checks each one
         feats = response_features(
-            texts, self.head.settings, lm=self.lm, progress=progress, lazy_lm=self.reader
+            texts,
+            self.head.settings,
+            questions=questions,
+            lm=self.lm,
+            progress=progress,
+            lazy_lm=self.reader,
         )
         p = self.head.probabilities(feats) if len(texts) else np.zeros((0, len(self.head.classes)))
         out = pd.DataFrame({f"p_{c}": p[:, i] for i, c in enumerate(self.head.classes)})
@@ -101,12 +117,19 @@ class RefusalProbe:
         return out
 
     def __call__(self, text: str, question: str | None = None, /) -> bool:
-        """The detector protocol: one response's decision (the question is not read)."""
-        return bool(self.score([text])["refused"].iloc[0])
+        """The detector protocol: one response's decision."""
+        return bool(self.score([text], [question])["refused"].iloc[0])
 
 
 #: the columns :func:`add_probe_columns` adds to a results table
-PROBE_COLUMNS = ("refused_probe", "p_refused_probe", "partial_probe", "confidence_probe")
+PROBE_COLUMNS = (
+    "refused_probe",
+    "p_refused_probe",
+    "partial_probe",
+    "confidence_probe",
+    "refused_combined",
+    "partial_combined",
+)
 
 
 def add_probe_columns(
@@ -114,17 +137,24 @@ def add_probe_columns(
     probe: RefusalProbe | None = None,
     *,
     response: str = "response",
+    question: str | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """``rows`` with the probe's decision on each response (``refused_probe``, so that it is a
     detector every table and metric can name), its calibrated P(refused), partial flag and
-    confidence in [-1, 1]. Responses with no text are scored as compliance with P 0 (the rule
-    detectors read them the same way) rather than refused as a whole table."""
+    confidence in [-1, 1], and the ``combined`` detector's decision and partial flag (the
+    phrase detector overruled where the probe is sure, :mod:`.combined`). Each answer's
+    question is read from the ``question`` column (default: ``question``, else ``prompt``,
+    where the table has one). Responses with no text are scored as compliance with P 0 (the
+    rule detectors read them the same way) rather than refused as a whole table."""
     probe = probe or RefusalProbe()
     out = rows.copy()
+    if question is None:
+        question = next((c for c in ("question", "prompt") if c in out), None)
     texts = ["" if t is None or t != t else str(t) for t in out[response]]
+    qs = list(out[question]) if question is not None else [None] * len(texts)
     scorable = [i for i, t in enumerate(texts) if t.strip()]
-    scored = probe.score([texts[i] for i in scorable], progress=progress)
+    scored = probe.score([texts[i] for i in scorable], [qs[i] for i in scorable], progress=progress)
     p = np.zeros(len(texts))
     partial = np.zeros(len(texts), dtype=bool)
     p[scorable] = scored["p_refused"].to_numpy()
@@ -133,4 +163,11 @@ def add_probe_columns(
     out["refused_probe"] = p >= probe.threshold
     out["partial_probe"] = partial
     out["confidence_probe"] = 2 * p - 1
+    phrase = [
+        detect_refusal(t, question=q if isinstance(q, str) and q.strip() else None)
+        for t, q in zip(texts, qs)
+    ]
+    refused = combine([d.refused for d in phrase], p, probe.head.overrule)
+    out["refused_combined"] = refused
+    out["partial_combined"] = combined_partial(refused, [d.partial for d in phrase], partial)
     return out

@@ -1,9 +1,11 @@
 """What the refusal probe reads: a model's residual stream over a response, mean-pooled.
 
-A response is read as plain text (no chat template, no question): its first ``max_tokens``
-tokens go through the model, and the outputs of the chosen decoder blocks are averaged over
-those tokens and put side by side. The features are cached on disk per (settings, text), so a
-response is read once however many times it is scored or trained on.
+A response's first ``max_tokens`` tokens go through the model, and the outputs of the chosen
+decoder blocks are averaged over those tokens and put side by side. With ``context`` the
+response is read as the assistant's turn after its question in the model's chat template (the
+question's tokens are read but not pooled): what a refusal is depends on what was asked. The
+features are cached on disk per (settings, question, text), so a response is read once however
+many times it is scored or trained on.
 """
 
 from __future__ import annotations
@@ -32,39 +34,69 @@ MAX_CHARS = 200_000
 @dataclass(frozen=True)
 class FeatureSettings:
     """The model read (a name ``load_model`` takes), its decoder blocks (0-based; the output
-    of each) and how many of a response's first tokens are pooled."""
+    of each), how many of a response's first tokens are pooled, and whether the response is
+    read after its question (``context``: the question's last ``question_tokens`` tokens in
+    the chat template; a response with no question known gets an empty user turn)."""
 
     model: str = "smollm2-135m-instruct"
-    layers: tuple[int, ...] = (15, 24)
+    layers: tuple[int, ...] = (6, 12, 18, 24, 29)
     max_tokens: int = 128
+    context: bool = True
+    question_tokens: int = 256
 
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        d = asdict(self)
+        if not self.context:  # heads that read the response alone keep their cached features
+            d.pop("context"), d.pop("question_tokens")
+        return json.dumps(d, sort_keys=True)
+
+
+def _check_text(i: int, t: object, what: str) -> str:
+    if isinstance(t, bytes | bytearray):
+        raise ConfigError(f"{what} {i} is bytes, not text: decode it first")
+    if not isinstance(t, str):
+        raise ConfigError(f"{what} {i} is {type(t).__name__}, not text")
+    try:
+        t.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{what} {i} is not valid UTF-8 text (it holds unpaired surrogates: read the "
+            "file it came from with its real encoding)"
+        ) from None
+    if len(t) > MAX_CHARS:
+        raise ConfigError(
+            f"{what} {i} is {len(t):,} characters long, above the probe's {MAX_CHARS:,} "
+            f"(it reads the first tokens only): cut it first"
+        )
+    return t
 
 
 def check_texts(texts: Sequence[object]) -> list[str]:
     """``texts`` as strings the probe can read, or one line naming the first it cannot."""
     out = []
     for i, t in enumerate(texts):
-        if isinstance(t, bytes | bytearray):
-            raise ConfigError(f"response {i} is bytes, not text: decode it first")
-        if not isinstance(t, str):
-            raise ConfigError(f"response {i} is {type(t).__name__}, not text")
-        try:
-            t.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError(
-                f"response {i} is not valid UTF-8 text (it holds unpaired surrogates: read the "
-                "file it came from with its real encoding)"
-            ) from None
+        t = _check_text(i, t, "response")
         if not t.strip():
             raise ConfigError(f"response {i} is empty: the probe has nothing to read")
-        if len(t) > MAX_CHARS:
-            raise ConfigError(
-                f"response {i} is {len(t):,} characters long, above the probe's {MAX_CHARS:,} "
-                f"(it reads the first tokens only): cut it first"
-            )
         out.append(t)
+    return out
+
+
+def check_questions(questions: Sequence[object] | None, n: int) -> list[str | None]:
+    """The question of each of ``n`` responses (``None`` where unknown: missing, NaN or
+    blank), or one line naming the first the probe cannot read."""
+    if questions is None:
+        return [None] * n
+    questions = list(questions)
+    if len(questions) != n:
+        raise ConfigError(f"{len(questions)} questions for {n} responses")
+    out: list[str | None] = []
+    for i, q in enumerate(questions):
+        if q is None or (isinstance(q, float) and q != q):
+            out.append(None)
+            continue
+        q = _check_text(i, q, "question")
+        out.append(q if q.strip() else None)
     return out
 
 
@@ -78,8 +110,12 @@ class FeatureCache:
         self.db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vec BLOB)")
 
     @staticmethod
-    def key(settings: FeatureSettings, text: str) -> str:
-        return hashlib.sha256(f"{settings.key()}\n{text}".encode()).hexdigest()
+    def key(settings: FeatureSettings, text: str, question: str | None = None) -> str:
+        """The key of ``text``'s features (its question counts only where it is read)."""
+        head = settings.key()
+        if settings.context:
+            head += "\n" + json.dumps(question)
+        return hashlib.sha256(f"{head}\n{text}".encode()).hexdigest()
 
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
         out = {}
@@ -109,8 +145,31 @@ def default_cache() -> FeatureCache:
     return FeatureCache(cache_home() / "probe" / "features.sqlite")
 
 
-def _read(lm: Backend, texts: list[str], settings: FeatureSettings, batch_size: int) -> np.ndarray:
-    """Mean-pooled block outputs of ``texts`` (already checked), in their order."""
+def _prefix(tok, question: str | None, settings: FeatureSettings) -> list[int]:
+    """The tokens read before a response: its question as the user's turn of the chat template
+    (plain text and a blank line for a model without one), its last ``question_tokens`` kept."""
+    if not settings.context:
+        return []
+    q = question or ""
+    if getattr(tok, "chat_template", None):
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True
+        )
+    else:
+        text = f"{q}\n\n" if q else ""
+    ids = tok(text, add_special_tokens=False)["input_ids"] if text else []
+    return ids[-settings.question_tokens :] if settings.question_tokens > 0 else []
+
+
+def _read(
+    lm: Backend,
+    texts: list[str],
+    questions: list[str | None],
+    settings: FeatureSettings,
+    batch_size: int,
+) -> np.ndarray:
+    """Mean-pooled block outputs over the tokens of ``texts`` (already checked), each read
+    after its question's prefix, in their order."""
     model, tok = getattr(lm, "model", None), getattr(lm, "tokenizer", None)
     if model is None or tok is None or not getattr(lm.capabilities, "activations", False):
         raise ConfigError(
@@ -122,30 +181,35 @@ def _read(lm: Backend, texts: list[str], settings: FeatureSettings, batch_size: 
     if bad:
         raise ConfigError(f"probe layer {bad[0]} is outside {lm.name!r}'s {n_layers} blocks")
     device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    prefixes = [_prefix(tok, q, settings) for q in questions]
     ids = [
         tok(t, add_special_tokens=False, truncation=True, max_length=settings.max_tokens)[
             "input_ids"
         ]
+        or [pad]
         for t in texts
     ]
-    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+    length = [len(p) + len(r) for p, r in zip(prefixes, ids)]
+    order = sorted(range(len(ids)), key=lambda i: (length[i], i))
     out = np.zeros((len(ids), len(settings.layers) * int(model.config.hidden_size)), np.float32)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     for s in range(0, len(order), batch_size):
         chunk = order[s : s + batch_size]
-        width = max(1, max(len(ids[i]) for i in chunk))
+        width = max(length[i] for i in chunk)
         x = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)  # read (right-padded)
+        pool = torch.zeros((len(chunk), width))  # pooled: the response's tokens only
         for j, i in enumerate(chunk):
-            x[j, : len(ids[i])] = torch.tensor(ids[i] or [pad])
-            mask[j, : max(1, len(ids[i]))] = 1
+            x[j, : length[i]] = torch.tensor(prefixes[i] + ids[i])
+            mask[j, : length[i]] = 1
+            pool[j, len(prefixes[i]) : length[i]] = 1
         with torch.inference_mode():
             hs = model(
                 input_ids=x.to(device),
                 attention_mask=mask.to(device),
                 output_hidden_states=True,
             ).hidden_states
-        m = mask.to(device)[:, :, None].float()
+        m = pool.to(device)[:, :, None]
         pooled = [(hs[(l % n_layers) + 1].float() * m).sum(1) / m.sum(1) for l in settings.layers]
         out[chunk] = torch.cat(pooled, -1).cpu().numpy()
     return out
@@ -155,24 +219,33 @@ def response_features(
     texts: Sequence[object],
     settings: FeatureSettings | None = None,
     *,
+    questions: Sequence[object] | None = None,
     lm: Backend | None = None,
     lazy_lm=None,
     cache: FeatureCache | bool | None = True,
     batch_size: int = 16,
     progress: bool = False,
 ) -> np.ndarray:
-    """The probe's features of each response, shape ``(len(texts), layers x hidden)``; read
-    through ``lm`` (loaded from ``settings.model`` when needed: only texts not in the cache are
-    read; ``lazy_lm()`` gives it instead when given). ``cache=True`` uses the workbench's cache,
-    ``False``/``None`` none."""
+    """The probe's features of each response (to ``questions[i]``, read where ``settings``
+    say so), shape ``(len(texts), layers x hidden)``; read through ``lm`` (loaded from
+    ``settings.model`` when needed: only texts not in the cache are read; ``lazy_lm()`` gives
+    it instead when given). ``cache=True`` uses the workbench's cache, ``False``/``None``
+    none."""
     from workbench.progress import tqdm
 
     settings = settings or FeatureSettings()
     texts = check_texts(texts)
+    qs = check_questions(questions, len(texts))
+    if not settings.context:
+        qs = [None] * len(texts)
     store = default_cache() if cache is True else (cache or None)
-    keys = [FeatureCache.key(settings, t) for t in texts]
+    keys = [FeatureCache.key(settings, t, q) for t, q in zip(texts, qs)]
     have = store.get(keys) if store is not None else {}
-    todo = sorted({k: t for k, t in zip(keys, texts) if k not in have}.items())
+    # by length, so that each read's batches pad little
+    todo = sorted(
+        {k: (t, q) for k, t, q in zip(keys, texts, qs) if k not in have}.items(),
+        key=lambda item: (len(item[1][0]) + len(item[1][1] or ""), item[0]),
+    )
     if todo:
         if lm is None and lazy_lm is not None:
             lm = lazy_lm()
@@ -185,7 +258,9 @@ def response_features(
             range(0, len(todo), step), desc="probe features", disable=not progress, leave=False
         ):
             part = todo[s : s + step]
-            read = _read(lm, [t for _, t in part], settings, batch_size)
+            read = _read(
+                lm, [t for _, (t, _) in part], [q for _, (_, q) in part], settings, batch_size
+            )
             got = {k: v for (k, _), v in zip(part, read)}
             have.update(got)
             if store is not None:

@@ -40,6 +40,9 @@ class ProbeHead:
     bias: np.ndarray
     temperature: float = 1.0
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: the probe's confidence that overrules the phrase detector in the ``combined`` detector
+    #: (:mod:`workbench.scoring.probe.combined`), chosen on the development halves
+    overrule: float = 0.95
 
     def logits(self, features: np.ndarray) -> np.ndarray:
         x = (np.asarray(features, np.float64) - self.mean) / self.scale
@@ -68,6 +71,7 @@ class ProbeHead:
             "weight": self.weight.tolist(),
             "bias": self.bias.tolist(),
             "temperature": self.temperature,
+            "overrule": self.overrule,
             "provenance": self.provenance,
         }
 
@@ -87,8 +91,15 @@ class ProbeHead:
         if not isinstance(d, dict) or d.get("format") != "workbench-refusal-probe/1":
             raise ConfigError(f"{p} is not a refusal probe (format workbench-refusal-probe/1)")
         s = d["settings"]
+        settings = FeatureSettings(
+            s["model"],
+            tuple(int(l) for l in s["layers"]),
+            int(s["max_tokens"]),
+            bool(s.get("context", False)),  # heads from before questions were read
+            int(s.get("question_tokens", FeatureSettings.question_tokens)),
+        )
         return cls(
-            FeatureSettings(s["model"], tuple(int(l) for l in s["layers"]), int(s["max_tokens"])),
+            settings,
             tuple(d["classes"]),
             np.asarray(d["mean"], np.float64),
             np.asarray(d["scale"], np.float64),
@@ -96,6 +107,7 @@ class ProbeHead:
             np.asarray(d["bias"], np.float64),
             float(d["temperature"]),
             d.get("provenance", {}),
+            float(d.get("overrule", cls.overrule)),
         )
 
 
@@ -234,4 +246,5 @@ def fit_head(
         "folds": folds,
     }
     settings = prior.settings if prior is not None else settings or FeatureSettings()
-    return ProbeHead(settings, classes, mean, scale, weight, bias, temperature, prov)
+    overrule = prior.overrule if prior is not None else ProbeHead.overrule
+    return ProbeHead(settings, classes, mean, scale, weight, bias, temperature, prov, overrule)

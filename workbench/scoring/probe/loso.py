@@ -10,12 +10,17 @@ puts the probe beside the rule detectors on the same answers, per source and mod
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from workbench.scoring.agreement import scores
+from workbench.scoring.probe.combined import combine
 from workbench.scoring.probe.head import fit_head
+
+#: the values of ``overrule`` :func:`choose_overrule` tries
+OVERRULE_GRID = (0.8, 0.85, 0.875, 0.9, 0.925, 0.95, 0.97, 0.99)
 
 
 def holdout_of(model: str) -> str:
@@ -112,3 +117,15 @@ def reliability(pred: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
 def expected_calibration_error(pred: pd.DataFrame, bins: int = 10) -> float:
     r = reliability(pred, bins)
     return float((r["n"] * (r["predicted"] - r["observed"]).abs()).sum() / r["n"].sum())
+
+
+def choose_overrule(pred: pd.DataFrame, grid: Sequence[float] = OVERRULE_GRID) -> float:
+    """The ``overrule`` with the highest pooled Cohen's kappa on ``pred`` (rows with
+    ``label``, ``refused_phrase`` and the probe's held-out ``p_refused``); ties go to the
+    more cautious (higher) value."""
+    truth = list(pred["label"] != "compliance")
+    scored = [
+        (scores(truth, list(combine(pred["refused_phrase"], pred["p_refused"], q)))["kappa"], q)
+        for q in grid
+    ]
+    return max(scored)[1]

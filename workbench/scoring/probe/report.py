@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import FeatureSettings, response_features
 from workbench.scoring.probe.loso import (
+    choose_overrule,
     expected_calibration_error,
     leave_one_model_out,
     loso_table,
@@ -45,13 +47,16 @@ def with_rules(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_per_thousand(
-    texts: list[str], settings: FeatureSettings, lm: Backend, n: int = 64
+    frame: pd.DataFrame, settings: FeatureSettings, lm: Backend, n: int = 64
 ) -> float:
-    """Seconds to score 1,000 answers like ``texts`` from scratch (features of ``n`` of them
-    read with no cache; the head's own cost is negligible)."""
-    sample = texts[:: max(1, len(texts) // n)][:n]
+    """Seconds to score 1,000 answers like ``frame``'s (responses with their questions) from
+    scratch (features of ``n`` of them read with no cache; the head's own cost is
+    negligible)."""
+    sample = frame.iloc[:: max(1, len(frame) // n)].head(n)
     t = time.perf_counter()
-    response_features(sample, settings, lm=lm, cache=False)
+    response_features(
+        list(sample["response"]), settings, questions=list(sample["question"]), lm=lm, cache=False
+    )
     return (time.perf_counter() - t) / len(sample) * 1000
 
 
@@ -75,12 +80,15 @@ def judge_and_train(
     counts = frame.groupby(["source", "model", "label"]).size().unstack(fill_value=0)
     print(f"{len(frame)} labelled answers\n{counts.to_string()}\n")
     lm = load_model(settings.model, device="cpu")
-    feats = response_features(frame["response"], settings, lm=lm, progress=True)
+    feats = response_features(
+        frame["response"], settings, questions=frame["question"], lm=lm, progress=True
+    )
     rec: dict[str, Any] = {
         "settings": {
             "model": settings.model,
             "layers": list(settings.layers),
             "max_tokens": settings.max_tokens,
+            "context": settings.context,
             "c": c,
             "cap": cap,
         },
@@ -88,21 +96,30 @@ def judge_and_train(
     }
     if loso:
         pred = with_rules(leave_one_model_out(frame, feats, c=c))
-        names = ["probe", *RULES]
+        # the combination's one setting, chosen on the dev halves (the rules' own half)
+        overrule = choose_overrule(pred[pred["split"] == "dev"])
+        pred["refused_combined"] = combine(pred["refused_phrase"], pred["p_refused"], overrule)
+        pred["partial_combined"] = combined_partial(
+            pred["refused_combined"], pred["partial_phrase"], pred["partial_probe"]
+        )
+        names = ["combined", "probe", *RULES]
         # on the test halves: the rules were written against the dev halves (the probe's
         # predictions come from heads that never saw the model, whatever the half)
         table = loso_table(pred[pred["split"] == "test"], names)
+        # the half the probe's settings were chosen on (its layers and reading)
+        dev = loso_table(pred[pred["split"] == "dev"], ["probe", "combined"]).iloc[-1]
         pd.set_option("display.width", 200)
         print("leave one model out: Cohen's kappa per held-out source and model (test halves)")
         print(table.round(3).to_string(index=False))
-        probe_p, phrase_p = (
-            partial_scores(pred, "partial_probe"),
-            partial_scores(pred, "partial_phrase"),
-        )
+        partial = {n: partial_scores(pred, f"partial_{n}") for n in ("combined", "probe", "phrase")}
         print(
-            f"\npartial refusals: probe precision {probe_p['precision']:.2f} recall "
-            f"{probe_p['recall']:.2f}; phrase precision {phrase_p['precision']:.2f} recall "
-            f"{phrase_p['recall']:.2f} ({probe_p['tp'] + probe_p['fn']} labelled partial)"
+            f"\ncombined: the phrase detector overruled where the probe is {overrule:.3g} sure "
+            "(chosen on the dev halves)\npartial refusals: "
+            + "; ".join(
+                f"{n} precision {v['precision']:.2f} recall {v['recall']:.2f}"
+                for n, v in partial.items()
+            )
+            + f" ({partial['probe']['tp'] + partial['probe']['fn']} labelled partial)"
         )
         rel = reliability(pred)
         ece = expected_calibration_error(pred)
@@ -110,14 +127,18 @@ def judge_and_train(
         print(rel.round(3).to_string(index=False))
         rec.update(
             rows=table.replace({np.nan: None}).to_dict("records"),
-            partial={"probe": probe_p, "phrase": phrase_p},
+            partial=partial,
+            overrule=overrule,
             reliability=rel.to_dict("records"),
             ece=ece,
             detectors=names,
+            dev_kappa={"probe": float(dev["probe"]), "combined": float(dev["combined"])},
         )
     head = train_probe(frame, settings, c=c, features=feats, lm=lm)
+    if loso:
+        head.overrule = overrule
     head.save(out)
-    per_k = cost_per_thousand(list(frame["response"]), settings, lm)
+    per_k = cost_per_thousand(frame, settings, lm)
     print(f"\nhead -> {out} ({len(frame)} answers); {per_k:.0f} s per 1,000 answers on this CPU")
     rec.update(seconds_per_1000=per_k, answers=len(frame))
     rec["counts"] = {f"{s} / {m}": row.to_dict() for (s, m), row in counts.iterrows()}
