@@ -28,7 +28,12 @@ import pandas as pd
 
 from workbench.scoring.phrases import detect_refusal
 from workbench.scoring.probe.combined import combine, combined_partial
-from workbench.scoring.probe.features import FeatureSettings, check_texts, response_features
+from workbench.scoring.probe.features import (
+    FeatureSettings,
+    check_questions,
+    check_texts,
+    response_features,
+)
 from workbench.scoring.probe.head import CLASSES, ProbeHead, fit_head
 
 if TYPE_CHECKING:
@@ -152,9 +157,11 @@ def add_probe_columns(
     if question is None:
         question = next((c for c in ("question", "prompt") if c in out), None)
     texts = ["" if t is None or t != t else str(t) for t in out[response]]
-    qs = list(out[question]) if question is not None else [None] * len(texts)
     scorable = [i for i, t in enumerate(texts) if t.strip()]
-    scored = probe.score([texts[i] for i in scorable], [qs[i] for i in scorable], progress=progress)
+    asked = check_questions(
+        [out[question].iloc[i] for i in scorable] if question is not None else None, len(scorable)
+    )
+    scored = probe.score([texts[i] for i in scorable], asked, progress=progress)
     p = np.zeros(len(texts))
     partial = np.zeros(len(texts), dtype=bool)
     p[scorable] = scored["p_refused"].to_numpy()
@@ -163,11 +170,12 @@ def add_probe_columns(
     out["refused_probe"] = p >= probe.threshold
     out["partial_probe"] = partial
     out["confidence_probe"] = 2 * p - 1
-    phrase = [
-        detect_refusal(t, question=q if isinstance(q, str) and q.strip() else None)
-        for t, q in zip(texts, qs)
-    ]
-    refused = combine([d.refused for d in phrase], p, probe.head.overrule)
+    phrase = np.zeros(len(texts), dtype=bool)  # an answer with no text: no refusal, as above
+    phrase_partial = np.zeros(len(texts), dtype=bool)
+    for i, q in zip(scorable, asked):
+        d = detect_refusal(texts[i], question=q)
+        phrase[i], phrase_partial[i] = d.refused, d.partial
+    refused = combine(phrase, p, probe.head.overrule)
     out["refused_combined"] = refused
-    out["partial_combined"] = combined_partial(refused, [d.partial for d in phrase], partial)
+    out["partial_combined"] = combined_partial(refused, phrase_partial, partial)
     return out

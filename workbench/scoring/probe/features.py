@@ -148,13 +148,13 @@ def default_cache() -> FeatureCache:
 def _prefix(tok, question: str | None, settings: FeatureSettings) -> list[int]:
     """The tokens read before a response: its question as the user's turn of the chat template
     (plain text and a blank line for a model without one), its last ``question_tokens`` kept."""
+    from workbench.models.chat import has_chat_template, render_chat
+
     if not settings.context:
         return []
     q = question or ""
-    if getattr(tok, "chat_template", None):
-        text = tok.apply_chat_template(
-            [{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True
-        )
+    if has_chat_template(tok):
+        text = render_chat(tok, q)
     else:
         text = f"{q}\n\n" if q else ""
     ids = tok(text, add_special_tokens=False)["input_ids"] if text else []
