@@ -11,9 +11,10 @@ the throughput of collecting every layer's last-token activations for validation
 (prompts/s).
 
 With vLLM's environment present (``.venv-vllm``), the same abstainer steers inside vLLM, in
-process and through ``serve --steering`` (benchmarks/vllm_steering.py): steered and unsteered
-tokens/s per path, steered / unsteered time per token on vLLM (target <= 1.15x), and how many
-steered answers equal the engine's.
+process and through ``serve --steering`` (benchmarks/vllm_steering.py; the server also with
+every pass's prompts new to the prefix cache): steered and unsteered tokens/s per path,
+steered / unsteered time per token on vLLM (target <= 1.15x), and how many steered answers
+equal the engine's.
 
     python benchmarks/steering.py [--concept wn:09411430-n] [--max-new-tokens 48] [--no-vllm]
         [--repeats 2] [--record]   (--record writes docs/results/steering.json, the docs'
@@ -226,6 +227,11 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
     for way, label in (
         ("gate in prefill", "vLLM server, eager (64 in flight)"),
         ("gate pass", "vLLM server, eager, each gate a request of its own first"),
+        ("gate in prefill, new prompts", "vLLM server, eager, prompts new to the prefix cache"),
+        (
+            "gate pass, new prompts",
+            "vLLM server, eager, prompts new to the prefix cache, each gate a request first",
+        ),
     ):
         if way in result.get("server", {}):
             found.append((label, result["server"][way]))

@@ -6,8 +6,9 @@ On the shared 64 prompts, greedy, fp32: vLLM in process (a compiled plain engine
 compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (``serve
 --steering``, 64 requests in flight), each unsteered and (steering) steered by the abstainer
 in SPEC.json (its gate read in vLLM, then the prompts that fired steered; on the server also
-with each gate read in a request of its own first, ``gate_prompt``), interleaved REPEATS
-times after a full-size warm-up. Prints one JSON line: per path the fastest pass's seconds
+with each gate read in a request of its own first, ``gate_prompt``; on the server each
+also with prompts new to the prefix cache), interleaved REPEATS times after a full-size
+warm-up. Prints one JSON line: per path the fastest pass's seconds
 (every pass's too) and tokens of each kind, and the texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
 ``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
 """
@@ -146,32 +147,41 @@ def server(model, spec, prompts, max_new, repeats):
             with cf.ThreadPoolExecutor(len(items)) as ex:
                 return list(ex.map(lambda p: ask(p, kind, n), items))
 
+        def new(kind, r):
+            """The prompts with a mark of this pass's own in front: none of a question's
+            key/value blocks comes from the prefix cache (the chat template's shared start
+            may)."""
+            return [f"Question {kind[0]}{r}.{i}: {p}" for i, p in enumerate(prompts)]
+
         kinds = ("unsteered", "steered", "gate pass")
         for kind in kinds:  # warm-up at full size, as in process
             burst(kind)
-        runs: dict = {k: [] for k in kinds}
+        runs: dict = {k: [] for k in kinds} | {f"{k}, new": [] for k in kinds}
         texts: dict = {}
-        for _ in range(repeats):
+        for r in range(repeats):
             for kind in kinds:
-                t = time.perf_counter()
-                answers = burst(kind)
-                secs = time.perf_counter() - t
-                tokens = sum(a["usage"]["completion_tokens"] for a in answers)
-                runs[kind].append((secs, tokens))
-                texts[kind] = [a["choices"][0]["message"]["content"].strip() for a in answers]
+                for key, items in ((kind, prompts), (f"{kind}, new", new(kind, r))):
+                    t = time.perf_counter()
+                    answers = burst(kind, items)
+                    secs = time.perf_counter() - t
+                    tokens = sum(a["usage"]["completion_tokens"] for a in answers)
+                    runs[key].append((secs, tokens))
+                    texts[key] = [a["choices"][0]["message"]["content"].strip() for a in answers]
         best = _best_runs(runs)
-        return {
-            "gate in prefill": {
+        out = {}
+        for way, kind in (("gate in prefill", "steered"), ("gate pass", "gate pass")):
+            out[way] = {
                 "unsteered": best["unsteered"],
-                "steered": best["steered"],
-                "texts": {k: texts[k] for k in ("unsteered", "steered")},
-            },
-            "gate pass": {
-                "unsteered": best["unsteered"],
-                "steered": best["gate pass"],
-                "texts": {"unsteered": texts["unsteered"], "steered": texts["gate pass"]},
-            },
-        }
+                "steered": best[kind],
+                "texts": {"unsteered": texts["unsteered"], "steered": texts[kind]},
+            }
+            # new prompts: not the engine's prompts, so no answers to compare
+            out[f"{way}, new prompts"] = {
+                "unsteered": best["unsteered, new"],
+                "steered": best[f"{kind}, new"],
+                "texts": {},
+            }
+        return out
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)

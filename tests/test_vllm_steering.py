@@ -262,6 +262,9 @@ def test_prefix_cache_chunks_and_compilation_were_in_play(run):
     assert (
         on["status"]["compilation_mode"] != "NONE" and off["status"]["compilation_mode"] == "NONE"
     )
+    # compiled on CPU through torch's compile cache, which a later start reuses (vLLM's CPU
+    # build cannot load back its own ahead-of-time artifacts)
+    assert on["aot_compile"] == "0"
 
 
 def test_server_answers_concurrent_mixed_requests_as_the_engine(run):

@@ -49,6 +49,7 @@ def in_process(job, specs, options, out, last: bool):
             "cached_tokens": lm.last_cached_tokens,
             "started_in": started,
             "status": lm.llm.collective_rpc("workbench_status")[0],
+            "aot_compile": os.environ.get("VLLM_USE_AOT_COMPILE"),
         }
         if job.get("capture"):
             out.setdefault("capture", {})[job_label(options, job)] = capture(lm, job["capture"])

@@ -77,6 +77,10 @@ def start_vllm_server(
     port = port or free_port()
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    if resolve_device("auto").type == "cpu":
+        from workbench.backends.vllm_engine import CPU_COMPILE_CACHE
+
+        env.setdefault(*CPU_COMPILE_CACHE)  # a compiled CPU server's later starts: see there
     if api_key:
         env["VLLM_API_KEY"] = api_key
     steer_args: list[str] = []

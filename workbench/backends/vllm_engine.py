@@ -53,6 +53,14 @@ VLLM_CAPABILITIES = Capabilities(
 MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
+#: On CPU, vLLM keeps a compiled model in torch's own compile caches, not its ahead-of-time
+#: artifacts: the CPU build saves those but cannot load them back ("'function' object has no
+#: attribute 'finalize_loading'"), so every start compiled the model again (150-235 s on the
+#: embedded model, 2 cores); with inductor's cache a later start of the same engine took 67 s.
+#: A value set in the environment stands.
+CPU_COMPILE_CACHE = ("VLLM_USE_AOT_COMPILE", "0")
+
+
 @dataclass(frozen=True)
 class VLLMOptions:
     """Engine settings (the rest are vLLM's defaults).
@@ -77,7 +85,9 @@ class VLLMOptions:
             vLLM switches compilation off for it).
         compiled: torch.compile (and CUDA graphs on GPU). None: on GPU, off on CPU, where
             compiled and eager engines gave the same answers at the same speed while a
-            compiled start took 3-5x as long (106-201 s against 30-44 s on the embedded model).
+            compiled start took 3-5x as long (106-201 s against 30-44 s on the embedded model;
+            a later start of the same engine reuses the compile cache, see
+            :data:`CPU_COMPILE_CACHE`).
         enable_prefix_caching: vLLM's prefix cache (None: vLLM's default).
         enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default).
         max_num_batched_tokens: tokens per scheduler step (None: vLLM's default); small values
@@ -232,6 +242,7 @@ class VLLMModel(BlackBoxBackend):
         self.dtype_name = str(self.dtype).removeprefix("torch.")
         if device.type == "cpu":
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.cpu_kv_cache_gib))
+            os.environ.setdefault(*CPU_COMPILE_CACHE)
         load_from = str(src.load_from)
         self.tokenizer = AutoTokenizer.from_pretrained(load_from, **src.kwargs)
         self.adapters = bool(o.adapters)
