@@ -91,14 +91,20 @@ def river_store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local Ray cluster of 2 CPUs whose workers run one passive-waiting thread each."""
+    from workbench.experiments.executors import start_ray
+
     ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        ignore_reinit_error=True,
-        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
+    # as the ray executor starts it: again when a busy machine made Ray's start time out
+    start_ray(
+        ray,
+        {
+            "num_cpus": 2,
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "ignore_reinit_error": True,
+            "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}},
+        },
     )
     yield ray
     ray.shutdown()

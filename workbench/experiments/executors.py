@@ -232,12 +232,15 @@ class RayExecutor:
             else:
                 kwargs["address"] = self.address or os.environ["RAY_ADDRESS"]
             try:
-                ray.init(**kwargs)
+                start_ray(ray, kwargs)
             except (ConnectionError, ValueError, RuntimeError) as e:
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-                raise ConfigError(
-                    f"cannot join the Ray cluster at {kwargs['address']!r}: {first}"
-                ) from None
+                where = (
+                    f"join the Ray cluster at {kwargs['address']!r}"
+                    if "address" in kwargs
+                    else "start a local Ray cluster"
+                )
+                raise ConfigError(f"cannot {where}: {first}") from None
         return ray, threads
 
     def execute(self, runner, cells: Sequence) -> Iterator[CellResult]:
@@ -309,6 +312,26 @@ def _alive(pid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def start_ray(ray, kwargs: dict[str, Any], attempts: int = 3) -> None:
+    """``ray.init(**kwargs)``; a local cluster whose start timed out is started again (up to
+    ``attempts`` times in all). Ray gives its raylet a fixed 30 s to register, which a busy
+    machine (two cores, a model running beside it) can miss; Ray then raises a bare
+    ``Exception``, here a one-line :class:`ConfigError` once every attempt timed out."""
+    for attempt in range(attempts):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as e:  # Ray raises a bare Exception for this one
+            if "address" in kwargs or "timed out during startup" not in str(e):
+                raise
+            ray.shutdown()  # the half-started processes, before the next start
+            if attempt == attempts - 1:
+                raise ConfigError(
+                    f"the local Ray cluster did not start ({attempts} tries of Ray's 30 s "
+                    "start-up deadline): the machine is too busy; try again when it is less so"
+                ) from None
 
 
 def make_executor(executor: str | Any = "local", **kwargs):
