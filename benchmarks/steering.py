@@ -78,7 +78,7 @@ def main() -> None:
     decide_s = time.perf_counter() - t
     ab.separate = False  # the same gate, decided inside the prompt pass
     t = time.perf_counter()
-    ab.generate(PROMPTS, cfg, progress=False)
+    in_pass = ab.generate(PROMPTS, cfg, progress=False)
     in_pass_s = time.perf_counter() - t
     ab.separate = True  # vLLM's rows steer as the steered row above did
     agree = int((ab.gate_decisions == separate).sum())
@@ -133,7 +133,11 @@ def main() -> None:
             "steered": [round(x, 2) for x in steer_runs],
         },
     }
-    reference = {"unsteered": [g.text for g in plain], "steered": [g.text for g in steered]}
+    reference = {
+        "unsteered": [g.text for g in plain],
+        "steered": [g.text for g in steered],
+        "steered_in_pass": [g.text for g in in_pass],
+    }
     paths = [engine, *vllm_paths(args, ab, reference)]
     base = next((r for r in paths if r["path"] == "vLLM compiled plain"), None)
     for r in paths:
@@ -223,7 +227,21 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
         print(f"(vLLM failed: {out.stderr.strip().splitlines()[-3:]})")
         return []
     result = json.loads(lines[-1])
-    found = [(f"vLLM {label}", r) for label, r in result.get("in_process", {}).items()]
+    found = []
+    for label, r in result.get("in_process", {}).items():
+        found.append((f"vLLM {label}", r))
+        if "steered_in_pass" in r:  # the abstainer in CAST's order, against its own reference
+            found.append(
+                (
+                    f"vLLM {label}, the abstainer in CAST's order (in_pass)",
+                    {
+                        **r,
+                        "steered": r["steered_in_pass"],
+                        "texts": {**r["texts"], "steered": r["texts"]["steered_in_pass"]},
+                        "reference": "steered_in_pass",
+                    },
+                )
+            )
     for way, label in (
         ("gate in prefill", "vLLM server, eager (64 in flight)"),
         ("gate pass", "vLLM server, eager, each gate a request of its own first"),
@@ -247,7 +265,9 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                 "ratio": (st["seconds"] / st["tokens"]) / (un["seconds"] / un["tokens"])
                 if st
                 else None,
-                "same": _count_same(r["texts"].get("steered"), reference["steered"]),
+                "same": _count_same(
+                    r["texts"].get("steered"), reference[r.get("reference", "steered")]
+                ),
                 "same_unsteered": _count_same(r["texts"].get("unsteered"), reference["unsteered"]),
                 "start_s": r.get("start_s"),
                 "passes_s": {

@@ -1,6 +1,7 @@
 """The vLLM half of benchmarks/steering.py, run with vLLM's python (.venv-vllm on CPU).
 
     python benchmarks/vllm_steering.py MODEL SPEC.json MAX_NEW_TOKENS REPEATS [--no-server]
+        [--no-in-process]
 
 On the shared 64 prompts, greedy, fp32: vLLM in process (a compiled plain engine, the
 compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (``serve
@@ -8,7 +9,8 @@ compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (
 in SPEC.json (its gate read in vLLM, then the prompts that fired steered; on the server also
 with each gate read in a request of its own first, ``gate_prompt``; on the server each
 also with prompts new to the prefix cache), interleaved REPEATS times after a full-size
-warm-up. Prints one JSON line: per path the fastest pass's seconds
+warm-up; the compiled steering engine also with the abstainer in CAST's order (``in_pass``:
+each fired answer steered in the pass that read its gate). Prints one JSON line: per path the fastest pass's seconds
 (every pass's too) and tokens of each kind, and the texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
 ``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
 """
@@ -48,14 +50,19 @@ ENGINES = (
         {"steering": False, "compiled": True, "in_process": False},
     ),
     ("compiled plain", {"steering": False, "compiled": True}),
-    ("compiled steering", {"steering": True, "compiled": True}),
+    # also steered by the abstainer in CAST's order (``in_pass``), each fired answer steered in
+    # the pass that read its gate, against its separate order's restart
+    ("compiled steering", {"steering": True, "compiled": True, "in_pass_too": True}),
     ("eager steering", {"steering": True, "compiled": False}),
 )
 
 
 def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
-    """Each engine in turn: unsteered passes and (on a steering engine) steered passes,
+    """Each engine in turn: unsteered passes and (on a steering engine) steered passes (with
+    ``in_pass_too`` also passes steered by ``spec`` in CAST's order: ``steered_in_pass``),
     interleaved ``repeats`` times after a full-size warm-up; the texts of the last of each."""
+    import dataclasses
+
     from workbench.backends import load_model
     from workbench.generation import GenerationConfig, generate
 
@@ -77,11 +84,14 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
         # a warm-up at full size: the first pass compiles the batch's shapes and fills the
         # prefix cache, which every timed pass then finds as the others do
         generate(lm, prompts, cfg, progress=False)
+        kinds = {}
         if options["steering"]:
-            lm.generate_steered(prompts, cfg, [spec] * len(prompts), progress=False)
-        runs: dict = {"unsteered": []}
-        if options["steering"]:
-            runs["steered"] = []
+            kinds["steered"] = spec
+        if options.get("in_pass_too"):
+            kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
+        for s in kinds.values():
+            lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
+        runs: dict = {"unsteered": [], **{k: [] for k in kinds}}
         texts: dict = {}
         fired = None
         for _ in range(repeats):
@@ -89,13 +99,13 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
             gens = generate(lm, prompts, cfg, progress=False)
             runs["unsteered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
             texts["unsteered"] = [g.text for g in gens]
-            if options["steering"]:
+            for kind, s in kinds.items():
                 t = time.perf_counter()
                 gens, records = lm.generate_steered(
-                    prompts, cfg, [spec] * len(prompts), progress=False
+                    prompts, cfg, [s] * len(prompts), progress=False
                 )
-                runs["steered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
-                texts["steered"] = [g.text for g in gens]
+                runs[kind].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+                texts[kind] = [g.text for g in gens]
                 fired = sum(bool(r["fired"]) for r in records)
         lm.close()
         out[label] = {

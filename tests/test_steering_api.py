@@ -10,6 +10,7 @@ keeps on disk are checked directly.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from workbench.backends.steer_server import REGISTRY_ENV, SteeringMiddleware
-from workbench.backends.vllm_steering import GATE, STEER, TAG, cache_salt
+from workbench.backends.vllm_steering import GATE, STEER, TAG, THEN, cache_salt
 from workbench.errors import ConfigError
 from workbench.steering.conditional import steerer_of
 from workbench.steering.spec import GateSpec, SteerSpec
@@ -78,6 +79,7 @@ class _Engine:
     def __init__(self, fire: bool):
         self.fire, self.registered, self.tags = fire, [], []
         self.failed: set[str] = set()  # abstainers whose steered requests fail in the workers
+        self.steered = False  # a fired gate's request was steered in its own pass (THEN)
 
     async def collective_rpc(self, method, args=()):
         if method == "workbench_shape":
@@ -91,6 +93,11 @@ class _Engine:
             for t in tags
             if t.startswith("gate-")
         }
+        if self.steered and self.fire:
+            for record in gates.values():
+                record["steered"] = True
+                if self.failed:
+                    record["failed"] = "the steered activations became NaN or infinite at layer 5"
         failed = {
             t: {"failed": "the steered activations became NaN or infinite at layer 5"}
             for t in tags
@@ -185,6 +192,7 @@ def test_a_steered_request_reads_its_gate_in_its_answer_and_is_sent_again_when_i
     first = seen[0]  # the unsteered answer, its gate read in its prefill: no pass of its own
     assert first["max_tokens"] == 9 and first["vllm_xargs"][GATE] == digest
     assert first["vllm_xargs"][TAG].startswith("gate-") and "cache_salt" not in first
+    assert THEN not in first["vllm_xargs"]  # a separate abstainer: steered from its first token
     assert all("steering" not in s for s in seen)
     if fire:
         answer = seen[1]
@@ -497,6 +505,42 @@ def test_an_extreme_strength_is_served_and_said(server):
         mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": _spec().to_dict()}}
     )
     assert "warnings" not in body["steering"]
+
+
+@pytest.mark.parametrize("layers, own_blocks", [((4, 5), False), ((8, 9), True)])
+@pytest.mark.parametrize("steered_in_its_pass", [True, False])
+def test_an_in_pass_abstainers_fired_answer_is_steered_in_the_pass_that_read_its_gate(
+    server, layers, own_blocks, steered_in_its_pass
+):
+    """CAST's order: the answer asks to be steered once its gate fires (THEN) and goes out as
+    it is where the workers did so; where they could not (a prompt split over steps), it is
+    sent again steered. Behaviour layers deeper than the gate (4, 5 against 3, 7: no) steer
+    the prompt's own positions, so its blocks get a salt of their own."""
+    mw, app, engine, seen = server(True)
+    engine.steered = steered_in_its_pass
+    spec = dataclasses.replace(_spec(mode="in_pass"), layers=layers)
+    status, body, _ = _call(
+        mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": spec.to_dict()}}
+    )
+    assert status == 200
+    first = seen[0]
+    assert first["vllm_xargs"][GATE] == spec.digest() and first["vllm_xargs"][THEN] == "1"
+    assert ("cache_salt" in first) is own_blocks
+    if steered_in_its_pass:
+        assert len(seen) == 1 and body["echo"] == first
+    else:
+        assert len(seen) == 2 and seen[1]["vllm_xargs"][STEER] == spec.digest()
+        assert seen[1]["cache_salt"] == cache_salt(spec.digest(), True)
+    assert body["steering"]["fired"] is True and "steered" not in body["steering"]
+
+
+def test_an_in_pass_answer_that_fails_after_its_gate_fired_is_a_422_alone(server):
+    mw, app, engine, _ = server()
+    engine.steered = True
+    engine.failed.add("river")
+    body = {**CHAT, "steering": {"spec": _spec(mode="in_pass").to_dict()}}
+    status, body, _ = _call(mw, app, "POST", "/v1/chat/completions", body)
+    assert status == 422 and "NaN or infinite at layer 5" in body["error"]["message"]
 
 
 def test_a_steered_request_that_fails_in_the_workers_is_a_422_alone(server):

@@ -54,6 +54,13 @@ RUNS = {
         },
     },
 }
+#: long enough together (about 5,000 prompt tokens) that one engine step cannot hold them: with
+#: vLLM's chunked prefill (its CPU default) a sampled prompt was split and the engine stopped
+LONG = [
+    f"Question {i}: {q} Answer after reading this note. " + "Rivers, mountains and seas. " * 60
+    for i, q in enumerate(QUESTIONS * 2)
+]
+SAMPLED_LONG = {"max_new_tokens": 6, "do_sample": True, "num_samples": 2, "seed": 4}
 JUDGE = [
     ("What is the capital of France?", "The capital of France is Paris."),
     ("How do I pick a lock?", "I'm sorry, but I can't help with that request."),
@@ -151,6 +158,8 @@ def served(lm32, tmp_path_factory, river_store):
         "adapter": str(stacked),
     }
     runs["sampled_again"] = RUNS["sampled"]
+    runs["sampled_long"] = {"prompts": LONG, "config": SAMPLED_LONG}
+    runs["sampled_long_alone"] = {"prompts": LONG[-1:], "config": SAMPLED_LONG}
     trained = _trained_abstainers(lm32, river_store)
     job = {
         "model": "vllm:smollm2-135m-instruct",
@@ -234,6 +243,16 @@ def test_seeded_samples_reproduce_and_differ(served):
     assert all(t["logprobs"] and len(t["logprobs"]) == len(t["token_ids"]) for t in first)
     per_prompt = [{t["text"] for t in first[i : i + 3]} for i in range(0, len(first), 3)]
     assert any(len(s) > 1 for s in per_prompt), "K samples of a prompt should not all be equal"
+
+
+def test_samples_of_prompts_longer_than_an_engine_step_come_back_as_alone(served):
+    """A sampled batch larger than one engine step (the default CPU engine prefills whole
+    prompts: vLLM's CPU build stops on a sampled prompt split into chunks): every sample comes
+    back, and a prompt's samples are those it gets alone."""
+    out, _ = served
+    batch, alone = out["runs"]["sampled_long"], out["runs"]["sampled_long_alone"]
+    assert len(batch) == 2 * len(LONG) and all(t["token_ids"] for t in batch)
+    assert [t["token_ids"] for t in batch[-2:]] == [t["token_ids"] for t in alone]
 
 
 def test_provenance_and_no_hooks(served):

@@ -51,6 +51,8 @@ PLAN = [
     ("norm", "Which ocean is the largest?"),
     ("norm", "Who painted the Mona Lisa?"),
     ("norm", "What gas do plants take in?"),
+    ("deep", "What is the deepest lake in the world?"),
+    ("deep", "Who discovered penicillin?"),
     (None, "Why is the sky blue?"),
     (None, "What is the boiling point of water?"),
 ]
@@ -60,6 +62,9 @@ ABSTAINERS = {
     "volcanoes": ((12, 20), "all", (14, 16), 0.8, "in_pass", False),
     "always": (None, "all", (12,), 0.5, "separate", False),
     "norm": ((15, 29), "all", (16, 18), 0.6, "separate", True),
+    # CAST's order with behaviour layers deeper than the gate: a fired prompt's own pass is
+    # steered at 14 and 18 once the gate has read 8 and 11
+    "deep": ((8, 11), "any", (14, 18), 0.8, "in_pass", False),
 }
 SETTINGS = {
     # compiled (DYNAMO_TRACE_ONCE + inductor, as vLLM compiles on CPU): the steering adds are
@@ -73,6 +78,10 @@ SETTINGS = {
     "eager_neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
 }
 CONFIG = {"max_new_tokens": 24, "system_prompt": SYSTEM}
+#: rows of the plan sampled (two samples each) with the gate read in the answer's prefill:
+#: each abstainer's first prompt (the gated ones fire there), one unfired, one unsteered
+_NAMES = [a for a, _ in PLAN]
+SAMPLED_ROWS = sorted({_NAMES.index(a) for a in _NAMES} | {_NAMES.index("rivers") + 1})
 #: SELECT's preset's shape (made-up wording): the gate reads the question in a reading template
 #: with no system turn, the answer is to the question wrapped in a plain template
 SELECT_LIKE = {
@@ -194,9 +203,18 @@ def run(lm32, specs, tmp_path_factory):
         "assign": [a for a, _ in PLAN],
         "config": CONFIG,
         "engine_settings": SETTINGS,
+        # the gate read in the answer's prefill and the verify slice where users run them: a
+        # compiled engine with the prefix cache and chunked prefill on (its cached blocks also
+        # make them quick); the rest on the last setting
+        "on_engine": {"slice": "compiled_cache_and_chunks"},
         "server": True,
         "slice": True,
         "select_like": SELECT_LIKE,
+        # the engine each case of the gate read in the answer's prefill runs on (samples need
+        # whole-prompt prefills on CPU: vLLM's CPU build cannot sample after chunks)
+        "gate_in_prefill": {"one token": "compiled_cache_and_chunks", "samples": "eager_neither"},
+        # the samples on each abstainer's first prompt (fired), the next (not) and an unsteered
+        "gate_in_prefill_rows": {"samples": SAMPLED_ROWS},
         "capture": CAPTURE,
         "fit": FIT,
     }
@@ -215,7 +233,8 @@ def test_the_plan_exercises_fired_and_unfired_rows(run):
             [True] + [False] * (len(fired) - 1) if gate_layers else [True] * len(fired)
         )
     steered = [g.text for (a, _), (g, f, _) in zip(PLAN, engine) if a and f]
-    assert len(steered) == 4 + 1  # one per gated abstainer, two for the one without a gate
+    gated = sum(1 for a in ABSTAINERS.values() if a[0] is not None)
+    assert len(steered) == gated + 2  # one per gated abstainer, two for the one without a gate
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
@@ -252,6 +271,26 @@ def test_gate_read_in_the_answers_prefill_equals_a_separate_gate_pass(run, case)
     assert prefill["token_ids"] == separate["token_ids"]
 
 
+def test_in_pass_abstainers_are_steered_in_the_pass_that_reads_their_gate(run):
+    """A fired ``separate`` abstainer's answer is sent again steered; an ``in_pass`` one's is
+    steered in the very pass that read its gate (its answer equals the engine's: above), also
+    where the behaviour layers are deeper than the gate, and sent again only where chunked
+    prefill split a prompt whose positions needed steering before the gate had read it."""
+    out, engine = run
+    fired = {i for i, (a, _) in enumerate(PLAN) if a and ABSTAINERS[a][0] and engine[i][1]}
+    mode = {i: ABSTAINERS[PLAN[i][0]][4] for i in fired}
+    deeper = {i for i in fired if min(ABSTAINERS[PLAN[i][0]][2]) > max(ABSTAINERS[PLAN[i][0]][0])}
+    separate = sorted(i for i in fired if mode[i] == "separate")
+    assert separate and any(mode[i] == "in_pass" and i in deeper for i in fired)
+    assert any(mode[i] == "in_pass" and i not in deeper for i in fired)
+    # every prompt whole in one pass: no in_pass answer is sent again
+    assert out["eager_neither"]["restarted"] == separate
+    # 64-token chunks split every prompt: only the deeper in_pass ones join the separate ones
+    assert out["compiled_cache_and_chunks"]["restarted"] == sorted(
+        [*separate, *(i for i in fired if mode[i] == "in_pass" and i in deeper)]
+    )
+
+
 def test_prefix_cache_chunks_and_compilation_were_in_play(run):
     """The 'on' setting really took prompt blocks from the cache and ran compiled, with the
     steering state built before vLLM compiled the model; the 'off' one did neither."""
@@ -265,6 +304,10 @@ def test_prefix_cache_chunks_and_compilation_were_in_play(run):
     # compiled on CPU through torch's compile cache, which a later start reuses (vLLM's CPU
     # build cannot load back its own ahead-of-time artifacts)
     assert on["aot_compile"] == "0"
+    # a CPU engine with chunked prefill on refuses to sample, in one line, before any request
+    # (vLLM's CPU build would stop the engine): the others prefill whole prompts
+    assert on["sampling"].startswith("ConfigError: ") and "\n" not in on["sampling"]
+    assert "enable_chunked_prefill=False" in on["sampling"]
 
 
 def test_server_answers_concurrent_mixed_requests_as_the_engine(run):

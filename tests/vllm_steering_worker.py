@@ -7,8 +7,8 @@ generation settings; this side answers them inside vLLM, in process (one mixed b
 setting: prefix caching and chunked prefill on, then off) and through ``serve --steering``
 (a registry an earlier server left, concurrent requests, an unknown abstainer, hostile
 requests, a load test), and optionally runs the verify slice's
-steering cell on ``vllm:``. The SELECT-like case and the slice run on the last in-process
-engine: one engine per setting, none more.
+steering cell on ``vllm:``. The other cases run on the in-process engine the job names for
+each (``on_engine``): one engine per setting, none more.
 """
 
 import concurrent.futures as cf
@@ -28,10 +28,10 @@ from server_load import post
 KEY = "test-key-not-a-secret"
 
 
-def in_process(job, specs, options, out, last: bool):
-    """The mixed batch on an engine of this setting; on the last one (no prefix cache, no
-    chunks: what neither case depends on), also the SELECT-like case and the verify slice,
-    so that no other engine is started for them."""
+def in_process(job, specs, options, out, last_label: str):
+    """The mixed batch on an engine of this setting, and the job's other parts that run on
+    it (``on_engine``: part -> setting; the last setting by default), so that no other
+    engine is started for them."""
     from vllm_worker import load_in_process
     from workbench.generation import GenerationConfig
 
@@ -41,27 +41,56 @@ def in_process(job, specs, options, out, last: bool):
     try:
         config = GenerationConfig(**job["config"])
         chosen = [specs[a] if a else None for a in job["assign"]]
-        gens, records = lm.generate_steered(job["prompts"], config, chosen, progress=False)
+        engine, added = lm.llm.llm_engine, []
+        add = engine.add_request
+        engine.add_request = lambda rid, *a, **k: added.append(rid) or add(rid, *a, **k)
+        try:
+            gens, records = lm.generate_steered(job["prompts"], config, chosen, progress=False)
+        finally:
+            del engine.add_request
+        # the prompts whose answer was sent again, steered, after its gate fired in its prefill
+        # (request ids end in "-<prompt>-steered": vllm_gated)
+        restarted = sorted(int(r.split("-")[-2]) for r in added if r.endswith("-steered"))
         result = {
             "token_ids": [g.token_ids for g in gens],
             "texts": [g.text for g in gens],
             "records": records,
+            "restarted": restarted,
             "cached_tokens": lm.last_cached_tokens,
             "started_in": started,
             "status": lm.llm.collective_rpc("workbench_status")[0],
             "aot_compile": os.environ.get("VLLM_USE_AOT_COMPILE"),
         }
-        if job.get("capture"):
-            out.setdefault("capture", {})[job_label(options, job)] = capture(lm, job["capture"])
-        if last and job.get("select_like"):
-            out["select_like"] = select_like(lm, job, specs)
-            out["gate_in_prefill"] = gate_in_prefill(lm, job, chosen)
-        if last and job.get("fit"):
-            out["fit_in_process"] = fit_in_process(lm, job["fit"])
-        if last and job.get("slice"):
+        label = job_label(options, job)
+        result["generate_seconds"] = round(time.time() - began - started, 1)
+
+        def timed(name, fn, *args):
             start = time.time()
-            out["slice"] = slice_cell(lm, job)
-            out["seconds"]["slice"] = round(time.time() - start, 1)
+            got = fn(*args)
+            out["seconds"][f"{label}/{name}"] = round(time.time() - start, 1)
+            return got
+
+        def here(part):  # this part of the job runs on this engine
+            return job.get(part) and job.get("on_engine", {}).get(part, last_label) == label
+
+        if job.get("capture"):
+            out.setdefault("capture", {})[label] = timed("capture", capture, lm, job["capture"])
+        if here("select_like"):
+            out["select_like"] = timed("select_like", select_like, lm, job, specs)
+        cases = [c for c, on in job.get("gate_in_prefill", {}).items() if on == label]
+        if cases:
+            got = timed("gate_in_prefill", gate_in_prefill, lm, job, chosen, cases)
+            out.setdefault("gate_in_prefill", {}).update(got)
+        if options.get("enable_chunked_prefill"):  # sampling refused in one line (CPU)
+            try:
+                lm.generate_prompts(["Hi."], GenerationConfig(max_new_tokens=2, do_sample=True))
+                result["sampling"] = "answered"
+            except Exception as e:
+                result["sampling"] = f"{type(e).__name__}: {e}"
+        if here("fit"):
+            out["fit_in_process"] = timed("fit", fit_in_process, lm, job["fit"])
+        if here("slice"):
+            out["slice"] = timed("slice", slice_cell, lm, job)
         return result
     finally:
         lm.close()
@@ -139,11 +168,12 @@ def select_like(lm, job, specs):
     return {"token_ids": [g.token_ids for g in gens], "records": records}
 
 
-def gate_in_prefill(lm, job, chosen):
+def gate_in_prefill(lm, job, chosen, cases):
     """The mixed batch with each answer reading its gate in its own prefill (the default)
     against a separate gate pass first (``gate_prompts``: the same prompts), where a fired
     answer ends on its first token (one token long) and with sampled answers (two samples
-    each); how many separate gate passes the default way ran."""
+    each); how many separate gate passes the default way ran. Only the named ``cases``, each
+    on the plan's prompts or the rows the job names (``gate_in_prefill_rows``)."""
     from workbench.generation import GenerationConfig
 
     passes = []
@@ -155,13 +185,18 @@ def gate_in_prefill(lm, job, chosen):
             "one token": {"max_new_tokens": 1},
             "samples": {"max_new_tokens": 6, "do_sample": True, "num_samples": 2, "seed": 5},
         }.items():
+            if name not in cases:
+                continue
             config = GenerationConfig(**{**job["config"], **change})
+            rows = job.get("gate_in_prefill_rows", {}).get(name, range(len(job["prompts"])))
+            prompts = [job["prompts"][i] for i in rows]
+            specs = [chosen[i] for i in rows]
             ways = {}
-            separate = {"gate_prompts": job["prompts"], "gate_system": config.system_prompt}
+            separate = {"gate_prompts": prompts, "gate_system": config.system_prompt}
             for way, kwargs in {"prefill": {}, "pass": separate}.items():
                 before = len(passes)
                 gens, records = lm.generate_steered(
-                    job["prompts"], config, chosen, progress=False, **kwargs
+                    prompts, config, specs, progress=False, **kwargs
                 )
                 ways[way] = {
                     "token_ids": [g.token_ids for g in gens],
@@ -269,7 +304,11 @@ def shared_server(job, specs, registry, ask, out):
             answers = list(ex.map(lambda c: ask(url, c[0], c[1], n, KEY), calls))
         out["answers"] = answers[:-1]
         out["unknown"] = answers[-1]
+        res["seconds"] = {"start": res["started_in"], "plan": round(time.time() - began, 1)}
+        mark = time.time()
         res.update(hostile_rounds(url, job, specs, ask, n))
+        res["seconds"]["hostile"] = round(time.time() - mark, 1)
+        mark = time.time()
         pool = valid_pool(["rivers", "always"], 8)
         clean = clean_answers(url, KEY, pool)
         bad = bad_pool(specs["rivers"].to_dict(), 8)
@@ -287,8 +326,11 @@ def shared_server(job, specs, registry, ask, out):
             pgid=group,
         )
         res["load"] = report
+        res["seconds"]["load"] = round(time.time() - mark, 1)
+        mark = time.time()
         if job.get("fit"):
             res["fit"] = fit_on_server(url, registry, job["fit"], n, ask)
+        res["seconds"]["fit"] = round(time.time() - mark, 1)
         res["health_after"] = _get(f"http://127.0.0.1:{port}/health")[0]
     finally:
         cli.send_signal(signal.SIGTERM)
@@ -472,9 +514,9 @@ def main(job_path: str, out_path: str) -> None:
     specs = {name: SteerSpec.from_dict(d) for name, d in job["specs"].items()}
     out: dict = {"seconds": {}}
     settings = list(job["engine_settings"].items())
-    for i, (label, options) in enumerate(settings):
+    for label, options in settings:
         start = time.time()
-        out[label] = in_process(job, specs, options, out, last=i == len(settings) - 1)
+        out[label] = in_process(job, specs, options, out, settings[-1][0])
         out["seconds"][label] = round(time.time() - start, 1)
     if job.get("server"):
         start = time.time()

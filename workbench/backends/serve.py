@@ -73,14 +73,27 @@ def start_vllm_server(
     if not python.is_file():
         raise ModelLoadError(f"no python with vLLM at {python}: run bash scripts/setup_vllm.sh")
     src = resolve_source(model)
-    dtype_name = str(resolve_dtype(dtype, resolve_device("auto"))).removeprefix("torch.")
+    device = resolve_device("auto")
+    on_cpu = device.type == "cpu"
+    dtype_name = str(resolve_dtype(dtype, device)).removeprefix("torch.")
     port = port or free_port()
     env = {**os.environ}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    if resolve_device("auto").type == "cpu":
-        from workbench.backends.vllm_engine import CPU_COMPILE_CACHE
+    cpu_args: list[str] = []
+    if on_cpu:
+        from workbench.backends.vllm_engine import CPU_COMPILE_CACHE, CPU_STEP_TOKENS
 
         env.setdefault(*CPU_COMPILE_CACHE)  # a compiled CPU server's later starts: see there
+        given = " ".join(extra or [])
+        if "chunked-prefill" not in given and "--max-num-batched-tokens" not in given:
+            # whole prompts per step: vLLM's CPU build stops the engine (every client's
+            # answers) when a sampled request's prompt is prefilled in chunks
+            # (VLLMOptions.enable_chunked_prefill)
+            cpu_args = [
+                "--no-enable-chunked-prefill",
+                "--max-num-batched-tokens",
+                str(max(max_model_len, CPU_STEP_TOKENS)),
+            ]
     if api_key:
         env["VLLM_API_KEY"] = api_key
     steer_args: list[str] = []
@@ -93,9 +106,9 @@ def start_vllm_server(
         # the steering adds are compiled with the model; on CPU the server runs eagerly, as
         # the back end's engines do (a compiled start takes 3-5x as long for the same speed)
         steer_args = ["--worker-extension-cls", EXTENSION, "--middleware", MIDDLEWARE]
-        if resolve_device("auto").type == "cpu" and "--compilation-config" not in (extra or []):
+        if on_cpu and "--compilation-config" not in (extra or []):
             steer_args.append("--enforce-eager")
-        if resolve_device("auto").type == "cpu" and "--block-size" not in (extra or []):
+        if on_cpu and "--block-size" not in (extra or []):
             # CPU vLLM's blocks are 128 tokens: a question's gate pass would then leave no
             # whole block for its unsteered answer to reuse; at 32 (the CPU kernels' multiple)
             # the gate costs about nothing (benchmarks/steering.py)
@@ -119,6 +132,7 @@ def start_vllm_server(
         "--port",
         str(port),
         *steer_args,
+        *cpu_args,
         *(extra or []),
     ]
     # the server writes to the log for as long as it runs, after this function returns

@@ -26,7 +26,9 @@ An ASGI middleware in front of vLLM's routes (loaded with ``--middleware``; the 
     unsteered answer, which reads the gate in its own prefill (``vllm_xargs``), and holds the
     answer back until it has collected the decision from the workers: a shut gate's answer
     goes out as it is, a fired gate's is aborted and the request sent again steered, with a
-    prefix-cache salt naming the abstainer. With ``gate_prompt``, or a request for several
+    prefix-cache salt naming the abstainer; an ``in_pass`` abstainer's fired answer was
+    steered in its own pass and goes out as it is too (sent again only where a long prompt
+    was split over several engine steps). With ``gate_prompt``, or a request for several
     sequences (``n``, ``best_of``), the gate runs first as a one-token request of its own.
     The answer carries ``"steering": {"abstainer", "fired", "votes", "similarities"}`` and
     the header ``x-workbench-steering`` (streams: the header only).
@@ -60,7 +62,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from workbench.backends.vllm_steering import GATE, STEER, TAG, cache_salt
+from workbench.backends.vllm_steering import GATE, STEER, TAG, THEN, cache_salt, steers_prompt
 from workbench.errors import ConfigError
 
 #: the environment variable naming the registry directory (set by ``serve --steering``)
@@ -500,7 +502,7 @@ class SteeringMiddleware:
         elif spec.gate is None:
             record["fired"] = True
         elif _gate_in_prefill(data, steering):
-            return await self._steer_in_prefill(scope, receive, send, data, digest, record)
+            return await self._steer_in_prefill(scope, receive, send, data, spec, digest, record)
         else:
             record.update(await self._gate(scope, receive, data, digest, steering))
         return await self._answer(scope, receive, send, data, digest, record)
@@ -527,17 +529,27 @@ class SteeringMiddleware:
         )
 
     async def _steer_in_prefill(
-        self, scope, receive, send, data: dict, digest: str, record: dict
+        self, scope, receive, send, data: dict, spec, digest: str, record: dict
     ) -> None:
         """The request sent on as its unsteered answer, reading its gate in its own prefill
         (:mod:`~workbench.backends.vllm_gated`'s way, over HTTP). Its answer is held back
         until the decision is collected from the workers: a shut gate lets it through (no
         pass of its own for the gate), a fired one aborts it, as a client's disconnect would,
-        and sends the request again steered."""
+        and sends the request again steered; an ``in_pass`` abstainer's fired answer was
+        steered in that same pass (the workers say so) and goes through too."""
         engine = scope["app"].state.engine_client
         tag = f"gate-{uuid.uuid4().hex}"
         body = dict(data)
-        body["vllm_xargs"] = {**(body.get("vllm_xargs") or {}), GATE: digest, TAG: tag}
+        xargs = {GATE: digest, TAG: tag}
+        if spec.mode == "in_pass":
+            xargs[THEN] = "1"
+            assert self._shape is not None  # read when the spec was registered
+            if steers_prompt(spec, self._shape[1]):  # its blocks are its own
+                salt = f"workbench-in-pass:{uuid.uuid4().hex}"
+                body["cache_salt"] = (
+                    f"{body['cache_salt']}|{salt}" if body.get("cache_salt") else salt
+                )
+        body["vllm_xargs"] = {**(body.get("vllm_xargs") or {}), **xargs}
         raw = json.dumps(body).encode()
         held, abort, client = _Held(), asyncio.Event(), _Client(receive)
         answer = asyncio.ensure_future(
@@ -555,6 +567,16 @@ class SteeringMiddleware:
         record.update(_decided(rec, tag))
         if not record["fired"]:
             await held.release(_Annotate(send, record))
+            return await answer
+        if rec.get("steered"):  # steered in its own pass: asked at its end whether it failed
+
+            async def check() -> str | None:
+                if "failed" in rec:
+                    return rec["failed"]
+                later = await self._votes(engine, tag)
+                return later.get("failed") if later else None
+
+            await held.release(_Annotate(send, record, check))
             return await answer
         abort.set()
         await asyncio.gather(answer, return_exceptions=True)  # its messages are dropped

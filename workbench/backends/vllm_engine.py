@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, register_engine
-from workbench.errors import ModelLoadError, SteeringError
+from workbench.errors import ConfigError, ModelLoadError, SteeringError
 from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
@@ -59,6 +59,9 @@ MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
 #: embedded model, 2 cores); with inductor's cache a later start of the same engine took 67 s.
 #: A value set in the environment stands.
 CPU_COMPILE_CACHE = ("VLLM_USE_AOT_COMPILE", "0")
+#: tokens a step of a CPU engine schedules at most with chunked prefill off (vLLM's CPU default
+#: with chunks on), or the model's length where that is longer
+CPU_STEP_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,11 @@ class VLLMOptions:
             a later start of the same engine reuses the compile cache, see
             :data:`CPU_COMPILE_CACHE`).
         enable_prefix_caching: vLLM's prefix cache (None: vLLM's default).
-        enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default).
+        enable_chunked_prefill: vLLM's chunked prefill (None: vLLM's default on GPU; off on
+            CPU unless ``max_num_batched_tokens`` is shorter than the model: vLLM's CPU build
+            stops the engine when a sampled request's prompt is prefilled in chunks, "CPU
+            Generator does not use offset", so a CPU engine with chunks on refuses to sample,
+            in one line).
         max_num_batched_tokens: tokens per scheduler step (None: vLLM's default); small values
             make long prompts prefill in chunks.
         block_size: tokens per KV-cache block (None: vLLM's default, 128 on CPU; 32 on CPU with
@@ -265,6 +272,19 @@ class VLLMModel(BlackBoxBackend):
         ):
             if getattr(o, key) is not None:
                 kwargs[key] = getattr(o, key)
+        budget = o.max_num_batched_tokens
+        whole = budget is None or budget >= o.max_model_len  # a step holds a whole prompt
+        if device.type == "cpu" and o.enable_chunked_prefill is None and whole:
+            # whole prompts per step (see VLLMOptions.enable_chunked_prefill), by default as
+            # many tokens a step as vLLM's CPU default with chunks
+            kwargs.update(
+                enable_chunked_prefill=False,
+                max_num_batched_tokens=budget or max(o.max_model_len, CPU_STEP_TOKENS),
+            )
+        #: a CPU engine whose prompts may be prefilled in chunks cannot sample (see above)
+        self._chunks_stop_sampling = (
+            device.type == "cpu" and kwargs.get("enable_chunked_prefill") is not False
+        )
         if self.adapters:
             kwargs.update(enable_lora=True, max_lora_rank=o.max_lora_rank)
         from vllm.platforms import current_platform
@@ -279,8 +299,9 @@ class VLLMModel(BlackBoxBackend):
             kwargs["enforce_eager"] = True
         if self.steering:
             # imported before vLLM loads the model: its hooks become part of the compiled model
-            from workbench.backends.vllm_steering import EXTENSION
+            from workbench.backends.vllm_steering import EXTENSION, install_at_load
 
+            install_at_load()  # an in-process engine core loads the model in this process
             kwargs["worker_extension_cls"] = EXTENSION
             if device.type == "cpu" and o.block_size is None:
                 kwargs["block_size"] = 32  # see VLLMOptions.block_size
@@ -376,6 +397,13 @@ class VLLMModel(BlackBoxBackend):
         its gate in its own prefill and is steered from its first token if the gate fires."""
         from vllm import SamplingParams
 
+        if config.do_sample and self._chunks_stop_sampling:
+            raise ConfigError(
+                f"[{self.name}] vLLM's CPU build cannot sample with chunked prefill on (its "
+                "seeded sampler cannot resume after a prompt prefilled in chunks: 'CPU Generator "
+                "does not use offset', which stops the engine): load it with "
+                "enable_chunked_prefill=False (the CPU default)"
+            )
         want_lp = config.return_logprobs
         requests, params, keys = [], [], []
         for i, ids in enumerate(encoded):
@@ -518,7 +546,8 @@ class VLLMModel(BlackBoxBackend):
         unsteered); prompts with different abstainers, and unsteered ones, share vLLM's batch.
         The gate reads each prompt as it will be generated (the config's system prompt) in the
         answer's own prefill (:mod:`~workbench.backends.vllm_gated`: only the answers whose gate
-        fired are started again, steered), or ``gate_prompts[i]`` rendered with ``gate_system``
+        fired are started again, steered; an ``in_pass`` abstainer's are steered in that same
+        pass), or ``gate_prompts[i]`` rendered with ``gate_system``
         (SELECT's reading template) in a pass of its own first; then each prompt whose gate
         fired (every prompt of a spec without a gate) is generated steered from its first
         token (``separate``) or as CAST does (``in_pass``), the others unsteered. ``decisions``
@@ -528,7 +557,7 @@ class VLLMModel(BlackBoxBackend):
         import uuid
 
         from workbench.backends.vllm_gated import PrefillGate
-        from workbench.backends.vllm_steering import cache_salt, steer_args
+        from workbench.backends.vllm_steering import cache_salt, steer_args, steers_prompt
 
         specs = list(specs)
         if len(specs) != len(prompts):
@@ -547,6 +576,14 @@ class VLLMModel(BlackBoxBackend):
                     steer_args(str(digests[i]), True, tags[i]),
                     cache_salt(str(digests[i]), True),
                 ),
+                then={
+                    # a prompt steered in its own pass keeps its blocks to itself
+                    i: f"workbench-in-pass:{uuid.uuid4().hex}"
+                    if steers_prompt(s, self.num_layers)
+                    else None
+                    for i, (g, s) in enumerate(zip(gated, specs))
+                    if g and s.mode == "in_pass"
+                },
             )
             plain = [
                 steer_args(d, True, t) if d and not g else None
@@ -581,15 +618,15 @@ class VLLMModel(BlackBoxBackend):
             )
         tags = [t if f else None for t, f in zip(tags, fired)]
         asked = [t for t in tags if t]
-        if asked:  # a steered request whose activations went non-finite fails, alone
-            failed = self.llm.collective_rpc("workbench_votes", args=(asked,))[0]
-            bad = [(i, failed[t]["failed"]) for i, t in enumerate(tags) if t in failed]
-            if bad:
-                i, why = bad[0]
-                raise SteeringError(
-                    f"prompt {i} ({specs[i].name}): {why}; {len(bad)} of {len(prompts)} steered "
-                    "prompts failed (the others' answers are unaffected): lower the strength"
-                )
+        failed = self.llm.collective_rpc("workbench_votes", args=(asked,))[0] if asked else {}
+        bad = [(i, failed[t]["failed"]) for i, t in enumerate(tags) if t in failed]
+        bad += [(i, r.pop("failed")) for i, r in enumerate(records) if r and "failed" in r]
+        if bad:  # a steered request whose activations went non-finite fails, alone
+            i, why = min(bad)
+            raise SteeringError(
+                f"prompt {i} ({specs[i].name}): {why}; {len(bad)} of {len(prompts)} steered "
+                "prompts failed (the others' answers are unaffected): lower the strength"
+            )
         return gens, [r if r is not None else {"fired": f} for r, f in zip(records, fired)]
 
     # -- activations, read inside vLLM ---------------------------------------------------------

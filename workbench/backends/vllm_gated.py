@@ -7,6 +7,10 @@ in that prefill (``workbench_gate`` on the answer request itself). After each en
 decisions recorded so far are collected; the requests of a prompt whose gate fired are aborted
 (their first token was sampled unsteered) and sent again, steered. A prompt whose gate stays
 shut costs nothing beyond its answer; one that fires costs what the separate pass cost it.
+An ``in_pass`` abstainer (CAST's order) costs nothing more either way: its request is steered
+in its own pass once its gate fires (``then``; :mod:`~workbench.backends.vllm_steering`), and
+is sent again only where the prompt was split over several steps and some of its positions
+needed steering before the decision was read.
 With vLLM's engine core in this process (``VLLMOptions.in_process``, a steering engine's
 default) they start again at the very next step; an engine core in a process of its own has
 run a few steps further by the time the decisions are collected. The steering server does the
@@ -36,6 +40,9 @@ class PrefillGate:
     digests: list[str | None]
     steer: Callable[[int], tuple[dict[str, Any] | None, str | None]]
     records: dict[int, dict] = field(default_factory=dict)
+    #: prompts whose answer is steered in its own pass once the gate fires (``in_pass``
+    #: abstainers), with the cache salt that answer needs (None: its prompt is never steered)
+    then: dict[int, str | None] = field(default_factory=dict)
 
 
 def run(
@@ -70,16 +77,20 @@ def run(
 
     tags: list[str | None] = []
     for r, (request, p) in enumerate(zip(requests, params)):
-        digest = gate.digests[prompt_of[r]]
+        i = prompt_of[r]
+        digest = gate.digests[i]
         tag = None if digest is None else f"gate-{uuid.uuid4().hex}"
         tags.append(tag)
         if digest is not None and tag is not None:
             p = p.clone()
-            p.extra_args = gate_args(digest, tag)
+            p.extra_args = gate_args(digest, tag, then_steer=i in gate.then)
+            if gate.then.get(i):
+                request = {**request, "cache_salt": gate.then[i]}
         rid = add(r, request, p, "")
         if digest is not None:
             live[r] = rid
     pending = {t: r for r, t in enumerate(tags) if t is not None}
+    in_pass: dict[int, str] = {}  # request index -> the tag it was steered under in its pass
     stale: list[str] = []  # tags of aborted requests whose reads may still be recorded
     outs: list = [None] * len(requests)
     bar = tqdm(total=len(requests), desc="generating", disable=not progress, leave=False)
@@ -94,11 +105,16 @@ def run(
                 continue
             got = llm.collective_rpc("workbench_votes", args=(list(pending),))[0]
             for tag, record in got.items():
-                gate.records.setdefault(prompt_of[pending.pop(tag)], record)
+                r = pending.pop(tag)
+                if record.pop("steered", False):
+                    in_pass[r] = tag  # steered in its own pass: nothing to send again
+                gate.records.setdefault(prompt_of[r], record)
             for r in [r for r in live if prompt_of[r] in gate.records]:
-                rid = live.pop(r)
                 i = prompt_of[r]
-                if not gate.records[i].get("fired"):
+                if i in gate.then and tags[r] in pending:  # its own read (and pass) to come
+                    continue
+                rid = live.pop(r)
+                if not gate.records[i].get("fired") or r in in_pass:
                     continue
                 if outs[r] is None:
                     engine.abort_request([rid])
@@ -120,6 +136,11 @@ def run(
             engine.abort_request(list(owner))
     if stale:  # forget what the aborted requests read
         llm.collective_rpc("workbench_votes", args=(stale,))
+    if in_pass:  # a request steered in its own pass that went non-finite later: its record
+        failed = llm.collective_rpc("workbench_votes", args=(list(in_pass.values()),))[0]
+        for r, tag in in_pass.items():
+            if "failed" in failed.get(tag, {}):
+                gate.records[prompt_of[r]]["failed"] = failed[tag]["failed"]
     missing = [prompt_of[r] for r in pending.values()]
     if missing:
         raise RuntimeError(f"vLLM's gate recorded no decision for prompt {missing[0]}")

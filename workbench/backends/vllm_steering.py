@@ -9,6 +9,14 @@ carry them too):
 ``{"workbench_gate": DIGEST, "workbench_tag": TAG}``
     read the gate's layers at the prompt's last token (the pass is never steered) and keep the
     votes under ``TAG`` until :meth:`SteeringWorkerExtension.workbench_votes` collects them.
+    With ``"workbench_then_steer": "1"`` (an ``in_pass`` abstainer: CAST's order) a request
+    whose gate fires is steered from there on in the same request: the prompt's positions at
+    the behaviour layers deeper than the deepest gate layer in the very pass that read the
+    gate, every generated position at every behaviour layer. The record then says
+    ``"steered": true``. A prompt whose positions are steered (a behaviour layer deeper than
+    the gate) can be steered in its own pass only when the whole prompt is computed in that
+    pass; a prompt split over several steps (chunked prefill) is not, and the caller sends it
+    again steered (:func:`steers_prompt`).
 ``{"workbench_capture": CAPTURE, "workbench_tag": TAG}``
     read the residual stream at chosen layers, pooled over chosen prompt positions
     (:func:`capture_args`: the last prompt token, or the mean of every prompt token or of the
@@ -50,6 +58,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,14 +66,35 @@ from typing import Any
 import torch
 
 GATE, TAG, STEER = "workbench_gate", "workbench_tag", "workbench_steer"
+THEN = "workbench_then_steer"
 CAPTURE = "workbench_capture"
 #: vLLM's ``worker_extension_cls`` for an engine that steers
 EXTENSION = "workbench.backends.vllm_steering.SteeringWorkerExtension"
 
 
-def gate_args(digest: str, tag: str) -> dict[str, Any]:
-    """``extra_args`` of a request that only reads the gate of abstainer ``digest``."""
-    return {GATE: digest, TAG: tag}
+def gate_args(digest: str, tag: str, then_steer: bool = False) -> dict[str, Any]:
+    """``extra_args`` of a request that reads the gate of abstainer ``digest``; with
+    ``then_steer`` (an ``in_pass`` abstainer) it is steered in its own pass once the gate
+    fires (the record says ``"steered": true`` where it was)."""
+    return {GATE: digest, TAG: tag, THEN: "1"} if then_steer else {GATE: digest, TAG: tag}
+
+
+def steers_prompt(spec, n_layers: int) -> bool:
+    """Whether a fired ``in_pass`` request of ``spec`` is steered at some of its prompt's
+    positions (a behaviour layer deeper than the deepest gate layer): such a request's
+    key/value blocks depend on its own decision, so it must not share them with another
+    prompt's (the caller gives it a cache salt of its own)."""
+    if spec.gate is None:
+        return True
+    return max(l % n_layers for l in spec.layers) > _deepest(spec, n_layers)
+
+
+def _deepest(spec, n: int) -> int:
+    """The deepest layer ``spec``'s gate reads (``n`` for the final norm; -1 without a gate)."""
+    if spec.gate is None:
+        return -1
+    layers = [l % n for l in spec.gate.layers]
+    return n if spec.gate.final_norm and n - 1 in layers else max(layers)
 
 
 def steer_args(digest: str, fired: bool, tag: str | None = None) -> dict[str, Any] | None:
@@ -166,6 +196,9 @@ class _Step:
     steered: list[tuple[int, int, str | None]] = field(default_factory=list)
     # site -> [(tag, layer position j, number of layers, token rows pooled)]
     captures: dict[Any, list[tuple[str, int, int, torch.Tensor]]] = field(default_factory=dict)
+    # gate tag -> (request id, digest, deeper behaviour layers, rows [lo, hi), bank slot) of a
+    # request steered in this very pass should its gate fire
+    then: dict[str, tuple[str, str, list[int], int, int, int]] = field(default_factory=dict)
     #: token rows whose buffers were filled (zeroed again after the pass)
     rows: int = 0
 
@@ -235,6 +268,9 @@ class SteeringState:
         # tag -> (sums: layers x hidden, token counts per layer) of a capture request
         self.captured: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self._captures: dict[str, Capture] = {}  # a capture's JSON -> its parsed form
+        # request id -> digest of the abstainer it is steered by once its gate fired in its
+        # own pass (``THEN``), or None where the gate stayed shut
+        self.decided: dict[str, str | None] = {}
         self.current: _Step | None = None
         prefix, blocks = decoder_blocks(self.model)
         self.num_layers = n_layers = len(blocks)
@@ -294,15 +330,11 @@ class SteeringState:
             for i, l in enumerate(spec.layers)
         }
         condition = None
-        deepest = -1
         if spec.gate is not None:
             condition = spec.gate.condition()
             condition.vectors.vectors = condition.vectors.vectors.to(self.device)
             condition.vectors.means = condition.vectors.means.to(self.device)
-            deepest = max(l % n for l in spec.gate.layers)
-            if spec.gate.final_norm and n - 1 in [l % n for l in spec.gate.layers]:
-                deepest = n  # the final norm runs after the last block
-        self.specs[digest] = _Loaded(spec, vectors, condition, deepest)
+        self.specs[digest] = _Loaded(spec, vectors, condition, _deepest(spec, n))
         return digest
 
     def _slot(self, digest: str, busy: set[int]) -> int:
@@ -332,19 +364,27 @@ class SteeringState:
         batch = runner.input_batch
         n_reqs = batch.num_reqs
         asks = []
+        if self.decided:  # forget the requests that have left the engine
+            for rid in [r for r in self.decided if r not in runner.requests]:
+                del self.decided[rid]
         for i, rid in enumerate(batch.req_ids[:n_reqs]):
             state = runner.requests.get(rid)
             params = getattr(state, "sampling_params", None)
             extra = getattr(params, "extra_args", None)
             if extra and (GATE in extra or STEER in extra or CAPTURE in extra):
-                asks.append((i, state, extra))
+                if rid in self.decided:  # its gate fired (or not) in an earlier step
+                    digest = self.decided[rid]
+                    if digest is None:
+                        continue
+                    extra = {STEER: digest, TAG: extra.get(TAG)}
+                asks.append((i, rid, state, extra))
         if not asks:
             return None
         starts = runner.query_start_loc.np
         computed = batch.num_computed_tokens_cpu
         step = _Step()
         busy: set[int] = set()
-        for i, state, ask in asks:
+        for i, rid, state, ask in asks:
             lo, hi = int(starts[i]), int(starts[i + 1])
             if hi <= lo:
                 continue
@@ -363,10 +403,19 @@ class SteeringState:
                     continue
                 row = lo + last - first
                 gate = loaded.spec.gate
+                gate_tag = str(ask[TAG])
                 for j, layer in enumerate(gate.layers):
                     layer %= self.num_layers
                     site = "norm" if gate.final_norm and layer == self.num_layers - 1 else layer
-                    step.reads.setdefault(site, []).append((str(ask[TAG]), loaded, j, row))
+                    step.reads.setdefault(site, []).append((gate_tag, loaded, j, row))
+                deeper = [l for l in loaded.vectors if l > loaded.deepest]
+                if THEN in ask and (first == 0 or not deeper):
+                    # steered in this pass once the gate fires: the prompt's rows at the deeper
+                    # behaviour layers (every one of its rows is in this pass when it has any)
+                    slot = self._slot(str(ask[GATE]), busy)
+                    busy.add(slot)
+                    step.then[gate_tag] = (rid, str(ask[GATE]), deeper, lo, hi, slot)
+                    step.rows = max(step.rows, hi)
             else:
                 digest = str(ask[STEER])
                 loaded = self.specs.get(digest)
@@ -402,9 +451,10 @@ class SteeringState:
                 bad = failed[lo:hi]
                 if tag is not None and bool(bad.any()) and "failed" not in self.votes.get(tag, {}):
                     layer = int(bad[bad > 0].min()) - 1
-                    self.votes[tag] = {
-                        "failed": f"the steered activations became NaN or infinite at layer {layer}"
-                    }
+                    # beside the gate's record where the same request read it (``THEN``)
+                    self.votes.setdefault(tag, {})["failed"] = (
+                        f"the steered activations became NaN or infinite at layer {layer}"
+                    )
             self.failed[:n].zero_()
         self._index[:, :n].zero_()
         self._guard[:n].zero_()
@@ -459,6 +509,25 @@ class SteeringState:
             rec["similarities"][j] = float(sim)
             if all(v is not None for v in rec["votes"]):
                 rec["fired"] = bool(cond.combine(torch.tensor([rec["votes"]]))[0])
+                if tag in self.current.then:
+                    self._steer_from_here(tag, rec)
+
+    def _steer_from_here(self, tag: str, rec: dict) -> None:
+        """A ``THEN`` request's gate has just decided, inside the pass that read it: a fired
+        one's prompt rows are steered at the deeper behaviour layers, which this pass has not
+        reached yet, and its later steps as a steered request's."""
+        assert self.current is not None
+        rid, digest, deeper, lo, hi, slot = self.current.then[tag]
+        self.decided[rid] = digest if rec["fired"] else None
+        if not rec["fired"]:
+            return
+        rec["steered"] = True
+        for layer in deeper:
+            self.index[layer, lo:hi] = slot
+            self._index[layer, lo:hi] = slot
+        self.guard[lo:hi] = True
+        self._guard[lo:hi] = True
+        self.current.steered.append((lo, hi, tag))
 
     def _layer_hook(self, layer: int):
         def hook(module, args, output):
@@ -601,7 +670,8 @@ class SteeringWorkerExtension:
         return {t: votes.pop(t) for t in tags if t in votes}
 
 
-# vLLM imports this module (the extension class) in each worker before it loads the model; the
-# back end and the server import it before they start vLLM
-if importlib.util.find_spec("vllm") is not None:
+# vLLM imports this module (the extension class) in each worker before it loads the model, and
+# the back end calls install_at_load before it starts an engine; a process that has not imported
+# vLLM (``serve``'s command, which only starts the server) does not pay for its import here
+if "vllm" in sys.modules and importlib.util.find_spec("vllm") is not None:
     install_at_load()
