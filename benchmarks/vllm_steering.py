@@ -77,7 +77,11 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
         lm = load_model(
             f"vllm:{model}",
             dtype="float32",
-            options={"max_model_len": 1024, **blocks, **options},
+            options={
+                "max_model_len": 1024,
+                **blocks,
+                **{k: v for k, v in options.items() if k != "in_pass_too"},
+            },
         )
         started = time.perf_counter() - began
         cfg = GenerationConfig(max_new_tokens=max_new)
