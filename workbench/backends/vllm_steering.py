@@ -522,11 +522,11 @@ class SteeringState:
         if not rec["fired"]:
             return
         rec["steered"] = True
+        # the buffers the pass reads (their host side was copied in before the pass; _after
+        # zeroes both)
         for layer in deeper:
             self.index[layer, lo:hi] = slot
-            self._index[layer, lo:hi] = slot
         self.guard[lo:hi] = True
-        self._guard[lo:hi] = True
         self.current.steered.append((lo, hi, tag))
 
     def _layer_hook(self, layer: int):
