@@ -175,3 +175,46 @@ def test_stacked_adapters_equal_the_two_applied_in_turn(tmp_path):
     with torch.no_grad():
         assert torch.allclose(served(ids).logits, base.eval()(ids).logits, atol=1e-5)
         assert not torch.allclose(lm.model(ids).logits, base(ids).logits, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "length, chunked, budget, added",
+    [
+        (2048, None, None, {"enable_chunked_prefill": False, "max_num_batched_tokens": 4096}),
+        (8192, None, None, {"enable_chunked_prefill": False, "max_num_batched_tokens": 8192}),
+        (2048, None, 2048, {"enable_chunked_prefill": False}),  # the user's budget holds a prompt
+        (2048, None, 64, {}),  # a step shorter than the model: the user wants chunks
+        (2048, True, None, {}),
+        (2048, False, None, {}),
+    ],
+)
+def test_cpu_engines_and_servers_prefill_whole_prompts_unless_the_user_decides(
+    length, chunked, budget, added
+):
+    """One rule for the engine's options and the server's flags: vLLM's CPU build stops the
+    engine when a sampled prompt is prefilled in chunks."""
+    from workbench.backends.serve import as_flags, given_chunking
+    from workbench.backends.vllm_engine import cpu_whole_prompts
+
+    assert cpu_whole_prompts(length, chunked, budget) == added
+    user = {
+        **({} if chunked is None else {"enable_chunked_prefill": chunked}),
+        **({} if budget is None else {"max_num_batched_tokens": budget}),
+    }
+    # the server reads the user's flags back to the same choice, so it adds the same settings
+    assert given_chunking(as_flags(user)) == (chunked, budget)
+    assert as_flags(cpu_whole_prompts(length, *given_chunking(as_flags(user)))) == as_flags(added)
+
+
+def test_a_servers_chunking_flags_are_read_in_every_spelling():
+    from workbench.backends.serve import given_chunking
+
+    assert given_chunking(["--max-num-batched-tokens=512", "--port", "1"]) == (None, 512)
+    assert given_chunking(["--max_num_batched_tokens", "512"]) == (None, 512)
+    assert given_chunking(["--enable-chunked-prefill"]) == (True, None)
+    assert given_chunking(["--enable-chunked-prefill=false"]) == (False, None)
+    assert given_chunking(["--no-enable-chunked-prefill"]) == (False, None)
+    with pytest.raises(ConfigError, match="whole number of tokens, not 'lots'"):
+        given_chunking(["--max-num-batched-tokens", "lots"])
+    with pytest.raises(ConfigError, match="not ''"):
+        given_chunking(["--max-num-batched-tokens"])

@@ -23,7 +23,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from workbench.errors import ModelLoadError
+from workbench.errors import ConfigError, ModelLoadError
 from workbench.paths import repo_root
 
 
@@ -44,6 +44,42 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def given_chunking(extra: list[str]) -> tuple[bool | None, int | None]:
+    """The chunked-prefill choice and step budget (``--[no-]enable-chunked-prefill``,
+    ``--max-num-batched-tokens N`` or ``=N``; vLLM takes ``_`` for ``-`` too) among a
+    server's extra arguments, None where not given."""
+    chunked: bool | None = None
+    budget: int | None = None
+    for i, arg in enumerate(extra):
+        name, eq, value = arg.partition("=")
+        name = name.replace("_", "-")
+        if name in ("--enable-chunked-prefill", "--no-enable-chunked-prefill"):
+            chunked = name == "--enable-chunked-prefill" and value.lower() not in ("false", "0")
+        elif name == "--max-num-batched-tokens":
+            value = value if eq else (extra[i + 1] if i + 1 < len(extra) else "")
+            try:
+                budget = int(value)
+            except ValueError:
+                raise ConfigError(
+                    f"--max-num-batched-tokens takes a whole number of tokens, not {value!r}"
+                ) from None
+    return chunked, budget
+
+
+def as_flags(options: dict[str, bool | int]) -> list[str]:
+    """Engine options as vLLM's server flags (``enable_x=False`` -> ``--no-enable-x``)."""
+    out: list[str] = []
+    for key, value in options.items():
+        flag = key.replace("_", "-")
+        if value is True:
+            out.append(f"--{flag}")
+        elif value is False:
+            out.append(f"--no-{flag}")
+        else:
+            out += [f"--{flag}", str(value)]
+    return out
 
 
 def start_vllm_server(
@@ -81,19 +117,12 @@ def start_vllm_server(
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     cpu_args: list[str] = []
     if on_cpu:
-        from workbench.backends.vllm_engine import CPU_COMPILE_CACHE, CPU_STEP_TOKENS
+        from workbench.backends.vllm_engine import CPU_COMPILE_CACHE, cpu_whole_prompts
 
         env.setdefault(*CPU_COMPILE_CACHE)  # a compiled CPU server's later starts: see there
-        given = " ".join(extra or [])
-        if "chunked-prefill" not in given and "--max-num-batched-tokens" not in given:
-            # whole prompts per step: vLLM's CPU build stops the engine (every client's
-            # answers) when a sampled request's prompt is prefilled in chunks
-            # (VLLMOptions.enable_chunked_prefill)
-            cpu_args = [
-                "--no-enable-chunked-prefill",
-                "--max-num-batched-tokens",
-                str(max(max_model_len, CPU_STEP_TOKENS)),
-            ]
+        # whole prompts per step, by the engine's rule: vLLM's CPU build stops the engine
+        # (every client's answers) when a sampled request's prompt is prefilled in chunks
+        cpu_args = as_flags(cpu_whole_prompts(max_model_len, *given_chunking(extra or [])))
     if api_key:
         env["VLLM_API_KEY"] = api_key
     steer_args: list[str] = []

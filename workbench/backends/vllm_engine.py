@@ -64,6 +64,24 @@ CPU_COMPILE_CACHE = ("VLLM_USE_AOT_COMPILE", "0")
 CPU_STEP_TOKENS = 4096
 
 
+def cpu_whole_prompts(
+    max_model_len: int, chunked: bool | None, budget: int | None
+) -> dict[str, bool | int]:
+    """The settings a CPU engine (or server) adds so that each prompt is prefilled in one step:
+    vLLM's CPU build stops the engine when a sampled request's prompt is prefilled in chunks
+    ("CPU Generator does not use offset"). ``chunked`` and ``budget`` are the user's own
+    ``enable_chunked_prefill`` and ``max_num_batched_tokens`` (None where not given): a user
+    who decides on chunks, or gives a step shorter than the model, keeps it; otherwise chunks
+    go off and a step holds ``budget`` tokens, or as many as vLLM's CPU default with chunks
+    (:data:`CPU_STEP_TOKENS`) or the model's length, whichever is longer."""
+    if chunked is not None or (budget is not None and budget < max_model_len):
+        return {}
+    out: dict[str, bool | int] = {"enable_chunked_prefill": False}
+    if budget is None:
+        out["max_num_batched_tokens"] = max(max_model_len, CPU_STEP_TOKENS)
+    return out
+
+
 @dataclass(frozen=True)
 class VLLMOptions:
     """Engine settings (the rest are vLLM's defaults).
@@ -272,14 +290,11 @@ class VLLMModel(BlackBoxBackend):
         ):
             if getattr(o, key) is not None:
                 kwargs[key] = getattr(o, key)
-        budget = o.max_num_batched_tokens
-        whole = budget is None or budget >= o.max_model_len  # a step holds a whole prompt
-        if device.type == "cpu" and o.enable_chunked_prefill is None and whole:
-            # whole prompts per step (see VLLMOptions.enable_chunked_prefill), by default as
-            # many tokens a step as vLLM's CPU default with chunks
+        if device.type == "cpu":  # whole prompts per step (VLLMOptions.enable_chunked_prefill)
             kwargs.update(
-                enable_chunked_prefill=False,
-                max_num_batched_tokens=budget or max(o.max_model_len, CPU_STEP_TOKENS),
+                cpu_whole_prompts(
+                    o.max_model_len, o.enable_chunked_prefill, o.max_num_batched_tokens
+                )
             )
         #: a CPU engine whose prompts may be prefilled in chunks cannot sample (see above)
         self._chunks_stop_sampling = (
