@@ -252,7 +252,8 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
         ),
     ):
         if way in result.get("server", {}):
-            found.append((label, result["server"][way]))
+            # prompts new to the prefix cache: answers to other prompts than the engine's
+            found.append((label, {**result["server"][way], "new_prompts": "new prompts" in way}))
     rows = []
     for label, r in found:
         un, st = r["unsteered"], r.get("steered")
@@ -269,6 +270,7 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                     r["texts"].get("steered"), reference[r.get("reference", "steered")]
                 ),
                 "same_unsteered": _count_same(r["texts"].get("unsteered"), reference["unsteered"]),
+                "new_prompts": bool(r.get("new_prompts")),
                 "start_s": r.get("start_s"),
                 "passes_s": {
                     k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v

@@ -205,7 +205,7 @@ def steering_speed() -> str:
         f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; each row is the fastest of "
         f"{rec['repeats']} interleaved unsteered and steered passes on one engine, after a warm-up"
     )
-    if any("new to the prefix cache" in r["path"] for r in rec["paths"]):
+    if any(r.get("new_prompts") for r in rec["paths"]):
         note += (
             "; rows with prompts new to the prefix cache put a mark of each pass's own in front "
             "of every question (their answers are to other prompts than the engine's: not "
