@@ -240,3 +240,29 @@ def test_a_request_steered_to_infinity_is_zeroed_alone_and_reported(runner):
     # 3e38 added after blocks 0 and 1: the residual overflows entering block 2
     assert state.votes["bad"]["failed"].endswith("at layer 2")
     assert _idle(state)
+
+
+def test_a_gate_takes_a_bank_slot_only_when_it_fires(monkeypatch):
+    monkeypatch.setattr(vs, "BANK_SLOTS", 2)
+    runner = Runner(seqs=2)
+    state = SteeringState(runner)
+    s0, s1 = _spec("s0", (0, 2), seed=3), _spec("s1", (1, 3), seed=4)
+    fires = _spec("fires", (0, 3), gate=_gate((1,), True), mode="in_pass", seed=5)
+    shut = _spec("shut", (0, 3), gate=_gate((1,), False), mode="in_pass", seed=6)
+    d0, d1, df, ds = (state.register(s) for s in (s0, s1, fires, shut))
+    runner.add("r0", 3, {STEER: d0})
+    runner.add("r1", 3, {STEER: d1})
+    runner.add("f", 3, vs.gate_args(df, "f", then_steer=True))
+    runner.add("s", 3, vs.gate_args(ds, "s", then_steer=True))
+    x = torch.randn(6, WIDTH)
+    runner.step([("r0", 0, 3), ("r1", 0, 3)], x)
+    # the bank is full: the gate that fires takes the slot of s1, which this pass does not use
+    got = runner.step([("f", 0, 3), ("r0", 0, 3)], x)
+    want = runner.model(x, _adds(6, [(fires, 0, 3, (3,)), (s0, 3, 6, None)]))
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert set(state.slots) == {d0, df}
+    # a shut gate takes none: s1 comes back in place of s0, the fired abstainer stays
+    got = runner.step([("s", 0, 3), ("r1", 0, 3)], x)
+    torch.testing.assert_close(got, runner.model(x, _adds(6, [(s1, 3, 6, None)])), rtol=0, atol=0)
+    assert set(state.slots) == {df, d1}
+    assert _idle(state)

@@ -196,9 +196,11 @@ class _Step:
     steered: list[tuple[int, int, str | None]] = field(default_factory=list)
     # site -> [(tag, layer position j, number of layers, token rows pooled)]
     captures: dict[Any, list[tuple[str, int, int, torch.Tensor]]] = field(default_factory=dict)
-    # gate tag -> (request id, digest, deeper behaviour layers, rows [lo, hi), bank slot) of a
-    # request steered in this very pass should its gate fire
-    then: dict[str, tuple[str, str, list[int], int, int, int]] = field(default_factory=dict)
+    # gate tag -> (request id, digest, deeper behaviour layers, rows [lo, hi)) of a request
+    # steered in this very pass should its gate fire
+    then: dict[str, tuple[str, str, list[int], int, int]] = field(default_factory=dict)
+    #: bank slots this pass steers with (never given to another abstainer during it)
+    busy: set[int] = field(default_factory=set)
     #: token rows whose buffers were filled (zeroed again after the pass)
     rows: int = 0
 
@@ -383,7 +385,7 @@ class SteeringState:
         starts = runner.query_start_loc.np
         computed = batch.num_computed_tokens_cpu
         step = _Step()
-        busy: set[int] = set()
+        busy = step.busy
         for i, rid, state, ask in asks:
             lo, hi = int(starts[i]), int(starts[i + 1])
             if hi <= lo:
@@ -411,10 +413,9 @@ class SteeringState:
                 deeper = [l for l in loaded.vectors if l > loaded.deepest]
                 if THEN in ask and (first == 0 or not deeper):
                     # steered in this pass once the gate fires: the prompt's rows at the deeper
-                    # behaviour layers (every one of its rows is in this pass when it has any)
-                    slot = self._slot(str(ask[GATE]), busy)
-                    busy.add(slot)
-                    step.then[gate_tag] = (rid, str(ask[GATE]), deeper, lo, hi, slot)
+                    # behaviour layers (every one of its rows is in this pass when it has any);
+                    # its vectors take a bank slot only then
+                    step.then[gate_tag] = (rid, str(ask[GATE]), deeper, lo, hi)
                     step.rows = max(step.rows, hi)
             else:
                 digest = str(ask[STEER])
@@ -517,11 +518,14 @@ class SteeringState:
         one's prompt rows are steered at the deeper behaviour layers, which this pass has not
         reached yet, and its later steps as a steered request's."""
         assert self.current is not None
-        rid, digest, deeper, lo, hi, slot = self.current.then[tag]
+        rid, digest, deeper, lo, hi = self.current.then[tag]
         self.decided[rid] = digest if rec["fired"] else None
         if not rec["fired"]:
             return
         rec["steered"] = True
+        # a slot no request of this pass steers with (the layers it writes have not run yet)
+        slot = self._slot(digest, self.current.busy)
+        self.current.busy.add(slot)
         # the buffers the pass reads (their host side was copied in before the pass; _after
         # zeroes both)
         for layer in deeper:
