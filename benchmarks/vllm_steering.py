@@ -7,12 +7,14 @@ On the shared 64 prompts, greedy, fp32: vLLM in process (a compiled plain engine
 compiled steering engine and the eager one, :data:`ENGINES`) and vLLM's server (``serve
 --steering``, 64 requests in flight), each unsteered and (steering) steered by the abstainer
 in SPEC.json (its gate read in vLLM, then the prompts that fired steered; on the server also
-with each gate read in a request of its own first, ``gate_prompt``; on the server each
-also with prompts new to the prefix cache), interleaved REPEATS times after a full-size
-warm-up; the compiled steering engine also with the abstainer in CAST's order (``in_pass``:
-each fired answer steered in the pass that read its gate). Prints one JSON line: per path the fastest pass's seconds
-(every pass's too) and tokens of each kind, and the texts. ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g.
-``--block-size 128``, vLLM's CPU default, to see what the steering server's 32 saves).
+with each gate read in a request of its own first, ``gate_prompt``; on the server each also
+with prompts new to the prefix cache), interleaved REPEATS times after a full-size warm-up.
+The compiled plain and compiled steering engines are loaded side by side and their passes
+alternate; the compiled steering engine also runs the abstainer in CAST's order (``in_pass``:
+each fired answer steered in the pass that read its gate). Prints one JSON line: per path the
+fastest pass's seconds (every pass's too) and tokens of each kind, and the texts.
+``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g. ``--block-size 128``,
+vLLM's CPU default, to see what the steering server's 32 saves).
 """
 
 import concurrent.futures as cf
@@ -43,81 +45,104 @@ def _best_runs(runs: dict) -> dict:
 #: the in-process engines, each (label, options): a plain engine and the steering engine,
 #: compiled (DYNAMO_TRACE_ONCE + inductor on CPU; CUDA graphs too on GPU) and eager, each with
 #: the back end's choice of where vLLM's engine core runs (in this process on CPU), and the
-#: plain engine once more with its engine core in a process of its own (vLLM's default)
+#: plain engine once more with its engine core in a process of its own (vLLM's default). The
+#: engines of a group are loaded side by side and their passes alternate, so that a shared
+#: machine's drift falls on each alike: the compiled plain and compiled steering engines, whose
+#: unsteered speeds the benchmark compares, are one group.
 ENGINES = (
     (
-        "compiled plain, engine core in its own process",
-        {"steering": False, "compiled": True, "in_process": False},
+        (
+            "compiled plain, engine core in its own process",
+            {"steering": False, "compiled": True, "in_process": False},
+        ),
     ),
-    ("compiled plain", {"steering": False, "compiled": True}),
-    # also steered by the abstainer in CAST's order (``in_pass``), each fired answer steered in
-    # the pass that read its gate, against its separate order's restart
-    ("compiled steering", {"steering": True, "compiled": True, "in_pass_too": True}),
-    ("eager steering", {"steering": True, "compiled": False}),
+    (
+        ("compiled plain", {"steering": False, "compiled": True}),
+        # also steered by the abstainer in CAST's order (``in_pass``), each fired answer
+        # steered in the pass that read its gate, against its separate order's restart
+        ("compiled steering", {"steering": True, "compiled": True, "in_pass_too": True}),
+    ),
+    (("eager steering", {"steering": True, "compiled": False}),),
 )
 
 
 def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
-    """Each engine in turn: unsteered passes and (on a steering engine) steered passes (with
-    ``in_pass_too`` also passes steered by ``spec`` in CAST's order: ``steered_in_pass``),
-    interleaved ``repeats`` times after a full-size warm-up; the texts of the last of each."""
+    """Each group of engines in turn, loaded side by side (the plain one first: the steering
+    extension's load hook then finds only the steering engine's runner): per engine unsteered
+    passes and (on a steering engine) steered passes (with ``in_pass_too`` also passes steered
+    by ``spec`` in CAST's order: ``steered_in_pass``), every engine's passes of a round one
+    after another, ``repeats`` rounds after a full-size warm-up; the texts of the last of
+    each."""
     import dataclasses
+
+    import torch
 
     from workbench.backends import load_model
     from workbench.generation import GenerationConfig, generate
 
+    cfg = GenerationConfig(max_new_tokens=max_new)
     out = {}
-    import torch
-
-    for label, options in engines:
-        began = time.perf_counter()
-        # on CPU a steering engine uses 32-token KV blocks (the back end's choice): the plain
-        # engine gets the same, so that both reuse cached prompts alike
-        blocks = {"block_size": 32} if not torch.cuda.is_available() else {}
-        lm = load_model(
-            f"vllm:{model}",
-            dtype="float32",
-            options={
-                "max_model_len": 1024,
-                **blocks,
-                **{k: v for k, v in options.items() if k != "in_pass_too"},
-            },
-        )
-        started = time.perf_counter() - began
-        cfg = GenerationConfig(max_new_tokens=max_new)
-        # a warm-up at full size: the first pass compiles the batch's shapes and fills the
-        # prefix cache, which every timed pass then finds as the others do
-        generate(lm, prompts, cfg, progress=False)
-        kinds = {}
-        if options["steering"]:
-            kinds["steered"] = spec
-        if options.get("in_pass_too"):
-            kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
-        for s in kinds.values():
-            lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
-        runs: dict = {"unsteered": [], **{k: [] for k in kinds}}
-        texts: dict = {}
-        fired = None
-        for _ in range(repeats):
-            t = time.perf_counter()
-            gens = generate(lm, prompts, cfg, progress=False)
-            runs["unsteered"].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
-            texts["unsteered"] = [g.text for g in gens]
-            for kind, s in kinds.items():
-                t = time.perf_counter()
-                gens, records = lm.generate_steered(
-                    prompts, cfg, [s] * len(prompts), progress=False
-                )
-                runs[kind].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
-                texts[kind] = [g.text for g in gens]
-                fired = sum(bool(r["fired"]) for r in records)
-        lm.close()
-        out[label] = {
-            **_best_runs(runs),
-            "texts": texts,
-            "fired": fired,
-            "start_s": round(started, 1),
+    for group in engines:
+        loaded = {}
+        for label, options in group:
+            began = time.perf_counter()
+            # on CPU a steering engine uses 32-token KV blocks (the back end's choice): the
+            # plain engine gets the same, so that both reuse cached prompts alike
+            blocks = {"block_size": 32} if not torch.cuda.is_available() else {}
+            lm = load_model(
+                f"vllm:{model}",
+                dtype="float32",
+                options={
+                    "max_model_len": 1024,
+                    **blocks,
+                    **{k: v for k, v in options.items() if k != "in_pass_too"},
+                },
+            )
+            kinds = {}
+            if options["steering"]:
+                kinds["steered"] = spec
+            if options.get("in_pass_too"):
+                kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
+            loaded[label] = (lm, kinds, round(time.perf_counter() - began, 1))
+        runs: dict = {
+            label: {"unsteered": [], **{k: [] for k in kinds}}
+            for label, (_, kinds, _) in loaded.items()
         }
+        texts: dict = {label: {} for label in loaded}
+        fired: dict = dict.fromkeys(loaded)
+        for lm, kinds, _ in loaded.values():
+            # a warm-up at full size: the first pass compiles the batch's shapes and fills the
+            # prefix cache, which every timed pass then finds as the others do
+            generate(lm, prompts, cfg, progress=False)
+            for s in kinds.values():
+                lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
+        for _ in range(repeats):
+            for label, (lm, kinds, _) in loaded.items():
+                t = time.perf_counter()
+                gens = generate(lm, prompts, cfg, progress=False)
+                runs[label]["unsteered"].append(
+                    (time.perf_counter() - t, sum(g.num_tokens for g in gens))
+                )
+                texts[label]["unsteered"] = [g.text for g in gens]
+                for kind, s in kinds.items():
+                    t = time.perf_counter()
+                    gens, records = lm.generate_steered(
+                        prompts, cfg, [s] * len(prompts), progress=False
+                    )
+                    runs[label][kind].append(
+                        (time.perf_counter() - t, sum(g.num_tokens for g in gens))
+                    )
+                    texts[label][kind] = [g.text for g in gens]
+                    fired[label] = sum(bool(r["fired"]) for r in records)
+        for label, (lm, _, started) in loaded.items():
+            lm.close()
+            out[label] = {
+                **_best_runs(runs[label]),
+                "texts": texts[label],
+                "fired": fired[label],
+                "start_s": started,
+                "beside": [other for other in loaded if other != label],
+            }
     return out
 
 
