@@ -87,14 +87,18 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
         for label, options in group:
             began = time.perf_counter()
             # on CPU a steering engine uses 32-token KV blocks (the back end's choice): the
-            # plain engine gets the same, so that both reuse cached prompts alike
-            blocks = {"block_size": 32} if not torch.cuda.is_available() else {}
+            # plain engine gets the same, so that both reuse cached prompts alike; on a GPU
+            # the group's engines share the card's memory
+            if torch.cuda.is_available():
+                device_options = {"gpu_memory_utilization": round(0.85 / len(group), 3)}
+            else:
+                device_options = {"block_size": 32}
             lm = load_model(
                 f"vllm:{model}",
                 dtype="float32",
                 options={
                     "max_model_len": 1024,
-                    **blocks,
+                    **device_options,
                     **{k: v for k, v in options.items() if k != "in_pass_too"},
                 },
             )
