@@ -271,8 +271,8 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                 ),
                 "same_unsteered": _count_same(r["texts"].get("unsteered"), reference["unsteered"]),
                 "new_prompts": bool(r.get("new_prompts")),
-                # engines loaded with this one, their passes alternating with its own
-                "beside": [f"vLLM {b}" for b in r.get("beside", [])],
+                # the engines loaded together with this one, their passes alternating
+                "group": [f"vLLM {g}" for g in r.get("group", [])],
                 "start_s": r.get("start_s"),
                 "passes_s": {
                     k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v

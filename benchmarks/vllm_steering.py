@@ -107,45 +107,48 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
                 kinds["steered"] = spec
             if options.get("in_pass_too"):
                 kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
-            loaded[label] = (lm, kinds, round(time.perf_counter() - began, 1))
-        runs: dict = {
-            label: {"unsteered": [], **{k: [] for k in kinds}}
-            for label, (_, kinds, _) in loaded.items()
-        }
-        texts: dict = {label: {} for label in loaded}
-        fired: dict = dict.fromkeys(loaded)
-        for lm, kinds, _ in loaded.values():
+            # per engine: what it runs, and each kind's passes (seconds, tokens) and texts
+            loaded[label] = {
+                "lm": lm,
+                "kinds": kinds,
+                "start_s": round(time.perf_counter() - began, 1),
+                "runs": {"unsteered": [], **{k: [] for k in kinds}},
+                "texts": {},
+                "fired": None,
+            }
+        for e in loaded.values():
             # a warm-up at full size: the first pass compiles the batch's shapes and fills the
             # prefix cache, which every timed pass then finds as the others do
-            generate(lm, prompts, cfg, progress=False)
-            for s in kinds.values():
-                lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
+            generate(e["lm"], prompts, cfg, progress=False)
+            for s in e["kinds"].values():
+                e["lm"].generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
         for _ in range(repeats):
-            for label, (lm, kinds, _) in loaded.items():
+            for e in loaded.values():
                 t = time.perf_counter()
-                gens = generate(lm, prompts, cfg, progress=False)
-                runs[label]["unsteered"].append(
+                gens = generate(e["lm"], prompts, cfg, progress=False)
+                e["runs"]["unsteered"].append(
                     (time.perf_counter() - t, sum(g.num_tokens for g in gens))
                 )
-                texts[label]["unsteered"] = [g.text for g in gens]
-                for kind, s in kinds.items():
+                e["texts"]["unsteered"] = [g.text for g in gens]
+                for kind, s in e["kinds"].items():
                     t = time.perf_counter()
-                    gens, records = lm.generate_steered(
+                    gens, records = e["lm"].generate_steered(
                         prompts, cfg, [s] * len(prompts), progress=False
                     )
-                    runs[label][kind].append(
+                    e["runs"][kind].append(
                         (time.perf_counter() - t, sum(g.num_tokens for g in gens))
                     )
-                    texts[label][kind] = [g.text for g in gens]
-                    fired[label] = sum(bool(r["fired"]) for r in records)
-        for label, (lm, _, started) in loaded.items():
-            lm.close()
+                    e["texts"][kind] = [g.text for g in gens]
+                    e["fired"] = sum(bool(r["fired"]) for r in records)
+        for label, e in loaded.items():
+            e["lm"].close()
             out[label] = {
-                **_best_runs(runs[label]),
-                "texts": texts[label],
-                "fired": fired[label],
-                "start_s": started,
-                "beside": [other for other in loaded if other != label],
+                **_best_runs(e["runs"]),
+                "texts": e["texts"],
+                "fired": e["fired"],
+                "start_s": e["start_s"],
+                # the engines loaded together, their passes alternating (none: alone)
+                "group": list(loaded) if len(loaded) > 1 else [],
             }
     return out
 

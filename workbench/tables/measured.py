@@ -205,14 +205,7 @@ def steering_speed() -> str:
         f"`{rec['concept']}` abstainer's gate fired on {rec['fired']}; each row is the fastest of "
         f"{rec['repeats']} interleaved unsteered and steered passes on one engine, after a warm-up"
     )
-    groups = sorted(
-        {
-            tuple(sorted({r["path"].split(",")[0], *r["beside"]}))
-            for r in rec["paths"]
-            if r.get("beside")
-        }
-    )
-    for group in groups:
+    for group in sorted({tuple(r["group"]) for r in rec["paths"] if r.get("group")}):
         note += f"; {' and '.join(group)} were loaded side by side, their passes alternating"
     if any(r.get("new_prompts") for r in rec["paths"]):
         note += (
