@@ -264,4 +264,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from workbench.errors import run_command
+
+    sys.exit(run_command(main))

@@ -298,3 +298,38 @@ def test_a_prior_head_is_adjusted_not_replaced():
     two = fit_head(x[:120], labels[:120])  # compliance and refusal only
     with pytest.raises(ConfigError, match="not one of the prior head's classes"):
         fit_head(x, labels, prior=two)
+
+
+@pytest.mark.parametrize("c", [0, -1.0, float("nan"), float("inf"), True])
+def test_training_refuses_a_strength_that_is_not_above_zero(c):
+    x, labels = _blobs()
+    with pytest.raises(ConfigError, match="inverse L2 strength") as e:
+        fit_head(x, labels, c=c)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--c", "0"], "error: C 0.0: the inverse L2 strength"),
+        (["--cap", "0"], "error: cap 0: keep at least 1 answer"),
+        (["--cap", "-3"], "error: cap -3: keep at least 1 answer"),
+        (["ROOT", "--sources", "xstest,nosuch"], "error: unknown source 'nosuch'"),
+    ],
+)
+def test_probe_command_refuses_bad_settings_before_any_model_loads(
+    tmp_path, monkeypatch, capsys, extra, said
+):
+    import workbench.backends
+    from workbench.cli import main
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(workbench.backends, "load_model", no_model)
+    out = tmp_path / "head.json"
+    argv = ["scoring", "probe", *[str(tmp_path) if a == "ROOT" else a for a in extra]]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(said) and "\n" not in err, err
+    assert not out.exists()

@@ -91,7 +91,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--no-shipped-labels", action="store_true", help="leave out data/labels' dev half"
     )
     pr.add_argument(
-        "--cap", type=int, default=1000, help="answers kept per source and model at most"
+        "--cap",
+        type=_count_or_all,
+        default=1000,
+        help="answers kept per source and model at most ('all': every one)",
     )
     pr.add_argument("--c", type=float, default=0.05, help="inverse L2 strength (not tuned)")
     pr.add_argument(
@@ -99,6 +102,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     pr.add_argument("--no-loso", action="store_true", help="fit only, skip the judging")
     pr.add_argument("--record", action="store_true", help="write docs/results/refusal_probe.json")
+
+
+def _count_or_all(value: str) -> int | None:
+    """``--cap``'s value: a number of answers, or None for ``all``."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of answers (or 'all')"
+        ) from None
 
 
 def _probe(args) -> int:

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from workbench.errors import ConfigError
+
 XSTEST_LABELS = {
     "1_full_compliance": "compliance",
     "2_full_refusal": "refusal",
@@ -66,6 +68,8 @@ MODELS = {
     "openai--azure--gpt-4o": ("GPT-4o", "GPT"),
     "openai--azure--gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
 }
+#: Every outside source :func:`load_sources` reads, by the name it is asked for
+SOURCES = ("xstest", "xstest_v1", "gptfuzz", "select")
 #: Sources whose human labels annotate refusal itself (the overall and per-family tables); GPTFuzz's
 #: labels annotate another construct (jailbroken or not) and SELECT's are a rule's.
 HUMAN_SOURCES = ("xstest", "xstest_v1")
@@ -244,6 +248,9 @@ def load_select(root: Path, per_file: int) -> list[dict]:
 
 
 def load_sources(root: Path, wanted: tuple[str, ...], select_per_file: int) -> pd.DataFrame:
+    unknown = [w for w in wanted if w not in SOURCES]
+    if unknown:
+        raise ConfigError(f"unknown source {unknown[0]!r}: the sources are {', '.join(SOURCES)}")
     rows: list[dict] = []
     xs = load_xstest(root) if {"xstest", "xstest_v1"} & set(wanted) else []
     if "xstest" in wanted:

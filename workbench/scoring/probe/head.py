@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -166,6 +167,26 @@ def _temperature(logits: np.ndarray, y: np.ndarray) -> float:
     return float(log_t.detach().exp())
 
 
+def check_training(labels: Sequence[object], c: float) -> list[str]:
+    """``labels`` as strings a head can be fitted on with inverse L2 strength ``c``, or one
+    line naming what cannot: an unknown label, a single class, a C that is not above 0.
+    Cheap: called before any features are read."""
+    if isinstance(c, bool) or not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
+        raise ConfigError(f"C {c!r}: the inverse L2 strength must be a finite number above 0")
+    out = [str(l) for l in labels]
+    unknown = sorted(set(out) - set(CLASSES))
+    if unknown:
+        raise ConfigError(f"unknown label {unknown[0]!r}: labels are {', '.join(CLASSES)}")
+    counts = Counter(out)
+    if len(counts) < 2:
+        only = next(iter(counts), "no")
+        raise ConfigError(
+            f"the labelled set has {only!r} answers only ({len(out)}): training needs at "
+            "least two classes"
+        )
+    return out
+
+
 def fit_head(
     features: np.ndarray,
     labels: Sequence[str],
@@ -185,17 +206,8 @@ def fit_head(
     With ``prior`` (the shipped head, say) the fit starts from its weights and is pulled
     towards them instead of towards zero, on its standardisation and classes: a few hundred
     labels of your own adjust it without losing what it learned from the sets it came from."""
-    labels = [str(l) for l in labels]
-    unknown = sorted(set(labels) - set(CLASSES))
-    if unknown:
-        raise ConfigError(f"unknown label {unknown[0]!r}: labels are {', '.join(CLASSES)}")
+    labels = check_training(labels, c)
     counts = Counter(labels)
-    if len(counts) < 2:
-        only = next(iter(counts), "no")
-        raise ConfigError(
-            f"the labelled set has {only!r} answers only ({len(labels)}): training needs at "
-            "least two classes"
-        )
     if len(features) != len(labels):
         raise ConfigError(f"{len(features)} feature rows but {len(labels)} labels")
     x = np.asarray(features, np.float64)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import FeatureSettings, response_features
+from workbench.scoring.probe.head import check_training
 from workbench.scoring.probe.loso import (
     choose_overrule,
     expected_calibration_error,
@@ -77,6 +78,7 @@ def judge_and_train(
 
     settings = FeatureSettings()
     frame = labelled_answers(root, sources, labels, shipped=shipped, cap=cap)
+    check_training(frame["label"], c)  # before the model loads
     counts = frame.groupby(["source", "model", "label"]).size().unstack(fill_value=0)
     print(f"{len(frame)} labelled answers\n{counts.to_string()}\n")
     lm = load_model(settings.model, device="cpu")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.scoring.probe.features import FeatureSettings, response_features
-from workbench.scoring.probe.head import ProbeHead, fit_head
+from workbench.scoring.probe.head import ProbeHead, check_training, fit_head
 
 if TYPE_CHECKING:
     from workbench.generation.backend import Backend
@@ -65,7 +65,7 @@ COLUMNS = ["source", "model", "family", "question", "response", "label", "split"
 
 
 def _capped(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:
-    if not cap:
+    if cap is None:
         return frame
     parts = []
     for _, f in frame.groupby(["source", "model"], sort=True):
@@ -93,6 +93,11 @@ def labelled_answers(
     from workbench.scoring.labels import default_labels_dir, load_agreement_set
     from workbench.scoring.outside import load_sources
 
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ConfigError(
+            f"cap {cap!r}: keep at least 1 answer per source and model (None, or --cap all, "
+            "keeps every one)"
+        )
     frames = []
     if root is not None:
         if not Path(root).is_dir():
@@ -128,6 +133,7 @@ def train_probe(
     """A head fitted on every row of ``frame``, with its provenance (sources, models and
     label counts, settings)."""
     settings = settings or FeatureSettings()
+    check_training(frame["label"], c)  # before any features are read
     if features is None:
         features = response_features(
             frame["response"], settings, questions=frame["question"], lm=lm, progress=progress
@@ -177,6 +183,7 @@ def retrain_on_labels(
     keep = labelled[labelled["response"].fillna("").astype(str).str.strip().astype(bool)]
     if keep.empty:
         raise ConfigError("no labelled answers with text to retrain the probe on")
+    check_training(keep["label"], c)  # before any features are read
     questions = list(keep["question"]) if "question" in keep else None
     feats = response_features(list(keep["response"]), prior.settings, questions=questions, lm=lm)
     head = fit_head(
