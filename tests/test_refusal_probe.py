@@ -333,3 +333,12 @@ def test_probe_command_refuses_bad_settings_before_any_model_loads(
     err = capsys.readouterr().err.strip()
     assert err.startswith(said) and "\n" not in err, err
     assert not out.exists()
+
+
+def test_numpy_numbers_are_accepted_as_settings():
+    from workbench.scoring.probe.train import labelled_answers
+
+    x, labels = _blobs()
+    assert fit_head(x, labels, c=np.float32(0.5)).classes
+    frame = labelled_answers(cap=np.int64(3))
+    assert frame.groupby(["source", "model"]).size().max() <= 3

@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ def check_training(labels: Sequence[object], c: float) -> list[str]:
     """``labels`` as strings a head can be fitted on with inverse L2 strength ``c``, or one
     line naming what cannot: an unknown label, a single class, a C that is not above 0.
     Cheap: called before any features are read."""
-    if isinstance(c, bool) or not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
+    if isinstance(c, bool) or not (isinstance(c, Real) and math.isfinite(c) and c > 0):
         raise ConfigError(f"C {c!r}: the inverse L2 strength must be a finite number above 0")
     out = [str(l) for l in labels]
     unknown = sorted(set(out) - set(CLASSES))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,7 +94,7 @@ def labelled_answers(
     from workbench.scoring.labels import default_labels_dir, load_agreement_set
     from workbench.scoring.outside import load_sources
 
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, Integral) or cap < 1):
         raise ConfigError(
             f"cap {cap!r}: keep at least 1 answer per source and model (None, or --cap all, "
             "keeps every one)"
