@@ -24,7 +24,9 @@ import signal
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -40,6 +42,21 @@ def _best_runs(runs: dict) -> dict:
         }
         for kind, rs in runs.items()
     }
+
+
+@dataclass
+class _Loaded:
+    """One engine of a group: what it runs and what its passes gave."""
+
+    lm: Any
+    kinds: dict  # kind -> the spec its steered passes use (none for unsteered)
+    start_s: float
+    runs: dict = field(init=False)  # kind -> [(seconds, tokens)] per pass
+    texts: dict = field(default_factory=dict)  # kind -> the last pass's texts
+    fired: int | None = None
+
+    def __post_init__(self):
+        self.runs = {"unsteered": [], **{k: [] for k in self.kinds}}
 
 
 #: the in-process engines, each (label, options): a plain engine and the steering engine,
@@ -83,7 +100,7 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
     cfg = GenerationConfig(max_new_tokens=max_new)
     out = {}
     for group in engines:
-        loaded = {}
+        loaded: dict[str, _Loaded] = {}
         for label, options in group:
             began = time.perf_counter()
             # on CPU a steering engine uses 32-token KV blocks (the back end's choice): the
@@ -107,46 +124,36 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
                 kinds["steered"] = spec
             if options.get("in_pass_too"):
                 kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
-            # per engine: what it runs, and each kind's passes (seconds, tokens) and texts
-            loaded[label] = {
-                "lm": lm,
-                "kinds": kinds,
-                "start_s": round(time.perf_counter() - began, 1),
-                "runs": {"unsteered": [], **{k: [] for k in kinds}},
-                "texts": {},
-                "fired": None,
-            }
+            loaded[label] = _Loaded(lm, kinds, round(time.perf_counter() - began, 1))
         for e in loaded.values():
             # a warm-up at full size: the first pass compiles the batch's shapes and fills the
             # prefix cache, which every timed pass then finds as the others do
-            generate(e["lm"], prompts, cfg, progress=False)
-            for s in e["kinds"].values():
-                e["lm"].generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
+            generate(e.lm, prompts, cfg, progress=False)
+            for s in e.kinds.values():
+                e.lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
         for _ in range(repeats):
             for e in loaded.values():
                 t = time.perf_counter()
-                gens = generate(e["lm"], prompts, cfg, progress=False)
-                e["runs"]["unsteered"].append(
+                gens = generate(e.lm, prompts, cfg, progress=False)
+                e.runs["unsteered"].append(
                     (time.perf_counter() - t, sum(g.num_tokens for g in gens))
                 )
-                e["texts"]["unsteered"] = [g.text for g in gens]
-                for kind, s in e["kinds"].items():
+                e.texts["unsteered"] = [g.text for g in gens]
+                for kind, s in e.kinds.items():
                     t = time.perf_counter()
-                    gens, records = e["lm"].generate_steered(
+                    gens, records = e.lm.generate_steered(
                         prompts, cfg, [s] * len(prompts), progress=False
                     )
-                    e["runs"][kind].append(
-                        (time.perf_counter() - t, sum(g.num_tokens for g in gens))
-                    )
-                    e["texts"][kind] = [g.text for g in gens]
-                    e["fired"] = sum(bool(r["fired"]) for r in records)
+                    e.runs[kind].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+                    e.texts[kind] = [g.text for g in gens]
+                    e.fired = sum(bool(r["fired"]) for r in records)
         for label, e in loaded.items():
-            e["lm"].close()
+            e.lm.close()
             out[label] = {
-                **_best_runs(e["runs"]),
-                "texts": e["texts"],
-                "fired": e["fired"],
-                "start_s": e["start_s"],
+                **_best_runs(e.runs),
+                "texts": e.texts,
+                "fired": e.fired,
+                "start_s": e.start_s,
                 # the engines loaded together, their passes alternating (none: alone)
                 "group": list(loaded) if len(loaded) > 1 else [],
             }
