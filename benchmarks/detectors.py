@@ -27,9 +27,10 @@ from pathlib import Path
 import pandas as pd
 from scipy.stats import binomtest
 
+from workbench.errors import ConfigError
 from workbench.scoring.agreement import scores
 from workbench.scoring.detectors import DETECTORS
-from workbench.scoring.outside import HUMAN_SOURCES, load_sources
+from workbench.scoring.outside import HUMAN_SOURCES, SOURCES, load_sources
 from workbench.scoring.phrases import PARTIAL_EVIDENCE, detect_refusal
 
 
@@ -121,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         "root", help="directory holding the downloaded sources (see the module docstring)"
     )
     ap.add_argument("--split", choices=("dev", "test", "all"), default="test")
-    ap.add_argument("--sources", default="xstest,xstest_v1,gptfuzz,select")
+    ap.add_argument(
+        "--sources", default=",".join(SOURCES), help="comma-separated; each must be downloaded"
+    )
     ap.add_argument(
         "--select-per-file",
         type=int,
@@ -138,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         help="also compare settings of the partial flag (precision / recall per source)",
     )
     args = ap.parse_args(argv)
+    if args.select_per_file < 1:
+        raise ConfigError(f"--select-per-file {args.select_per_file}: draw at least 1 answer")
 
     root = Path(args.root)
     wanted = tuple(s.strip() for s in args.sources.split(",") if s.strip())

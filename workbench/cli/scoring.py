@@ -82,7 +82,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     pr.set_defaults(fn=_probe)
     pr.add_argument("root", nargs="?", default=None, help="directory holding the sources")
     pr.add_argument(
-        "--sources", default="xstest,xstest_v1", help="outside sources (gptfuzz, select too)"
+        "--sources",
+        default=None,
+        help="outside sources, comma-separated (default: the human-labelled xstest,xstest_v1; "
+        "gptfuzz, select too)",
     )
     pr.add_argument(
         "--labels", action="append", default=[], metavar="FILE|DIR", help="labels files too"
@@ -121,6 +124,7 @@ def _probe(args) -> int:
     import time
 
     from workbench.paths import cache_home, check_writable_file, repo_root
+    from workbench.scoring.outside import HUMAN_SOURCES
     from workbench.scoring.probe.report import judge_and_train
 
     out = Path(args.out) if args.out else cache_home() / "probe" / "refusal_probe.json"
@@ -128,7 +132,11 @@ def _probe(args) -> int:
     began = time.perf_counter()
     rec = judge_and_train(
         root=args.root,
-        sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
+        sources=(
+            tuple(s.strip() for s in args.sources.split(",") if s.strip())
+            if args.sources is not None
+            else HUMAN_SOURCES
+        ),
         labels=args.labels,
         shipped=not args.no_shipped_labels,
         cap=args.cap,

@@ -4,6 +4,8 @@ Nothing of theirs ships with the workbench: download them into one directory (do
 "Refusal detectors on outside data"). Each row is one answer with ``source``, ``model``,
 ``family``, ``question``, ``response``, ``label`` (compliance / refusal / partial), the source's
 ``original_label``, ``refusal`` (partial counts as refusal) and ``split`` (dev / test by a hash).
+A source is read whole or not at all: :data:`RELEASES` holds each one's published files, columns,
+rows and label values, and anything missing or malformed is a one-line :class:`ConfigError`.
 
 Sources and their label mappings (the directory names under ROOT that are looked for):
 
@@ -41,6 +43,9 @@ import gzip
 import hashlib
 import json
 import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -68,10 +73,10 @@ MODELS = {
     "openai--azure--gpt-4o": ("GPT-4o", "GPT"),
     "openai--azure--gpt-3.5-turbo": ("GPT-3.5-turbo", "GPT"),
 }
-#: Every outside source :func:`load_sources` reads, by the name it is asked for
-SOURCES = ("xstest", "xstest_v1", "gptfuzz", "select")
-#: Sources whose human labels annotate refusal itself (the overall and per-family tables); GPTFuzz's
-#: labels annotate another construct (jailbroken or not) and SELECT's are a rule's.
+#: Sources whose human labels annotate refusal itself (the overall and per-family tables, and what
+#: the learned detector trains on by default); GPTFuzz's labels annotate another construct
+#: (jailbroken or not: added to training, held out by model, it lowered the probe's kappa on the
+#: human-labelled test halves, 0.851 -> 0.828) and SELECT's are a rule's.
 HUMAN_SOURCES = ("xstest", "xstest_v1")
 
 
@@ -80,14 +85,128 @@ def split_of(source: str, model: str, question: str, response: str) -> str:
     return "dev" if digest[0] < 128 else "test"
 
 
-def _find(root: Path, names: tuple[str, ...], pattern: str) -> list[Path]:
-    """Files matching ``pattern`` under the first of ``root/<name>`` (or ``root``) holding any."""
+def _find(
+    root: Path, names: tuple[str, ...], pattern: str, keep: Callable[[Path], bool] = bool
+) -> list[Path]:
+    """Files matching ``pattern`` (and ``keep``) under the first of ``root/<name>`` (or ``root``)
+    holding any."""
     for base in [root / n for n in names] + [root]:
         if base.is_dir():
-            found = sorted(p for p in base.rglob(pattern) if p.is_file())
+            found = sorted(p for p in base.rglob(pattern) if p.is_file() and keep(p))
             if found:
                 return found
     return []
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a source's authors publish, so that a partial download is named, not trained on."""
+
+    #: folders under the sources' root looked in first, in order (then the root itself)
+    folders: tuple[str, ...]
+    #: the file names looked for (a glob)
+    pattern: str
+    #: every file of the release, each required; other matching files are read too
+    files: tuple[str, ...]
+    #: the columns read
+    columns: tuple[str, ...]
+    #: rows in each published file (None where the release does not fix it)
+    rows: int | None
+    #: the label column and the values it may hold
+    label: tuple[str, tuple]
+    #: where to get it, for the message
+    get: str
+    #: files matching the pattern that are not the release's (automated labels, other data)
+    keep: Callable[[Path], bool] = bool
+
+
+RELEASES = {
+    "xstest": Release(
+        ("xstest", "exaggerated-safety"),
+        "xstest_v2_completions_*.csv",
+        tuple(
+            f"xstest_v2_completions_{m}.csv"
+            for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
+        ),
+        ("id", "type", "prompt", "completion", "final_label"),
+        450,
+        ("final_label", tuple(XSTEST_LABELS)),
+        "git clone https://github.com/paul-rottger/exaggerated-safety ROOT/xstest",
+        keep=lambda p: "evaluation" not in p.parts,  # automated labels, not the human ones
+    ),
+    "xstest_v1": Release(
+        ("xstest_v1", "xstest", "exaggerated-safety"),
+        "xstest_completions_*_v1.csv",
+        tuple(f"xstest_completions_{m}_v1.csv" for m in ("gpt4", "llama2")),
+        ("id", "type", "prompt", "completion", "final_label"),
+        200,
+        ("final_label", tuple(XSTEST_LABELS)),
+        "git -C ROOT/xstest show 5fadc7f:FILE > ROOT/xstest_v1/FILE, for each file",
+    ),
+    "gptfuzz": Release(
+        ("gptfuzz", "GPTFuzz"),
+        "*.csv",
+        ("train.csv", "evaluate.csv"),
+        ("question", "Response", "label"),
+        None,
+        ("label", (0, 1)),
+        "git clone https://github.com/sherdencooper/GPTFuzz ROOT/gptfuzz",
+        keep=lambda p: (
+            p.name in ("train.csv", "evaluate.csv") and p.parent.name == "responses_labeled"
+        ),
+    ),
+}
+
+
+def _release_files(root: Path, source: str) -> list[Path]:
+    rel = RELEASES[source]
+    return _find(root, rel.folders, rel.pattern, rel.keep)
+
+
+def read_release(root: Path, source: str) -> list[tuple[Path, pd.DataFrame]]:
+    """Each file of ``source``'s release under ``root`` with its rows, or a one-line
+    :class:`ConfigError` naming what is missing or malformed (a file, a column, rows, a label)."""
+    rel = RELEASES[source]
+    paths = _release_files(root, source)
+    if not paths:
+        raise ConfigError(
+            f"no {source} under {root}: no {rel.pattern} below it ({rel.get}; "
+            "or leave it out of --sources)"
+        )
+    missing = sorted(set(rel.files) - {p.name for p in paths})
+    if missing:
+        raise ConfigError(
+            f"{source} under {paths[0].parent} is missing {', '.join(missing)} of its "
+            f"{len(rel.files)} published files ({rel.get})"
+        )
+    out = []
+    for p in paths:
+        try:
+            frame = pd.read_csv(p)
+        except (ValueError, UnicodeDecodeError, OSError) as e:  # ParserError is a ValueError
+            raise ConfigError(f"{p}: not a readable CSV ({str(e).splitlines()[0]})") from None
+        absent = [c for c in rel.columns if c not in frame.columns]
+        if absent:
+            raise ConfigError(
+                f"{p}: no column {absent[0]!r} (has {', '.join(map(str, frame.columns))}): "
+                f"not {source}'s published file"
+            )
+        if rel.rows is not None and p.name in rel.files and len(frame) != rel.rows:
+            raise ConfigError(
+                f"{p}: {len(frame)} rows where the published file has {rel.rows} "
+                "(an incomplete download?)"
+            )
+        column, values = rel.label
+        bad = frame[~frame[column].isin(values)]
+        if len(bad):
+            value = bad[column].iloc[0]
+            value = value.item() if hasattr(value, "item") else value  # numpy -> Python
+            raise ConfigError(
+                f"{p}, row {int(bad.index[0]) + 1}: {column} {value!r} is not one "
+                f"of {', '.join(map(str, values))} ({len(bad)} such rows)"
+            )
+        out.append((p, frame))
+    return out
 
 
 def _row(source, model, question, response, label, original, **extra) -> dict:
@@ -119,22 +238,18 @@ def _xstest_row(source: str, model: str, r: dict) -> dict:
 
 def load_xstest(root: Path) -> list[dict]:
     rows = []
-    for p in _find(root, ("xstest", "exaggerated-safety"), "xstest_v2_completions_*.csv"):
-        if "evaluation" in p.parts:  # automated labels, not the human ones
-            continue
+    for p, frame in read_release(root, "xstest"):
         model = re.sub(r"^xstest_v2_completions_|\.csv$", "", p.name)
-        rows += [_xstest_row("xstest", model, r) for r in pd.read_csv(p).to_dict("records")]
+        rows += [_xstest_row("xstest", model, r) for r in frame.to_dict("records")]
     return rows
 
 
 def load_xstest_v1(root: Path, v2: list[dict]) -> list[dict]:
     seen = {(r["question"], r["response"].strip()) for r in v2}
     rows = []
-    for p in _find(
-        root, ("xstest_v1", "xstest", "exaggerated-safety"), "xstest_completions_*_v1.csv"
-    ):
+    for p, frame in read_release(root, "xstest_v1"):
         model = re.sub(r"^xstest_completions_|_v1\.csv$", "", p.name)
-        for r in pd.read_csv(p).to_dict("records"):
+        for r in frame.to_dict("records"):
             if (r["prompt"], str(r["completion"]).strip()) in seen:
                 continue
             rows.append(_xstest_row("xstest_v1", model, r))
@@ -148,10 +263,8 @@ def _english(text: str) -> bool:
 
 def load_gptfuzz(root: Path) -> list[dict]:
     rows = []
-    for p in _find(root, ("gptfuzz", "GPTFuzz"), "*.csv"):
-        if p.name not in ("train.csv", "evaluate.csv"):
-            continue
-        for r in pd.read_csv(p).to_dict("records"):
+    for _, frame in read_release(root, "gptfuzz"):
+        for r in frame.to_dict("records"):
             text = "" if r["Response"] != r["Response"] else str(r["Response"])
             if not _english(text):
                 continue
@@ -190,22 +303,29 @@ def _select_questions(root: Path) -> dict[str, str]:
     return out
 
 
-def load_select(root: Path, per_file: int) -> list[dict]:
+def load_select(root: Path, per_file: int | None) -> list[dict]:
+    """``per_file`` answers drawn from each results file by a hash of their id (None: all)."""
     files = _find(root, ("SELECT", "select"), "*.json.gz")
     if not files:
-        return []
+        raise ConfigError(
+            f"no select under {root}: no results *.json.gz below it "
+            "(git clone https://github.com/kinshuk-h/SELECT ROOT/SELECT; or leave it out of "
+            "--sources)"
+        )
     base = (
         next(p for p in files[0].parents if (p / "results").is_dir())
         if any((p / "results").is_dir() for p in files[0].parents)
         else root
     )
     questions = _select_questions(base)
-    rows = []
+    rows: list[dict] = []
+    unread = []
     for p in files:
         try:
             data = json.loads(gzip.decompress(p.read_bytes()))
         except (OSError, EOFError, ValueError):
-            continue  # absent blob or a Git LFS pointer
+            unread.append(p)  # absent blob or a Git LFS pointer
+            continue
         model, eval_type, technique = p.parts[-3], p.parts[-2], p.name.removesuffix(".json.gz")
         recs = []
 
@@ -244,23 +364,44 @@ def load_select(root: Path, per_file: int) -> list[dict]:
                     eval_type=eval_type,
                 )
             )
+    if unread:
+        what = f"{len(unread)} of {len(files)} SELECT results files under {root}"
+        if len(unread) == len(files):
+            raise ConfigError(f"{what} are unreadable (Git LFS pointers or absent blobs?)")
+        warnings.warn(f"{what} are unreadable and skipped, first {unread[0]}", stacklevel=2)
     return rows
 
 
-def load_sources(root: Path, wanted: tuple[str, ...], select_per_file: int) -> pd.DataFrame:
-    unknown = [w for w in wanted if w not in SOURCES]
+#: Every outside source :func:`load_sources` reads: its name -> its reader (root, answers drawn
+#: per SELECT file). Rows come in this order whatever order they are asked in.
+LOADERS: dict[str, Callable[[Path, int | None], list[dict]]] = {
+    "xstest": lambda root, _: load_xstest(root),
+    # v1's answers identical to a v2 answer are dropped where v2 is downloaded too
+    "xstest_v1": lambda root, _: load_xstest_v1(
+        root, load_xstest(root) if _release_files(root, "xstest") else []
+    ),
+    "gptfuzz": lambda root, _: load_gptfuzz(root),
+    "select": load_select,
+}
+SOURCES = tuple(LOADERS)
+
+
+def load_sources(
+    root: Path, wanted: tuple[str, ...], select_per_file: int | None = None
+) -> pd.DataFrame:
+    """Every answer of the ``wanted`` sources under ``root`` (module docstring), whole: a source
+    absent, partly downloaded or malformed, or with no answer, is a one-line
+    :class:`ConfigError` naming it rather than a table without it."""
+    unknown = [w for w in wanted if w not in LOADERS]
     if unknown:
         raise ConfigError(f"unknown source {unknown[0]!r}: the sources are {', '.join(SOURCES)}")
-    rows: list[dict] = []
-    xs = load_xstest(root) if {"xstest", "xstest_v1"} & set(wanted) else []
-    if "xstest" in wanted:
-        rows += xs
-    if "xstest_v1" in wanted:
-        rows += load_xstest_v1(root, xs)
-    if "gptfuzz" in wanted:
-        rows += load_gptfuzz(root)
-    if "select" in wanted:
-        rows += load_select(root, select_per_file)
+    rows = []
+    for name, read in LOADERS.items():
+        if name in wanted:
+            got = read(root, select_per_file)
+            if not got:
+                raise ConfigError(f"{name} under {root} holds no labelled answer")
+            rows += got
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame

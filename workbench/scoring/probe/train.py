@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.scoring.outside import HUMAN_SOURCES
 from workbench.scoring.probe.features import FeatureSettings, response_features
 from workbench.scoring.probe.head import ProbeHead, check_training, fit_head
 
@@ -57,10 +58,6 @@ CHECK = (
     ),
     (None, "I'm sorry, but I can't help with that request."),
 )
-#: outside sources with human labels of refusal read by default (GPTFuzz's labels annotate
-#: another construct, jailbroken or not: ``--sources xstest,xstest_v1,gptfuzz`` adds it; held
-#: out by model it lowered the probe's kappa on the human-labelled test halves, 0.851 -> 0.828)
-OUTSIDE = ("xstest", "xstest_v1")
 #: ``split``: dev / test as the rule detectors were written (rules against ``dev``)
 COLUMNS = ["source", "model", "family", "question", "response", "label", "split"]
 
@@ -82,7 +79,7 @@ def _capped(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:
 
 def labelled_answers(
     root: str | Path | None = None,
-    sources: Sequence[str] = OUTSIDE,
+    sources: Sequence[str] = HUMAN_SOURCES,
     labels: Sequence[str | Path] = (),
     *,
     shipped: bool = True,
@@ -103,7 +100,7 @@ def labelled_answers(
     if root is not None:
         if not Path(root).is_dir():
             raise ConfigError(f"no directory {root} holding labelled sources")
-        found = load_sources(Path(root), tuple(sources), 0)
+        found = load_sources(Path(root), tuple(sources))
         if found.empty:
             raise ConfigError(f"no labelled source under {root} (looked for {', '.join(sources)})")
         frames.append(found[COLUMNS])
