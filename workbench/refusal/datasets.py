@@ -34,6 +34,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -111,6 +112,8 @@ class DatasetSpec:
         layout: how the file is laid out.
         source: where it is published and the command that downloads it.
         description: one line about the set.
+        rows: the prompts the published set holds (None where the release does not fix it), so
+            that a partial download is named rather than run.
     """
 
     name: str
@@ -120,6 +123,7 @@ class DatasetSpec:
     layout: TableFormat
     source: str
     description: str = ""
+    rows: int | None = None
 
     def default_path(self, data_dir: str | os.PathLike) -> Path:
         return Path(data_dir).expanduser() / self.folder / self.pattern
@@ -196,6 +200,7 @@ _ORIGINALS = [
         TableFormat(prompt="prompt", id="id", category="type", where=(("label", "safe"),)),
         _XSTEST,
         "XSTest v2's 250 safe prompts, from its authors' CSV",
+        250,
     ),
     DatasetSpec(
         "xstest.unsafe",
@@ -205,6 +210,7 @@ _ORIGINALS = [
         TableFormat(prompt="prompt", id="id", category="type", where=(("label", "unsafe"),)),
         _XSTEST,
         "XSTest v2's 200 unsafe contrast prompts, from its authors' CSV",
+        200,
     ),
     DatasetSpec(
         "jbb.harmful",
@@ -214,6 +220,7 @@ _ORIGINALS = [
         TableFormat(prompt="Goal", id="Index", category="Category"),
         _JBB,
         "JailbreakBench's 100 harmful behaviours",
+        100,
     ),
     DatasetSpec(
         "jbb.benign",
@@ -223,6 +230,7 @@ _ORIGINALS = [
         TableFormat(prompt="Goal", id="Index", category="Category"),
         _JBB,
         "JailbreakBench's 100 benign behaviours on the same topics",
+        100,
     ),
     DatasetSpec(
         "sorrybench.questions",
@@ -243,6 +251,7 @@ _ORIGINALS = [
         ),
         _HARMBENCH,
         "HarmBench's text behaviours (standard, contextual, copyright)",
+        400,
     ),
     DatasetSpec(
         "ccp_sensitive_prompts",
@@ -515,10 +524,29 @@ def _files(name: str, path: Path) -> list[Path]:
         found = sorted(Path(p) for p in glob.glob(str(path)))
         if not found:
             raise DatasetError(f"dataset {name!r}: no file matches {path}")
+        _all_shards(name, found)
         return found
     if not path.is_file():
         raise DatasetError(f"dataset {name!r}: no file at {path}")
     return [path]
+
+
+def _all_shards(name: str, files: Sequence[Path]) -> None:
+    """Shards named as Hugging Face names them (``<split>-00001-of-00003.parquet``) must all be
+    there: one missing is a partial download, not a smaller set."""
+    counts: dict[str, tuple[set[int], int]] = {}
+    for f in files:
+        m = re.fullmatch(r"(.*)-(\d+)-of-(\d+)(\.\w+)", f.name)
+        if m:
+            key = f"{f.parent / m.group(1)}-*-of-{m.group(3)}{m.group(4)}"
+            counts.setdefault(key, (set(), int(m.group(3))))[0].add(int(m.group(2)))
+    for key, (have, total) in counts.items():
+        missing = sorted(set(range(total)) - have)
+        if missing:
+            raise DatasetError(
+                f"dataset {name!r}: {key} has {len(have)} of its {total} shards (shard "
+                f"{', '.join(f'{i:05d}' for i in missing[:3])} missing): a partial download"
+            )
 
 
 def _hash(files: Sequence[Path]) -> str:
@@ -586,17 +614,24 @@ def load_dataset(
 
         return read_prompt_file(project_path(path), name, expected)
     where = resolve_path(spec, data_dir, path)
+    get = spec.source.replace("DATA_DIR", str(data_dir))
     try:
-        return read_prompt_file(
+        loaded = read_prompt_file(
             where, name, expected or spec.expected or None, spec.layout, spec.description
         )
     except DatasetError as e:
         if "no file" in str(e) and spec.name != "sanity":
             raise DatasetError(
-                f"{e}; download it from {spec.source.replace('DATA_DIR', str(data_dir))}"
-                " (or set the dataset's 'path')"
+                f"{e}; download it from {get} (or set the dataset's 'path')"
             ) from None
         raise
+    if spec.rows is not None and len(loaded) != spec.rows:
+        raise DatasetError(
+            f"dataset {name!r}: {where} holds {len(loaded)} prompts where the published set has "
+            f"{spec.rows}: a partial or altered download? (download it again from {get}; the "
+            "suite's 'limit' runs a sample)"
+        )
+    return loaded
 
 
 def describe(names: Sequence[str] | None = None) -> list[dict]:
