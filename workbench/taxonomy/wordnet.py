@@ -105,11 +105,19 @@ class WordNet:
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = find_wordnet_dir(directory)
         self.synsets: dict[str, Synset] = {}
-        with open(self.directory / "data.noun", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                s = parse_data_line(line)
+        path = self.directory / "data.noun"
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, 1):
+                try:
+                    s = parse_data_line(line)
+                except (IndexError, ValueError):
+                    raise WorkbenchError(
+                        f"{path}, line {n}: not a WordNet data line ({line[:40].strip()!r}): a "
+                        "cut-off download, a Git LFS pointer or another file?"
+                    ) from None
                 if s is not None:
                     self.synsets[s.offset] = s
+        _check_whole(path, self.synsets)
         self.tag_counts = _read_counts(self.directory / "cntlist.rev")
         self._by_lemma: dict[str, list[str]] = {}
         for off, s in self.synsets.items():
@@ -139,10 +147,34 @@ class WordNet:
         return len(self.synsets)
 
 
+def _check_whole(path: Path, synsets: dict[str, Synset]) -> None:
+    """Every IS-A pointer lands on a synset of the file: a file cut at a line boundary reads
+    cleanly but points at synsets it lacks, which would build a different taxonomy."""
+    if not synsets:
+        raise WorkbenchError(f"{path} holds no synset: an empty or cut-off download?")
+    lost = [
+        t
+        for s in synsets.values()
+        for t in (*s.hypernyms, *s.instance_hypernyms, *s.hyponyms, *s.instance_hyponyms)
+        if t not in synsets
+    ]
+    if lost:
+        raise WorkbenchError(
+            f"{path} is incomplete: its {len(synsets)} synsets point at {len(set(lost))} it lacks "
+            f"(first {lost[0]}): a cut-off download? (WordNet 3.0's holds 82,115)"
+        )
+
+
 def _read_counts(path: Path) -> dict[str, int]:
+    """SemCor tag counts by sense key. Required: they choose the familiar concepts of a taxonomy
+    and of UnknownBench's answerable set, which would silently differ without them."""
     counts: dict[str, int] = {}
-    if not path.is_file():  # optional: without it every synset is equally familiar
-        return counts
+    if not path.is_file():
+        raise WorkbenchError(
+            f"no {path.name} beside {path.parent / 'data.noun'}: WordNet 3.0's SemCor tag counts "
+            "(in Debian's wordnet-base and Princeton's dict/ folder) choose the familiar concepts; "
+            "copy it from the same download"
+        )
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             parts = line.split()
