@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*args):
     return subprocess.run(
@@ -201,13 +203,36 @@ def test_a_failed_import_leaves_no_run_folder_and_lists_the_absent_files_once(tm
 # -- unknown score-outputs: published outputs scored with the paper's rules -----------------
 
 
-def _write_outputs(folder, model: str, replies: dict) -> None:
-    """Output files in the release's shape: JSON Lines with prompt, label, (category) and a
-    field named after the model; ``replies``: file stem -> [(prompt, label, reply)]."""
+#: UnknownBench's items per task and partition: every model's published answer file holds them
+RELEASE_ITEMS = {
+    "FalseQA_answerable": 2365,
+    "FalseQA_unanswerable": 2365,
+    "NEC_answerable": 2072,
+    "NEC_unanswerable": 2078,
+    "RefuNQ_answerable": 2266,
+    "RefuNQ_unanswerable": 2173,
+}
+
+
+def _write_outputs(folder, model: str, replies: dict, stems=tuple(RELEASE_ITEMS)) -> None:
+    """A model's output files in the release's shape: JSON Lines with prompt, label, category
+    and a field named after the model. ``replies``: file stem -> [(prompt, label, reply)], the
+    first lines of that file; each answer file of ``stems`` is filled up to the release's items
+    (label 0 / 1, RefuNQ's gold answers or "NEC", an answer that is no refusal)."""
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
-    for stem, lines in replies.items():
+    for stem in dict.fromkeys([*stems, *replies]):
+        lines = list(replies.get(stem, []))
+        if stem in RELEASE_ITEMS:
+            task, partition = stem.split("_")
+            for i in range(len(lines), RELEASE_ITEMS[stem]):
+                label = (
+                    ([f"Filler {i}"] if partition == "answerable" else "NEC")
+                    if task == "RefuNQ"
+                    else int(partition == "unanswerable")
+                )
+                lines.append((f"Filler question {i}?", label, f"Filler {i} is the answer."))
         (folder / f"{model}_{stem}.json").write_text(
             "".join(
                 json.dumps({"prompt": p, "label": lab, "category": "animals", model: r}) + "\n"
@@ -217,6 +242,8 @@ def _write_outputs(folder, model: str, replies: dict) -> None:
 
 
 def test_score_outputs_reports_the_papers_refusal_and_accuracy_rules(tmp_path, capsys):
+    import pandas as pd
+
     from workbench.cli import main
     from workbench.scoring.keywords import unknownbench_refusal
 
@@ -240,21 +267,27 @@ def test_score_outputs_reports_the_papers_refusal_and_accuracy_rules(tmp_path, c
             ("Where do Plimps live?", 1, " [4]"),
         ],
     }
-    _write_outputs(tmp_path / "outputs" / "acme", "acme-chat", replies)
-    expected = sum(unknownbench_refusal(r) for _, _, r in replies["NEC_unanswerable"]) / 4
+    _write_outputs(tmp_path / "outputs" / "acme_responses" / "acme", "acme-chat", replies)
+    # the release's derived scores, under the same file names, are not answers
+    _write_outputs(
+        tmp_path / "outputs" / "unified_confidence_extracted_scores" / "acme", "acme-chat", {}
+    )
     out_csv = tmp_path / "scored.csv"
     assert main(["unknown", "score-outputs", str(tmp_path / "outputs"), "--out", str(out_csv)]) == 0
     out = capsys.readouterr().out
-    assert "acme-chat: 6 answers" in out
-    nec = next(line for line in out.splitlines() if "NEC unanswerable" in line).split()
-    assert float(nec[3]) == round(expected, 3)  # refusal_rate: UnknownBench's rule
-    refunq = next(line for line in out.splitlines() if "RefuNQ" in line).split()
-    assert float(refunq[5]) == 0.5  # accuracy: gold substring, one of two
-    import pandas as pd
-
+    assert "acme-chat: 13319 answers" in out
     rows = pd.read_csv(out_csv)
-    assert len(rows) == 6
-    nec_rows = rows[rows["task"] == "NEC"].set_index("prompt")
+    assert len(rows) == 13319
+    nec = rows[(rows["task"] == "NEC") & (rows["partition"] == "unanswerable")]
+    assert nec["refused_unknownbench"].sum() == sum(
+        unknownbench_refusal(r) for _, _, r in replies["NEC_unanswerable"]
+    )  # the fillers are answers
+    line = next(line for line in out.splitlines() if "NEC unanswerable" in line).split()
+    assert float(line[3]) == round(nec["refused_unknownbench"].mean(), 3)  # UnknownBench's rule
+    refunq = rows[rows["task"] == "RefuNQ"].set_index("prompt")
+    assert refunq.loc["who wrote hamlet", "correct_unknownbench"]  # gold substring
+    assert not refunq.loc["capital of france", "correct_unknownbench"]
+    nec_rows = nec.set_index("prompt")
     assert nec_rows.loc["What is a Zorblat?", "confidence"] == 1.0
     assert pd.isna(nec_rows.loc["Is Quonk edible?", "confidence"])  # no confidence line for it
 
@@ -263,14 +296,74 @@ def test_score_outputs_names_a_malformed_line_and_an_unknown_model(tmp_path, cap
     from workbench.cli import main
 
     _write_outputs(tmp_path / "o", "acme", {"NEC_answerable": [("Q?", 0, "A.")]})
-    with open(tmp_path / "o" / "acme_NEC_answerable.json", "a") as f:
-        f.write('{"prompt": "Q2?", "label": 0}\n')
+    path = tmp_path / "o" / "acme_NEC_answerable.json"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = '{"prompt": "Q2?", "label": 0}\n'
+    path.write_text("".join(lines))
     assert main(["unknown", "score-outputs", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "acme_NEC_answerable.json, line 2: no reply of 'acme'" in err[0]
     assert main(["unknown", "score-outputs", str(tmp_path / "o"), "--model", "gpt4"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: no outputs of model 'gpt4' under {tmp_path / 'o'}; found: acme"
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (
+            lambda d: (d / "acme_FalseQA_answerable.json").unlink(),
+            "outputs of 'acme' lack acme_FalseQA_answerable.json (the release has all 6)",
+        ),
+        (
+            lambda d: (d / "acme_NEC_unanswerable.json").write_text(
+                "".join((d / "acme_NEC_unanswerable.json").read_text().splitlines(True)[:1000])
+            ),
+            "acme_NEC_unanswerable.json holds 1000 answers where UnknownBench's NEC "
+            "unanswerable set has 2078",
+        ),
+        (
+            lambda d: (d / "acme_NEC_answerable.json").write_text(
+                (d / "acme_NEC_answerable.json")
+                .read_text()
+                .replace('"label": 0', '"label": "maybe"', 1)
+            ),
+            'acme_NEC_answerable.json, line 1: label "maybe" is not 0, 1, "NEC"',
+        ),
+    ],
+)
+def test_score_outputs_names_a_partial_or_altered_release(tmp_path, capsys, damage, said):
+    """A file missing, cut short or relabelled was scored as a smaller release."""
+    from workbench.cli import main
+
+    _write_outputs(tmp_path / "o", "acme", {})
+    damage(tmp_path / "o")
+    assert main(["unknown", "score-outputs", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert said in err and "\n" not in err, err
+
+
+def test_score_outputs_keeps_a_null_reply_as_an_empty_answer(tmp_path):
+    """PaLM's published files hold null replies (its API gave no text); the paper's code keeps
+    those rows, neither refusals nor correct. A line without the reply field stays an error."""
+    from workbench.unknown.outputs import read_outputs
+
+    _write_outputs(tmp_path / "o", "palm", {"RefuNQ_answerable": [("Who?", ["Ada"], "Ada.")]})
+    path = tmp_path / "o" / "palm_RefuNQ_answerable.json"
+    path.write_text(path.read_text().replace('"palm": "Ada."', '"palm": null', 1))
+    rows = read_outputs([tmp_path / "o"]).set_index("prompt")
+    assert len(rows) == 13319 and rows.loc["Who?", "response"] == ""
+    assert not rows.loc["Who?", "refused_unknownbench"] and not rows.loc["Who?", "correct"]
+
+
+def test_score_outputs_reads_a_file_published_twice_once(tmp_path, capsys):
+    """UnknownBench's outputs hold mistral's answers in two folders, byte for byte."""
+    from workbench.cli import main
+
+    _write_outputs(tmp_path / "o" / "Open-source-LLMs_responses" / "acme", "acme", {})
+    _write_outputs(tmp_path / "o" / "copy_responses" / "acme", "acme", {})
+    assert main(["unknown", "score-outputs", str(tmp_path / "o")]) == 0
+    assert "acme: 13319 answers" in capsys.readouterr().out
 
 
 def test_the_command_line_page_documents_every_command():

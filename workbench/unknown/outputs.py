@@ -34,6 +34,10 @@ OUTPUT_NAME = re.compile(
     + r")_(?P<partition>answerable|unanswerable)\.json$"
 )
 _KNOWN_FIELDS = {"prompt", "label", "category"}
+#: the labels of the release's lines that are not RefuNQ's gold answers (0 answerable, 1 not;
+#: RefuNQ's unanswerable questions "NEC")
+_LABELS = (0, 1, "NEC")
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def output_files(paths: list[str | os.PathLike], model: str | None = None) -> li
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            candidates = sorted(q for q in p.rglob("*.json") if OUTPUT_NAME.match(q.name))
+            candidates = _release_files(p)
         elif p.is_file():
             if not OUTPUT_NAME.match(p.name):
                 raise WorkbenchError(f"{p} is not an output file ({_NAMES})")
@@ -93,6 +97,60 @@ def output_files(paths: list[str | os.PathLike], model: str | None = None) -> li
     return found
 
 
+def _release_files(folder: Path) -> list[Path]:
+    """The output files under ``folder``. In UnknownBench's ``outputs/`` the answers sit in
+    ``*_responses/`` and the verbalized confidences in ``*_verbalized_uncertainty/``; files of the
+    same names elsewhere hold derived scores (``unified_confidence_extracted_scores/``,
+    ``Llama-2_logit_based_uncertainty/``, ``mistral/confidence_scores/``) or copies
+    (``mistral/responses/``), and are read only from a folder without that layout (one's own)."""
+    every = sorted(q for q in folder.rglob("*.json") if OUTPUT_NAME.match(q.name))
+
+    def in_layout(q: Path) -> bool:
+        return any(
+            d.endswith(("_responses", "_verbalized_uncertainty"))
+            for d in q.relative_to(folder).parts[:-1]
+        )
+
+    kept = [q for q in every if in_layout(q)] or every
+    seen: dict[tuple[str, int], bytes] = {}
+    out = []
+    for q in kept:  # one copy of a file published twice
+        data = q.read_bytes()
+        key = (q.name, len(data))
+        if seen.get(key) == data:
+            continue
+        seen[key] = data
+        out.append(q)
+    return out
+
+
+def _check_whole(files: dict[OutputFile, list], searched: bool) -> None:
+    """Each answer file holds the release's items for its task and partition, and a model found
+    in a folder has all six: a partial download is named, not scored as a smaller release."""
+    from workbench.unknown.datasets import UNKNOWNBENCH_RELEASE
+
+    counts = {k.split("/")[-1]: v["items"] for k, v in UNKNOWNBENCH_RELEASE.files.items()}
+    answers = [f for f in files if not f.confidence]
+    if searched:
+        for model in sorted({f.model for f in answers}):
+            have = {f"{f.task}_{f.partition}.json" for f in answers if f.model == model}
+            missing = sorted(set(counts) - have)
+            if missing:
+                raise WorkbenchError(
+                    f"outputs of {model!r} lack {', '.join(f'{model}_{m}' for m in missing)} "
+                    f"(the release has all {len(counts)}): a partial download? (name the files "
+                    "to score only some)"
+                )
+    for f in answers:
+        want = counts[f"{f.task}_{f.partition}.json"]
+        n = len(files[f])
+        if n != want:
+            raise WorkbenchError(
+                f"{f.path} holds {n} answers where UnknownBench's {f.task} {f.partition} set has "
+                f"{want}: a partial or altered file?"
+            )
+
+
 def _read_lines(f: OutputFile) -> list[tuple[int, dict, str]]:
     """(line number, record, reply) of every line of ``f``."""
     out = []
@@ -105,10 +163,13 @@ def _read_lines(f: OutputFile) -> list[tuple[int, dict, str]]:
             rec["label"]
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise WorkbenchError(f"{f.path}, line {n}: malformed output ({e})") from None
-        reply = rec.get(f.model)
-        if reply is None:  # a reply field named otherwise: the one field that is not known
+        field = f.model
+        if field not in rec:  # a reply field named otherwise: the one field that is not known
             extra = [k for k in rec if k not in _KNOWN_FIELDS]
-            reply = rec[extra[0]] if len(extra) == 1 else None
+            field = extra[0] if len(extra) == 1 else f.model
+        reply = rec.get(field, _ABSENT)
+        if reply is None:  # the model gave no text (PaLM's safety filter): the paper's code
+            reply = ""  # keeps the row, neither a refusal nor correct
         if not isinstance(reply, str) or not isinstance(prompt, str):
             raise WorkbenchError(
                 f"{f.path}, line {n}: no reply of {f.model!r} (expected a text field "
@@ -120,6 +181,11 @@ def _read_lines(f: OutputFile) -> list[tuple[int, dict, str]]:
                 f"{f.path}, line {n}: label must be a list of gold answers as text, got "
                 f"{json.dumps(label)[:60]}"
             )
+        if not isinstance(label, list) and (isinstance(label, bool) or label not in _LABELS):
+            raise WorkbenchError(
+                f'{f.path}, line {n}: label {json.dumps(label)[:60]} is not 0, 1, "NEC" or a '
+                "list of gold answers"
+            )
         out.append((n, rec, reply))
     return out
 
@@ -128,14 +194,15 @@ def read_outputs(paths: list[str | os.PathLike], model: str | None = None) -> pd
     """Rows of every answer file under ``paths``, scored (refusal by the phrase detector, the
     workbench's keywords and UnknownBench's rule; accuracy where gold answers are given), with
     the model's verbalized confidence joined from its ``uncertainty`` file when there is one."""
-    files = output_files(paths, model)
+    files = {f: _read_lines(f) for f in output_files(paths, model)}
+    _check_whole(files, searched=any(Path(p).is_dir() for p in paths))
     confidence: dict[tuple[str, str, str, str], str] = {}
     for f in (f for f in files if f.confidence):
-        for _, rec, reply in _read_lines(f):
+        for _, rec, reply in files[f]:
             confidence.setdefault((f.model, f.task, f.partition, rec["prompt"]), reply)
     rows = []
     for f in (f for f in files if not f.confidence):
-        for n, rec, reply in _read_lines(f):
+        for n, rec, reply in files[f]:
             label = rec["label"]
             gold = tuple(label) if isinstance(label, list) else ()
             conf = confidence.get((f.model, f.task, f.partition, rec["prompt"]))
