@@ -277,3 +277,20 @@ def test_a_malformed_question_list_is_an_error_naming_file_and_line(tmp_path):
         r"not a list of strings \(got str 'What is a lake\?'\)",
     ):
         import_select(root, allow_partial=True)  # malformed is never allowed
+
+
+def test_a_file_not_utf8_or_a_context_not_an_object_is_one_line(tmp_path):
+    """Both were tracebacks (UnicodeDecodeError, AttributeError) before."""
+    root = write_release(tmp_path)
+    path = root / "data" / "SELECT" / "atoms" / "data.json"
+    raw = path.read_bytes()
+    path.write_bytes(b"\xe9" + raw[1:])
+    with pytest.raises(TaxonomyError, match=r"atoms/data.json: not UTF-8 text \(byte 0xe9") as e:
+        import_select(root)
+    assert "\n" not in str(e.value)
+    data = json.loads(raw)
+    first = next(iter(data))
+    data[first]["context"] = ["not", "an", "object"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(TaxonomyError, match=f"{first!r} has context .* not an object"):
+        import_select(root)

@@ -454,3 +454,27 @@ def test_rows_record_how_the_release_loaded(tiny, tmp_path):
     assert rows["release_load"].tolist() == [ds.release_load] and ds.release_load.startswith(
         "partial: 2 of"
     )
+
+
+def test_a_data_file_not_utf8_or_a_damaged_manifest_is_one_line(tmp_path):
+    """Both were tracebacks (UnicodeDecodeError, JSONDecodeError) before."""
+    from unknown_release import write_unknownbench_release
+
+    root = write_unknownbench_release(tmp_path / "ub")
+    path = root / "NEC" / "NEC_answerable.json"
+    raw = path.read_bytes()
+    path.write_bytes(
+        raw.replace(b"Question", b"Qu\xe9stion", 1) if b"Question" in raw else b"\xe9" + raw
+    )
+    with pytest.raises(
+        WorkbenchError, match=r"NEC_answerable.json: not UTF-8 text \(byte 0xe9"
+    ) as e:
+        load_unknownbench(root)
+    assert "\n" not in str(e.value)
+    path.write_bytes(raw)
+    (root / "manifest.json").write_text('{"counts": {"NEC/answerable": 3,')
+    with pytest.raises(WorkbenchError, match=r"manifest.json: not a manifest the workbench wrote"):
+        load_unknownbench(root)
+    (root / "manifest.json").write_text('{"counts": {"NEC/answerable": "three"}}')
+    with pytest.raises(WorkbenchError, match=r"count of 'NEC/answerable' is 'three'"):
+        load_unknownbench(root)

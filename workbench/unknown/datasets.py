@@ -446,19 +446,35 @@ def _label_problem(task: str, partition: str, label: Any) -> str | None:
     return f'label must be 0, 1 or "NEC", got {type(label).__name__} {label!r:.60}'
 
 
+def _manifest_json(path: Path) -> dict:
+    """A ``manifest.json`` this module wrote, or one line naming the file when it is damaged."""
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise WorkbenchError(
+            f"{path}: not a manifest the workbench wrote ({str(e).splitlines()[0][:80]}): "
+            "rebuild the set, or remove the file to check the folder against the release"
+        ) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError(f"{path}: not a manifest the workbench wrote (not a JSON object)")
+    return raw
+
+
 def _own_manifest(d: Path):
     """The manifest of a data set this module built (``manifest.json`` with ``counts``)."""
     path = d / "manifest.json"
     if not path.is_file():
         return None
-    try:
-        counts = json.loads(path.read_text()).get("counts")
-    except (OSError, ValueError, AttributeError):
-        return None
+    counts = _manifest_json(path).get("counts")
     if not isinstance(counts, dict):
         return None
+    bad = [k for k, v in counts.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+    if bad:
+        raise WorkbenchError(
+            f"{path}: count of {bad[0]!r} is {counts[bad[0]]!r}, not a number of items"
+        )
     files = {
-        f"{k.split('/')[0]}/{k.split('/')[0]}_{k.split('/')[1]}.json": {"items": int(v)}
+        f"{k.split('/')[0]}/{k.split('/')[0]}_{k.split('/')[1]}.json": {"items": v}
         for k, v in counts.items()
         if "/" in k
     }
@@ -475,7 +491,14 @@ def _read_unknownbench(d: Path):
             raw = p.read_bytes()
             digest.update(f"{task}/{p.name}:".encode() + hashlib.sha256(raw).digest())
             n_items = 0
-            for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise WorkbenchError(
+                    f"{p}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): a "
+                    "damaged download?"
+                ) from None
+            for n, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
@@ -565,5 +588,5 @@ def load_unknownbench(directory: str | os.PathLike, allow_partial: bool = False)
     )
     items = [replace(i, release_load=record) for i in items]
     manifest_path = d / "manifest.json"
-    own = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    own = _manifest_json(manifest_path) if manifest_path.is_file() else {}
     return UnknownDataset(items, own, str(d.resolve()), digest, record)

@@ -4,6 +4,7 @@ splits, few-shot examples, reference answers, relation hints."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -223,7 +224,14 @@ def load_select_atoms(
     for cid, entry in data.items():
         if cid not in taxonomy:
             raise TaxonomyError(f"{where}: questions for {cid!r}, which the taxonomy lacks")
-        context = (entry.get("context") or {}).get("ids") or []
+        if not isinstance(entry, dict):
+            raise TaxonomyError(f"{where}: the entry of {cid!r} is not an object")
+        context = entry.get("context") or {}
+        if not isinstance(context, dict):
+            raise TaxonomyError(
+                f"{where}: {cid!r} has context {json.dumps(context)[:60]}, not an object with 'ids'"
+            )
+        context = context.get("ids") or []
         if list(context) != taxonomy.ancestors(cid)[::-1]:
             raise TaxonomyError(
                 f"{where}: {cid!r} has context {context!r}, but its taxonomy path "

@@ -83,7 +83,12 @@ def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = N
             "the clone of kinshuk-h/SELECT (or download the file itself)"
         )
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TaxonomyError(
+            f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): a damaged "
+            "download?"
+        ) from None
     except json.JSONDecodeError as e:
         raise TaxonomyError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
     if files is not None:
