@@ -77,6 +77,31 @@ def test_an_incomplete_release_is_an_error_naming_the_missing_files(release, tmp
     assert "\n" not in str(e.value) and not (tmp_path / "strict" / "results.parquet").exists()
 
 
+def test_a_release_without_its_config_is_named_not_imported_as_whole(tmp_path):
+    """Without config/models.yaml a model folder missing was simply not expected, and a
+    techniques.yaml that is not a mapping expected no file at all: both imported as 'whole'."""
+    import shutil
+
+    fx = write_results_release(tmp_path / "clone")
+    bench = import_select(fx["root"])
+    cfg = fx["root"] / "config"
+    (cfg / "techniques.yaml").write_text("- prompt-simple\n- steering-repe\n")
+    with pytest.raises(sr.SelectResultsError, match=r"techniques.yaml: expected technique: "):
+        _partial(fx["root"], bench, run_name="t", root=tmp_path / "runs", progress=False)
+    shutil.rmtree(cfg)
+    with pytest.raises(
+        sr.SelectResultsError, match=r"models.yaml absent: .* could not be named"
+    ) as e:
+        sr.import_select_results(
+            fx["root"], bench, run_name="m", root=tmp_path / "runs", progress=False
+        )
+    assert "\n" not in str(e.value) and not (tmp_path / "runs" / "m").exists()
+    report = _partial(
+        fx["root"], bench, run_name="p", root=tmp_path / "runs", progress=False, workers=1
+    )
+    assert report.release_load.startswith("partial") and any("absent" in n for n in report.notes)
+
+
 def test_rows_join_questions_and_label_relations(imported):
     report, rows = imported
     assert report.unjoined == 1 and report.unknown_targets == 0

@@ -183,7 +183,7 @@ def import_select_results(
         bench = load_benchmark(bench)
     check_run_name(run_name)
     rel_root = release_root(release_dir)
-    files, notes = expected_files(rel_root, models)
+    files, notes = expected_files(rel_root, models, allow_partial)
     check_targets(rel_root, files, bench)
     run_dir = check_writable(
         (Path(root) if root is not None else runs_root()) / run_name, "the run folder"

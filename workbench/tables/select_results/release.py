@@ -137,13 +137,15 @@ def ran_for(model_id: str, technique: str) -> bool:
 
 
 def expected_files(
-    release_dir: str | os.PathLike, models: list[str] | None = None
+    release_dir: str | os.PathLike, models: list[str] | None = None, allow_partial: bool = False
 ) -> tuple[list[ResultFile], list[str]]:
     """Every results file the release should hold, and notes on how the set was derived.
 
     Models: those of ``config/models.yaml`` plus any other model folder present; techniques:
     those of ``config/techniques.yaml`` that SELECT ran for the model (:func:`ran_for`).
-    ``models`` (aliases, ids or folder names) restricts the set.
+    ``models`` (aliases, ids or folder names) restricts the set. Without ``models.yaml`` a
+    missing model folder could not be told from a model the release lacks, so that is an error
+    unless ``allow_partial`` (then: the folders present).
     """
     root = release_root(release_dir)
     notes: list[str] = []
@@ -154,11 +156,22 @@ def expected_files(
         if not isinstance(raw, dict):
             raise SelectResultsError(f"{cfg / 'models.yaml'}: expected alias: model id pairs")
         aliases = {str(a): str(m) for a, m in raw.items()}
+    elif not allow_partial:
+        raise SelectResultsError(
+            f"{cfg / 'models.yaml'} absent: without SELECT's config the models the release "
+            "should hold are unknown, and a missing model folder could not be named (restore "
+            "config/ from the clone, or allow a partial import to take the folders present)"
+        )
     else:
         notes.append(f"{cfg / 'models.yaml'} absent: models are the folders present")
     if (cfg / "techniques.yaml").is_file():
         raw = _yaml(cfg / "techniques.yaml") or {}
-        techniques = list(raw) if isinstance(raw, dict) else []
+        if not isinstance(raw, dict) or not raw:
+            raise SelectResultsError(
+                f"{cfg / 'techniques.yaml'}: expected technique: settings pairs (SELECT's "
+                "config), got " + (type(raw).__name__ if raw else "nothing")
+            )
+        techniques = list(raw)
     else:
         techniques = list(TECHNIQUES)
         notes.append(f"{cfg / 'techniques.yaml'} absent: techniques are the workbench's known ones")
