@@ -222,13 +222,19 @@ ROME_YAML = (
 
 def write_clone(root, rows=None, tsv=True, code=True):
     """A folder in the shape of a taxi clone: datasets/edits-evaluation.json (``rows``, default
-    ``taxi_rows() + food_rows()``), taxonomy/food-data.tsv (``tsv``), the two Python files the
+    ``taxi_rows() + food_rows()``), taxonomy/{food,animal}-data.tsv (``tsv``), the two Python files the
     protocol text is read from and the editors' YAML settings (``code``). Returns ``root``."""
     rows = taxi_rows() + food_rows() if rows is None else rows
     write_taxi_release(root / "datasets", rows)  # with the manifest that says it is whole
     if tsv:
         (root / "taxonomy").mkdir(exist_ok=True)
         (root / "taxonomy" / "food-data.tsv").write_text(fixed_tsv())
+        # every group of the edits has its TSV in a clone; this one corrects nothing here (a
+        # row stopping before its last foils, as the clone's do)
+        (root / "taxonomy" / "animal-data.tsv").write_text(
+            fixed_tsv().splitlines(True)[0]
+            + "cow\tsound\t<subj> says <answer>\t<answer> is what <subj> says\tmoo\t<subj>\tneigh\n"
+        )
     if code:
         for rel, text in (
             ("easyeditor/custom/custom.py", CUSTOM_PY),

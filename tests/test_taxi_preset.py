@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from taxi_release import food_rows, taxi_rows, write_clone
+from taxi_release import fixed_tsv, food_rows, taxi_rows, write_clone
 from workbench.editing import (
     FT,
     ROME,
@@ -67,7 +67,7 @@ def test_stale_rows_and_spaced_subjects_are_counted(clone):
 def test_stale_rows_are_corrected_from_the_clones_taxonomy(clone):
     fixed, report = prepare_release(released(clone), clone, fix_stale=True)
     assert report.corrected == 3 and report.stale_after == 0
-    assert set(report.correction_files) == {"taxonomy/food-data.tsv"}
+    assert set(report.correction_files) == {"taxonomy/food-data.tsv", "taxonomy/animal-data.tsv"}
     made = fixed[fixed["property"] == "made_from"]
     assert set(made["query_rev"]) == {"<answer> is what makes <subj>"}
     assert set(made["query_fwd"]) == {"<subj> is made from <answer>"}
@@ -78,6 +78,37 @@ def test_stale_rows_are_corrected_from_the_clones_taxonomy(clone):
         fixed[fixed["property"] != "made_from"].reset_index(drop=True), others
     )
     assert any("corrected 3 rows" in line for line in report.lines())
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (
+            lambda t: (t / "animal-data.tsv").unlink(),
+            "holds 1 of the 2 taxonomy files the edits need: taxonomy/animal-data.tsv missing",
+        ),
+        (
+            lambda t: (t / "food-data.tsv").write_bytes(b"entity\tproperty\n\xe9\tx\n"),
+            r"food-data.tsv: not UTF-8 text \(byte 0xe9",
+        ),
+        (
+            lambda t: (t / "food-data.tsv").write_text(fixed_tsv() + 'cheese\t"never closed\n'),
+            r"food-data.tsv, line \d+: unexpected end of data",
+        ),
+        (
+            lambda t: (t / "food-data.tsv").write_text(
+                fixed_tsv().replace("\t\t\t\n", "\t\t\t\textra\n", 1)
+            ),
+            "food-data.tsv, row 2: 10 fields where the header has 9",
+        ),
+    ],
+)
+def test_a_partial_or_damaged_taxonomy_is_one_line(clone, damage, said):
+    """Each was a traceback, a row shifted into the index or groups left uncorrected quietly."""
+    damage(clone / "taxonomy")
+    with pytest.raises(WorkbenchError, match=said) as e:
+        prepare_release(released(clone), clone, fix_stale=True)
+    assert "\n" not in str(e.value)
 
 
 def test_without_a_taxonomy_the_stale_rows_are_kept_and_said_so(tmp_path):

@@ -22,7 +22,9 @@ clone of it.
 from __future__ import annotations
 
 import ast
+import csv
 import hashlib
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -79,16 +81,23 @@ def correct_from_taxonomy(
     root = Path(root)
     out = frame.copy()
     changed, files = 0, {}
-    for group in sorted(out["superordinate_category"].astype(str).unique()):
+    groups = sorted(out["superordinate_category"].astype(str).unique())
+    absent = [
+        TAXONOMY.format(group=g) for g in groups if not (root / TAXONOMY.format(group=g)).is_file()
+    ]
+    if absent and len(absent) < len(groups):  # none: the caller says the clone has no taxonomy
+        raise WorkbenchError(
+            f"{root} holds {len(groups) - len(absent)} of the {len(groups)} taxonomy files the "
+            f"edits need: {', '.join(absent)} missing (a partial clone?); those groups' stale "
+            "rows would stay uncorrected"
+        )
+    for group in groups:
         path = root / TAXONOMY.format(group=group)
         if not path.is_file():
             continue
         raw = path.read_bytes()
         files[TAXONOMY.format(group=group)] = hashlib.sha256(raw).hexdigest()
-        try:
-            tsv = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise WorkbenchError(f"{path} is empty") from None
+        tsv = _read_tsv(path, raw)
         missing = {"entity", "property", "answer_fwd", "query_fwd", "query_rev"} - set(tsv.columns)
         if missing:
             raise WorkbenchError(f"{path}: missing columns {sorted(missing)}")
@@ -113,6 +122,33 @@ def correct_from_taxonomy(
                 out.at[i, "query_fwd"], out.at[i, "query_rev"] = fwd, rev
                 changed += 1
     return out, changed, files
+
+
+def _read_tsv(path: Path, raw: bytes) -> pd.DataFrame:
+    """A taxonomy TSV as text columns, strictly: a file that is not UTF-8, a quote left open or
+    a row with more fields than the header is one line naming the file (pandas would shift a
+    row with an extra field into the index, or drop the field)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WorkbenchError(
+            f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})"
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
+    try:
+        rows = [r for r in reader if r]
+    except csv.Error as e:
+        raise WorkbenchError(f"{path}, line {reader.line_num}: {e}") from None
+    if not rows:
+        raise WorkbenchError(f"{path} is empty")
+    header, body = rows[0], rows[1:]
+    for n, r in enumerate(body, 2):
+        if len(r) > len(header):
+            raise WorkbenchError(
+                f"{path}, row {n}: {len(r)} fields where the header has {len(header)}"
+            )
+    # taxi's rows may stop before their last foils: empty, as pandas reads them
+    return pd.DataFrame([r + [""] * (len(header) - len(r)) for r in body], columns=header)
 
 
 # -- subject spelling ---------------------------------------------------------------------------
