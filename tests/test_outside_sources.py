@@ -66,7 +66,7 @@ def write_gptfuzz(root: Path) -> Path:
     clone = root / "gptfuzz" / "datasets"
     labelled = clone / "responses_labeled"
     labelled.mkdir(parents=True)
-    for name, n in (("train.csv", 30), ("evaluate.csv", 12)):
+    for name, n in (("train.csv", 6160), ("evaluate.csv", 1540)):  # the published sizes
         answers = [
             f"Step 1, gather the tools for {name} {i}.\n\nStep 2, carry on."
             if i % 2
@@ -128,7 +128,7 @@ def test_every_source_reads_whole_with_its_labels_models_and_splits(sources):
     n = frame.groupby("source").size()
     assert n["xstest"] == 5 * 450  # the automated labels are not read
     assert n["xstest_v1"] == 2 * (200 - 7)  # answers identical to v2's dropped
-    assert n["gptfuzz"] == 30 - 1 + 12 - 1  # the Chinese answers dropped, other CSVs unread
+    assert n["gptfuzz"] == 6160 - 1 + 1540 - 1  # the Chinese answers dropped, other CSVs unread
     assert n["select"] == len(_select_answers(root / "SELECT", release["rows"]))
     assert set(frame[frame.source == "xstest"]["model"]) == {
         "GPT-4",
@@ -155,11 +155,12 @@ def test_every_source_reads_whole_with_its_labels_models_and_splits(sources):
 
 @pytest.mark.filterwarnings("ignore:.*SELECT results files")
 def test_only_the_sources_asked_for_are_read(sources):
-    root, _ = sources
+    root, release = sources
     frame = load_sources(root, ("xstest_v1",))
     assert set(frame["source"]) == {"xstest_v1"} and len(frame) == 2 * 193
     frame = load_sources(root, ("select",), 1)
-    assert frame.groupby("model").size().max() <= 12  # one answer per readable file at most
+    readable = len(release["rows"])  # one answer per readable file, fewer when repeated
+    assert 0 < len(frame) <= readable and frame["source"].eq("select").all()
 
 
 def test_v1_files_may_sit_in_the_v2_clone(tmp_path):
@@ -210,6 +211,30 @@ def test_a_source_not_downloaded_says_where_it_was_looked_for_and_how_to_get_it(
     with pytest.raises(ConfigError, match=f"no {source} under {tmp_path}") as e:
         load_sources(tmp_path, (source,))
     assert "git " in str(e.value) and "\n" not in str(e.value)
+
+
+def test_gptfuzz_files_copied_into_its_folder_are_found_and_counted(tmp_path):
+    write_gptfuzz(tmp_path / "clone")
+    (tmp_path / "gptfuzz").mkdir()
+    for name in ("train.csv", "evaluate.csv"):
+        data = (
+            tmp_path / "clone" / "gptfuzz" / "datasets" / "responses_labeled" / name
+        ).read_text()
+        (tmp_path / "gptfuzz" / name).write_text(data)
+    assert len(load_sources(tmp_path, ("gptfuzz",))) == 6160 - 1 + 1540 - 1
+    _rewrite(lambda f: f.head(2000))(tmp_path / "gptfuzz" / "train.csv")  # cut at a row
+    with pytest.raises(ConfigError, match="train.csv: 2000 rows where the published file has 6160"):
+        load_sources(tmp_path, ("gptfuzz",))
+
+
+def test_rows_with_more_fields_than_the_header_are_named_not_shifted(tmp_path):
+    """pandas makes the first column the index when every row has one field more."""
+    write_xstest(tmp_path)
+    path = tmp_path / "xstest" / "model_completions" / "xstest_v2_completions_gpt4.csv"
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + "\n".join(f"{line}," for line in lines[1:] if line) + "\n")
+    with pytest.raises(ConfigError, match="gpt4.csv: its rows have more fields than its header"):
+        load_sources(tmp_path, ("xstest",))
 
 
 def test_gptfuzz_labels_must_be_zero_or_one(tmp_path):

@@ -213,6 +213,10 @@ def test_a_sharded_split_with_a_shard_missing_is_a_partial_download(tmp_path):
         data / "jailbreakbench-00001-of-00003.parquet"
     )
     assert len(load_dataset("jailbreakbench", tmp_path)) == 3
+    for f in sorted(data.glob("*.parquet"), reverse=True):  # numbered from 1: whole too
+        k = int(f.name.split("-")[1])
+        f.rename(data / f"jailbreakbench-{k + 1:05d}-of-00003.parquet")
+    assert len(load_dataset("jailbreakbench", tmp_path)) == 3
 
 
 @pytest.mark.parametrize("suffix", ["csv", "json", "jsonl", "parquet"])

@@ -288,6 +288,8 @@ def test_a_file_not_utf8_or_a_context_not_an_object_is_one_line(tmp_path):
     with pytest.raises(TaxonomyError, match=r"atoms/data.json: not UTF-8 text \(byte 0xe9") as e:
         import_select(root)
     assert "\n" not in str(e.value)
+    path.write_bytes(b"\xef\xbb\xbf" + raw)  # a byte-order mark is no error
+    import_select(root)
     data = json.loads(raw)
     first = next(iter(data))
     data[first]["context"] = ["not", "an", "object"]

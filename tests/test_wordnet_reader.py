@@ -24,7 +24,7 @@ def _cut(path: Path, keep: float, mid_line: bool = False) -> None:
     data = path.read_bytes()
     end = int(len(data) * keep)
     end = end if mid_line else data.rindex(b"\n", 0, end) + 1
-    path.write_bytes(data[:end])
+    path.write_bytes(data[:end] + (b"\n" if mid_line else b""))  # a line cut, then a newline
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,10 @@ def _cut(path: Path, keep: float, mid_line: bool = False) -> None:
             r"data.noun, line 1: not a WordNet data line \('version https",
         ),
         (lambda p: p.write_text(""), "data.noun holds no synset"),
+        (
+            lambda p: p.write_bytes(p.read_bytes()[:-3]),  # the last gloss cut
+            "data.noun ends mid-line",
+        ),
     ],
 )
 def test_a_damaged_data_file_is_named_in_one_line(copy, damage, said):
@@ -58,3 +62,18 @@ def test_the_tag_counts_are_required_not_silently_dropped(copy, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: no cntlist.rev") and "\n" not in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n", "line 1: not a tag count"),
+        ("", "holds no noun tag count"),
+        ("river%2:38:00:: 1 4\n", "holds no noun tag count"),
+    ],
+)
+def test_a_damaged_tag_count_file_is_named_too(copy, text, said):
+    """Read as no counts at all, it built a different taxonomy without a word."""
+    (copy / "cntlist.rev").write_text(text)
+    with pytest.raises(WorkbenchError, match=f"cntlist.rev.*{said}"):
+        WordNet(copy)

@@ -541,7 +541,8 @@ def _all_shards(name: str, files: Sequence[Path]) -> None:
             key = f"{f.parent / m.group(1)}-*-of-{m.group(3)}{m.group(4)}"
             counts.setdefault(key, (set(), int(m.group(3))))[0].add(int(m.group(2)))
     for key, (have, total) in counts.items():
-        missing = sorted(set(range(total)) - have)
+        first = 1 if 0 not in have and total in have else 0  # numbered 0..N-1 or 1..N
+        missing = sorted(set(range(first, first + total)) - have)
         if missing:
             raise DatasetError(
                 f"dataset {name!r}: {key} has {len(have)} of its {total} shards (shard "

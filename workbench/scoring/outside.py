@@ -110,8 +110,8 @@ class Release:
     files: tuple[str, ...]
     #: the columns read
     columns: tuple[str, ...]
-    #: rows in each published file (None where the release does not fix it)
-    rows: int | None
+    #: rows in each published file (by name), so that a file cut at a row boundary is named
+    rows: dict[str, int]
     #: the label column and the values it may hold
     label: tuple[str, tuple]
     #: where to get it, for the message
@@ -129,7 +129,13 @@ RELEASES = {
             for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
         ),
         ("id", "type", "prompt", "completion", "final_label"),
-        450,
+        dict.fromkeys(
+            (
+                f"xstest_v2_completions_{m}.csv"
+                for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
+            ),
+            450,
+        ),
         ("final_label", tuple(XSTEST_LABELS)),
         "git clone https://github.com/paul-rottger/exaggerated-safety ROOT/xstest",
         keep=lambda p: "evaluation" not in p.parts,  # automated labels, not the human ones
@@ -139,7 +145,7 @@ RELEASES = {
         "xstest_completions_*_v1.csv",
         tuple(f"xstest_completions_{m}_v1.csv" for m in ("gpt4", "llama2")),
         ("id", "type", "prompt", "completion", "final_label"),
-        200,
+        dict.fromkeys((f"xstest_completions_{m}_v1.csv" for m in ("gpt4", "llama2")), 200),
         ("final_label", tuple(XSTEST_LABELS)),
         "git -C ROOT/xstest show 5fadc7f:FILE > ROOT/xstest_v1/FILE, for each file",
     ),
@@ -148,11 +154,14 @@ RELEASES = {
         "*.csv",
         ("train.csv", "evaluate.csv"),
         ("question", "Response", "label"),
-        None,
+        {"train.csv": 6160, "evaluate.csv": 1540},
         ("label", (0, 1)),
         "git clone https://github.com/sherdencooper/GPTFuzz ROOT/gptfuzz",
+        # the clone's responses_labeled/, or the two files copied into ROOT/gptfuzz itself (the
+        # clone has other CSVs, none of these names elsewhere)
         keep=lambda p: (
-            p.name in ("train.csv", "evaluate.csv") and p.parent.name == "responses_labeled"
+            p.name in ("train.csv", "evaluate.csv")
+            and p.parent.name.lower() in ("responses_labeled", "gptfuzz")
         ),
     ),
 }
@@ -170,7 +179,7 @@ def read_release(root: Path, source: str) -> list[tuple[Path, pd.DataFrame]]:
     paths = _release_files(root, source)
     if not paths:
         raise ConfigError(
-            f"no {source} under {root}: no {rel.pattern} below it ({rel.get}; "
+            f"no {source} under {root}: none of {', '.join(rel.files)} below it ({rel.get}; "
             "or leave it out of --sources)"
         )
     missing = sorted(set(rel.files) - {p.name for p in paths})
@@ -184,25 +193,29 @@ def read_release(root: Path, source: str) -> list[tuple[Path, pd.DataFrame]]:
         try:
             frame = pd.read_csv(p)
         except (ValueError, UnicodeDecodeError, OSError) as e:  # ParserError is a ValueError
-            raise ConfigError(f"{p}: not a readable CSV ({str(e).splitlines()[0]})") from None
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise ConfigError(f"{p}: not a readable CSV ({why})") from None
+        if not isinstance(frame.index, pd.RangeIndex):  # pandas made a column of the index
+            raise ConfigError(f"{p}: its rows have more fields than its header")
         absent = [c for c in rel.columns if c not in frame.columns]
         if absent:
             raise ConfigError(
                 f"{p}: no column {absent[0]!r} (has {', '.join(map(str, frame.columns))}): "
                 f"not {source}'s published file"
             )
-        if rel.rows is not None and p.name in rel.files and len(frame) != rel.rows:
+        want = rel.rows.get(p.name)
+        if want is not None and len(frame) != want:
             raise ConfigError(
-                f"{p}: {len(frame)} rows where the published file has {rel.rows} "
-                "(an incomplete download?)"
+                f"{p}: {len(frame)} rows where the published file has {want} "
+                "(an incomplete or altered download?)"
             )
         column, values = rel.label
-        bad = frame[~frame[column].isin(values)]
+        bad = (~frame[column].isin(values)).to_numpy().nonzero()[0]
         if len(bad):
-            value = bad[column].iloc[0]
+            value = frame[column].iloc[bad[0]]
             value = value.item() if hasattr(value, "item") else value  # numpy -> Python
             raise ConfigError(
-                f"{p}, row {int(bad.index[0]) + 1}: {column} {value!r} is not one "
+                f"{p}, row {bad[0] + 1}: {column} {repr(value)[:60]} is not one "
                 f"of {', '.join(map(str, values))} ({len(bad)} such rows)"
             )
         out.append((p, frame))
@@ -376,7 +389,8 @@ def load_select(root: Path, per_file: int | None) -> list[dict]:
 #: per SELECT file). Rows come in this order whatever order they are asked in.
 LOADERS: dict[str, Callable[[Path, int | None], list[dict]]] = {
     "xstest": lambda root, _: load_xstest(root),
-    # v1's answers identical to a v2 answer are dropped where v2 is downloaded too
+    # v1's answers identical to a v2 answer are dropped where v2 is downloaded too (so a damaged
+    # v2 download is named even when only v1 is asked for)
     "xstest_v1": lambda root, _: load_xstest_v1(
         root, load_xstest(root) if _release_files(root, "xstest") else []
     ),

@@ -106,6 +106,9 @@ class WordNet:
         self.directory = find_wordnet_dir(directory)
         self.synsets: dict[str, Synset] = {}
         path = self.directory / "data.noun"
+        with open(path, "rb") as fb:  # every line of the database ends in a newline
+            if fb.seek(0, 2) and (fb.seek(-1, 2), fb.read(1))[1] != b"\n":
+                raise WorkbenchError(f"{path} ends mid-line: a cut-off download?")
         with open(path, encoding="utf-8", errors="replace") as fh:
             for n, line in enumerate(fh, 1):
                 try:
@@ -176,10 +179,17 @@ def _read_counts(path: Path) -> dict[str, int]:
             "copy it from the same download"
         )
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for n, line in enumerate(fh, 1):
             parts = line.split()
-            if len(parts) == 3 and "%1:" in parts[0]:
+            if len(parts) != 3 or not parts[2].isdigit():
+                raise WorkbenchError(
+                    f"{path}, line {n}: not a tag count line ({line[:40].strip()!r}): a cut-off "
+                    "download, a Git LFS pointer or another file?"
+                )
+            if "%1:" in parts[0]:
                 counts[parts[0]] = int(parts[2])
+    if not counts:
+        raise WorkbenchError(f"{path} holds no noun tag count: an empty or cut-off download?")
     return counts
 
 

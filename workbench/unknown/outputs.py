@@ -101,8 +101,9 @@ def _release_files(folder: Path) -> list[Path]:
     """The output files under ``folder``. In UnknownBench's ``outputs/`` the answers sit in
     ``*_responses/`` and the verbalized confidences in ``*_verbalized_uncertainty/``; files of the
     same names elsewhere hold derived scores (``unified_confidence_extracted_scores/``,
-    ``Llama-2_logit_based_uncertainty/``, ``mistral/confidence_scores/``) or copies
-    (``mistral/responses/``), and are read only from a folder without that layout (one's own)."""
+    ``Llama-2_logit_based_uncertainty/``, ``mistral{,-base}/confidence_scores/``) or copies
+    (``mistral{,-base}/responses/``), and are read only from a folder without that layout (one's
+    own)."""
     every = sorted(q for q in folder.rglob("*.json") if OUTPUT_NAME.match(q.name))
 
     def in_layout(q: Path) -> bool:

@@ -160,7 +160,8 @@ def expected_files(
         raise SelectResultsError(
             f"{cfg / 'models.yaml'} absent: without SELECT's config the models the release "
             "should hold are unknown, and a missing model folder could not be named (restore "
-            "config/ from the clone, or allow a partial import to take the folders present)"
+            "config/ from the clone, or --allow-partial / allow_partial=True to import the "
+            "folders present)"
         )
     else:
         notes.append(f"{cfg / 'models.yaml'} absent: models are the folders present")

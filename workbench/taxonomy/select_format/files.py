@@ -83,7 +83,7 @@ def _read(path: Path, files: dict[str, str] | None = None, base: Path | None = N
             "the clone of kinshuk-h/SELECT (or download the file itself)"
         )
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))  # a byte-order mark is allowed, as json does
     except UnicodeDecodeError as e:
         raise TaxonomyError(
             f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): a damaged "
