@@ -343,13 +343,17 @@ def atomic_directory(final: Path) -> Iterator[Path]:
 def read_utf8(path: str | os.PathLike) -> str:
     """The text of ``path``, or one ConfigError line naming the file and the first byte that
     is not UTF-8 (a config or labels file saved in another encoding)."""
+    return decode_utf8(Path(path).read_bytes(), path)
+
+
+def decode_utf8(data: bytes, path: str | os.PathLike, hint: str = "save it as UTF-8") -> str:
+    """``data`` (read from ``path``) as text, or one ConfigError line naming the file, the first
+    byte that is not UTF-8 and ``hint`` (what to do about it)."""
     from workbench.errors import ConfigError
 
-    data = Path(path).read_bytes()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(
-            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save it "
-            "as UTF-8"
+            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); {hint}"
         ) from None

@@ -35,6 +35,7 @@ import pandas as pd
 
 from workbench.code_reading import fstring_template
 from workbench.errors import WorkbenchError
+from workbench.paths import decode_utf8
 
 EVALUATION = "datasets/edits-evaluation.json"
 CUSTOM = "easyeditor/custom/custom.py"
@@ -80,12 +81,14 @@ def correct_from_taxonomy(
     the frame, the number of rows changed and the TSVs read with their sha256."""
     root = Path(root)
     out = frame.copy()
-    changed, files = 0, {}
+    changed, files = 0, dict[str, str]()
     groups = sorted(out["superordinate_category"].astype(str).unique())
     absent = [
         TAXONOMY.format(group=g) for g in groups if not (root / TAXONOMY.format(group=g)).is_file()
     ]
-    if absent and len(absent) < len(groups):  # none: the caller says the clone has no taxonomy
+    if len(absent) == len(groups):  # none: the caller says the clone has no taxonomy
+        return out, changed, files
+    if absent:
         raise WorkbenchError(
             f"{root} holds {len(groups) - len(absent)} of the {len(groups)} taxonomy files the "
             f"edits need: {', '.join(absent)} missing (a partial clone?); those groups' stale "
@@ -93,8 +96,6 @@ def correct_from_taxonomy(
         )
     for group in groups:
         path = root / TAXONOMY.format(group=group)
-        if not path.is_file():
-            continue
         raw = path.read_bytes()
         files[TAXONOMY.format(group=group)] = hashlib.sha256(raw).hexdigest()
         tsv = _read_tsv(path, raw)
@@ -128,12 +129,7 @@ def _read_tsv(path: Path, raw: bytes) -> pd.DataFrame:
     """A taxonomy TSV as text columns, strictly: a file that is not UTF-8, a quote left open or
     a row with more fields than the header is one line naming the file (pandas would shift a
     row with an extra field into the index, or drop the field)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise WorkbenchError(
-            f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})"
-        ) from None
+    text = decode_utf8(raw, path, "a damaged download?")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
     try:
         rows = [r for r in reader if r]

@@ -106,11 +106,10 @@ class Release:
     folders: tuple[str, ...]
     #: the file names looked for (a glob)
     pattern: str
-    #: every file of the release, each required; other matching files are read too
-    files: tuple[str, ...]
     #: the columns read
     columns: tuple[str, ...]
-    #: rows in each published file (by name), so that a file cut at a row boundary is named
+    #: every file of the release (each required; other matching files are read too) with its
+    #: rows, so that a file cut at a row boundary is named
     rows: dict[str, int]
     #: the label column and the values it may hold
     label: tuple[str, tuple]
@@ -119,15 +118,15 @@ class Release:
     #: files matching the pattern that are not the release's (automated labels, other data)
     keep: Callable[[Path], bool] = bool
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(self.rows)
+
 
 RELEASES = {
     "xstest": Release(
         ("xstest", "exaggerated-safety"),
         "xstest_v2_completions_*.csv",
-        tuple(
-            f"xstest_v2_completions_{m}.csv"
-            for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
-        ),
         ("id", "type", "prompt", "completion", "final_label"),
         dict.fromkeys(
             (
@@ -143,7 +142,6 @@ RELEASES = {
     "xstest_v1": Release(
         ("xstest_v1", "xstest", "exaggerated-safety"),
         "xstest_completions_*_v1.csv",
-        tuple(f"xstest_completions_{m}_v1.csv" for m in ("gpt4", "llama2")),
         ("id", "type", "prompt", "completion", "final_label"),
         dict.fromkeys((f"xstest_completions_{m}_v1.csv" for m in ("gpt4", "llama2")), 200),
         ("final_label", tuple(XSTEST_LABELS)),
@@ -152,7 +150,6 @@ RELEASES = {
     "gptfuzz": Release(
         ("gptfuzz", "GPTFuzz"),
         "*.csv",
-        ("train.csv", "evaluate.csv"),
         ("question", "Response", "label"),
         {"train.csv": 6160, "evaluate.csv": 1540},
         ("label", (0, 1)),

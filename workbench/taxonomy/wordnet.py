@@ -106,9 +106,7 @@ class WordNet:
         self.directory = find_wordnet_dir(directory)
         self.synsets: dict[str, Synset] = {}
         path = self.directory / "data.noun"
-        with open(path, "rb") as fb:  # every line of the database ends in a newline
-            if fb.seek(0, 2) and (fb.seek(-1, 2), fb.read(1))[1] != b"\n":
-                raise WorkbenchError(f"{path} ends mid-line: a cut-off download?")
+        line = ""
         with open(path, encoding="utf-8", errors="replace") as fh:
             for n, line in enumerate(fh, 1):
                 try:
@@ -120,6 +118,8 @@ class WordNet:
                     ) from None
                 if s is not None:
                     self.synsets[s.offset] = s
+        if line and not line.endswith("\n"):  # every line of the database ends in a newline
+            raise WorkbenchError(f"{path} ends mid-line: a cut-off download?")
         _check_whole(path, self.synsets)
         self.tag_counts = _read_counts(self.directory / "cntlist.rev")
         self._by_lemma: dict[str, list[str]] = {}

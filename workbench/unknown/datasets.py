@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
-from workbench.paths import write_text_atomic
+from workbench.paths import decode_utf8, write_text_atomic
 from workbench.releases import (
     MANIFEST_FILE,
     Found,
@@ -491,13 +491,7 @@ def _read_unknownbench(d: Path):
             raw = p.read_bytes()
             digest.update(f"{task}/{p.name}:".encode() + hashlib.sha256(raw).digest())
             n_items = 0
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise WorkbenchError(
-                    f"{p}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): a "
-                    "damaged download?"
-                ) from None
+            text = decode_utf8(raw, p, "a damaged download?")
             for n, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
                     continue

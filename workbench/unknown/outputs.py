@@ -24,7 +24,7 @@ from workbench.errors import WorkbenchError
 from workbench.paths import read_utf8
 from workbench.scoring import detect_refusal, keyword_refusal
 from workbench.scoring.keywords import unknownbench_correct, unknownbench_refusal
-from workbench.unknown.datasets import TASKS
+from workbench.unknown.datasets import TASKS, UNKNOWNBENCH_RELEASE
 from workbench.unknown.measures import lexical_match, parse_confidence
 
 #: ``<model>_<Task>_<partition>.json`` or ``<model>_uncertainty_<Task>_<partition>.json``.
@@ -128,8 +128,6 @@ def _release_files(folder: Path) -> list[Path]:
 def _check_whole(files: dict[OutputFile, list], searched: bool) -> None:
     """Each answer file holds the release's items for its task and partition, and a model found
     in a folder has all six: a partial download is named, not scored as a smaller release."""
-    from workbench.unknown.datasets import UNKNOWNBENCH_RELEASE
-
     counts = {k.split("/")[-1]: v["items"] for k, v in UNKNOWNBENCH_RELEASE.files.items()}
     answers = [f for f in files if not f.confidence]
     if searched:
