@@ -11,8 +11,9 @@ with each gate read in a request of its own first, ``gate_prompt``; on the serve
 with prompts new to the prefix cache), interleaved REPEATS times after a full-size warm-up.
 The compiled plain and compiled steering engines are loaded side by side and their passes
 alternate; the compiled steering engine also runs the abstainer in CAST's order (``in_pass``:
-each fired answer steered in the pass that read its gate). Prints one JSON line: per path the
-fastest pass's seconds (every pass's too) and tokens of each kind, and the texts.
+each fired answer steered in the pass that read its gate); the engines of a group take turns
+first, round by round. Prints one JSON line: per path the fastest pass's seconds (every
+pass's too) and tokens of each kind, and the texts.
 ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g. ``--block-size 128``,
 vLLM's CPU default, to see what the steering server's 32 saves).
 """
@@ -88,8 +89,8 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
     extension's load hook then finds only the steering engine's runner): per engine unsteered
     passes and (on a steering engine) steered passes (with ``in_pass_too`` also passes steered
     by ``spec`` in CAST's order: ``steered_in_pass``), every engine's passes of a round one
-    after another, ``repeats`` rounds after a full-size warm-up; the texts of the last of
-    each."""
+    after another (the engines' order reversed every other round), ``repeats`` rounds after a
+    full-size warm-up; the texts of the last of each."""
     import dataclasses
 
     import torch
@@ -131,8 +132,9 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
             generate(e.lm, prompts, cfg, progress=False)
             for s in e.kinds.values():
                 e.lm.generate_steered(prompts, cfg, [s] * len(prompts), progress=False)
-        for _ in range(repeats):
-            for e in loaded.values():
+        for r in range(repeats):
+            # the engines' order reversed every other round (ABBA): neither always runs first
+            for e in list(loaded.values())[:: 1 if r % 2 == 0 else -1]:
                 t = time.perf_counter()
                 gens = generate(e.lm, prompts, cfg, progress=False)
                 e.runs["unsteered"].append(

@@ -111,3 +111,34 @@ def test_a_demo_that_differs_names_each_number_and_rewrites_its_record(tmp_path)
     text = out.text()
     assert "steering abstention" in text and "speed-first numerics" in text
     assert "select_atomic_techniques.png" in text
+
+
+def test_the_steering_table_gives_the_paired_rounds_median(monkeypatch):
+    """Unsteered speed on the steering engine against the plain one, round by round: the
+    median of the paired rounds (not their mean, not the first round) and their range."""
+    row = {"steered_tps": None, "ratio": None, "same": 64, "same_unsteered": 64}
+    rec = {
+        "prompts": 64,
+        "max_new_tokens": 48,
+        "concept": "wn:1",
+        "fired": 20,
+        "repeats": 3,
+        "command": "python benchmarks/steering.py --record",
+        "machine": json.loads((measured.repo_root() / "docs/results/steering.json").read_text())[
+            "machine"
+        ],
+        "paths": [
+            {**row, "path": "vLLM compiled plain", "unsteered_tps": 100.0, "group": ["a", "b"]},
+            {
+                **row,
+                "path": "vLLM compiled steering",
+                "unsteered_tps": 98.0,
+                "group": ["a", "b"],
+                "unsteered_vs_plain_rounds": [1.2, 0.9, 1.0],
+            },
+        ],
+    }
+    monkeypatch.setattr(measured, "read_record", lambda path: rec)
+    text = measured.steering_speed()
+    assert "ran at 1.00x the plain engine's speed (median of 3 paired rounds, 0.90x-1.20x)" in text
+    assert "each round's first engine the other round's last" in text

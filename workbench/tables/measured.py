@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -206,7 +207,18 @@ def steering_speed() -> str:
         f"{rec['repeats']} interleaved unsteered and steered passes on one engine, after a warm-up"
     )
     for group in sorted({tuple(r["group"]) for r in rec["paths"] if r.get("group")}):
-        note += f"; {' and '.join(group)} were loaded side by side, their passes alternating"
+        note += (
+            f"; {' and '.join(group)} were loaded side by side, their passes alternating (each "
+            "round's first engine the other round's last)"
+        )
+    paired = next((r for r in rec["paths"] if r.get("unsteered_vs_plain_rounds")), None)
+    if paired is not None:
+        rounds = paired["unsteered_vs_plain_rounds"]
+        note += (
+            f"; round by round, unsteered requests on the {paired['path'].removeprefix('vLLM ')} "
+            f"engine ran at {statistics.median(rounds):.2f}x the plain engine's speed (median of "
+            f"{len(rounds)} paired rounds, {min(rounds):.2f}x-{max(rounds):.2f}x)"
+        )
     if any(r.get("new_prompts") for r in rec["paths"]):
         note += (
             "; rows with prompts new to the prefix cache put a mark of each pass's own in front "
