@@ -63,6 +63,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 GATE, TAG, STEER = "workbench_gate", "workbench_tag", "workbench_steer"
@@ -183,6 +184,17 @@ class _Loaded:
     vectors: dict[int, torch.Tensor]  # behaviour layer -> strength * vector
     condition: Any  # workbench.steering.concept.Condition or None
     deepest: int  # deepest gate layer (-1 without a gate)
+    #: behaviour layers steered at every row of a steered request, and those steered from its
+    #: first generated row on (an ``in_pass`` abstainer's layers up to its deepest gate layer:
+    #: its decision is not known in the prompt's pass there)
+    everywhere: np.ndarray = field(init=False)
+    generated: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        late = self.spec.mode == "in_pass"
+        layers = sorted(self.vectors)
+        self.generated = np.array([l for l in layers if late and l <= self.deepest], dtype=int)
+        self.everywhere = np.array([l for l in layers if not late or l > self.deepest], dtype=int)
 
 
 @dataclass
@@ -289,6 +301,10 @@ class SteeringState:
         self.failed = torch.zeros(tokens, dtype=torch.int32, device=dev)  # first bad layer + 1
         # the host's side of index and guard (the same tensors on CPU: no copy at all)
         self._index, self._guard = _host_side(self.index), _host_side(self.guard)
+        # numpy views of the host side, filled per request with one slice assignment each
+        # (a torch slice assignment costs several microseconds: per layer and request it
+        # would cost a GPU step a noticeable share of its time)
+        self._index_np, self._guard_np = self._index.numpy(), self._guard.numpy()
         self.slots: OrderedDict[str, int] = OrderedDict()  # digest -> its bank slot
         for i, block in enumerate(blocks):
             block.register_forward_hook(self._layer_hook(i))
@@ -427,16 +443,11 @@ class SteeringState:
                 tag = ask.get(TAG)
                 step.steered.append((lo, hi, str(tag) if tag else None))
                 first_generated = lo + max(0, n_prompt - first)  # rows from here are generated
-                for layer in loaded.vectors:
-                    if loaded.spec.mode == "in_pass" and layer <= loaded.deepest:
-                        start = (
-                            first_generated  # the decision is not known yet in the prompt's pass
-                        )
-                    else:
-                        start = lo
-                    if start < hi:
-                        self._index[layer, start:hi] = slot
-                self._guard[lo:hi] = True
+                if loaded.everywhere.size:
+                    self._index_np[loaded.everywhere, lo:hi] = slot
+                if loaded.generated.size and first_generated < hi:
+                    self._index_np[loaded.generated, first_generated:hi] = slot
+                self._guard_np[lo:hi] = True
                 step.rows = max(step.rows, hi)
         if step.rows and self._index is not self.index:
             self.index[:, : step.rows].copy_(self._index[:, : step.rows], non_blocking=True)
