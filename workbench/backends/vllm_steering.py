@@ -223,6 +223,16 @@ class _Step:
 BANK_SLOTS = 256
 
 
+def _event(device: torch.device):
+    """A CUDA event recorded on ``device``'s current stream (None on CPU, where a copy is
+    done when it returns)."""
+    if device.type != "cuda":
+        return None
+    event = torch.cuda.Event()
+    event.record()
+    return event
+
+
 def _host_side(t: torch.Tensor) -> torch.Tensor:
     """Where the host fills a device buffer before a step: the buffer itself on CPU, a pinned
     twin on a GPU (copied without blocking)."""
@@ -305,6 +315,16 @@ class SteeringState:
         # (a torch slice assignment costs several microseconds: per layer and request it
         # would cost a GPU step a noticeable share of its time)
         self._index_np, self._guard_np = self._index.numpy(), self._guard.numpy()
+        # on a GPU: the host rows filled for the last step (cleared, once its copy to the
+        # device is done, before the next fill) and the event that says it is
+        self._host_rows, self._copied = 0, None
+        # each steered step's failure record, read by the host one step later or when votes
+        # are collected (no wait for the device right after the forward): its copy (pinned on
+        # a GPU), the event that says the copy is done, and the step's steered requests
+        self._failed_host = torch.zeros_like(self.failed, device="cpu")
+        if self.device.type == "cuda":
+            self._failed_host = self._failed_host.pin_memory()
+        self._pending: tuple[Any, list[tuple[int, int, str | None]], int] | None = None
         self.slots: OrderedDict[str, int] = OrderedDict()  # digest -> its bank slot
         for i, block in enumerate(blocks):
             block.register_forward_hook(self._layer_hook(i))
@@ -398,6 +418,7 @@ class SteeringState:
                 asks.append((i, rid, state, extra))
         if not asks:
             return None
+        self._host_free()
         starts = runner.query_start_loc.np
         computed = batch.num_computed_tokens_cpu
         step = _Step()
@@ -452,27 +473,56 @@ class SteeringState:
         if step.rows and self._index is not self.index:
             self.index[:, : step.rows].copy_(self._index[:, : step.rows], non_blocking=True)
             self.guard[: step.rows].copy_(self._guard[: step.rows], non_blocking=True)
+            self._host_rows, self._copied = step.rows, _event(self.device)
         return step if (step.rows or step.reads or step.captures) else None
 
+    def _host_free(self) -> None:
+        """On a GPU, clear the host rows the last step filled, once their copy to the device is
+        done (clearing them right after the forward could race the copy, which need not have
+        run yet). On CPU the host side is the device buffer, cleared after each step."""
+        if self._host_rows:
+            if self._copied is not None:
+                self._copied.synchronize()  # long done: the step ran after it
+            self._index_np[:, : self._host_rows] = 0
+            self._guard_np[: self._host_rows] = False
+            self._host_rows, self._copied = 0, None
+
     def _after(self, step: _Step) -> None:
-        """Report the steered requests that went non-finite, and clear the buffers' rows."""
+        """Clear the buffers' rows after a steered step, and keep its failure record for the
+        host to read later (:meth:`check_failed`): reading it now would make the host wait for
+        the device after every steered step."""
         n = step.rows
-        failed = self.failed[:n].cpu()
-        if bool(failed.any()):
-            for lo, hi, tag in step.steered:
-                bad = failed[lo:hi]
-                if tag is not None and bool(bad.any()) and "failed" not in self.votes.get(tag, {}):
-                    layer = int(bad[bad > 0].min()) - 1
-                    # beside the gate's record where the same request read it (``THEN``)
-                    self.votes.setdefault(tag, {})["failed"] = (
-                        f"the steered activations became NaN or infinite at layer {layer}"
-                    )
-            self.failed[:n].zero_()
-        self._index[:, :n].zero_()
-        self._guard[:n].zero_()
-        if self._index is not self.index:
+        self.check_failed()  # the step before's: its copy is done or nearly
+        self._failed_host[:n].copy_(self.failed[:n], non_blocking=True)
+        self._pending = (_event(self.device), list(step.steered), n)
+        self.failed[:n].zero_()
+        if self._index is self.index:
+            self._index[:, :n].zero_()
+            self._guard[:n].zero_()
+        else:  # the host side is cleared before its next fill (_host_free)
             self.index[:, :n].zero_()
             self.guard[:n].zero_()
+
+    def check_failed(self) -> None:
+        """Record the steered requests of the last steered step that went non-finite (under
+        their tags, beside a gate's record where the same request read it: ``THEN``); called
+        before the next steered step's record is kept and before votes are collected."""
+        if self._pending is None:
+            return
+        done, steered, n = self._pending
+        self._pending = None
+        if done is not None:
+            done.synchronize()
+        failed = self._failed_host[:n]
+        if not bool(failed.any()):
+            return
+        for lo, hi, tag in steered:
+            bad = failed[lo:hi]
+            if tag is not None and bool(bad.any()) and "failed" not in self.votes.get(tag, {}):
+                layer = int(bad[bad > 0].min()) - 1
+                self.votes.setdefault(tag, {})["failed"] = (
+                    f"the steered activations became NaN or infinite at layer {layer}"
+                )
 
     def _plan_capture(self, step: _Step, ask: dict, p: torch.Tensor, lo: int, n_prompt: int):
         """The rows of this step that a capture request pools, at each layer it reads."""
@@ -681,8 +731,9 @@ class SteeringWorkerExtension:
 
     def workbench_votes(self, tags: list[str]) -> dict[str, dict[str, Any]]:
         """The gate votes recorded under ``tags`` (and forgets them)."""
-        votes = self._workbench_state().votes
-        return {t: votes.pop(t) for t in tags if t in votes}
+        state = self._workbench_state()
+        state.check_failed()  # the last steered step's failures, recorded before they are asked
+        return {t: state.votes.pop(t) for t in tags if t in state.votes}
 
 
 # vLLM imports this module (the extension class) in each worker before it loads the model, and
