@@ -75,6 +75,13 @@ SETTINGS = {
         "enable_chunked_prefill": True,
         "max_num_batched_tokens": 64,
     },
+    # the buffers' host side a copy of its own, filled, copied in and cleared as on a GPU
+    "eager_host_copy_cache_and_chunks": {
+        "host_copy": True,
+        "enable_prefix_caching": True,
+        "enable_chunked_prefill": True,
+        "max_num_batched_tokens": 64,
+    },
     "eager_neither": {"enable_prefix_caching": False, "enable_chunked_prefill": False},
 }
 CONFIG = {"max_new_tokens": 24, "system_prompt": SYSTEM}
@@ -308,6 +315,10 @@ def test_prefix_cache_chunks_and_compilation_were_in_play(run):
     # (vLLM's CPU build would stop the engine): the others prefill whole prompts
     assert on["sampling"].startswith("ConfigError: ") and "\n" not in on["sampling"]
     assert "enable_chunked_prefill=False" in on["sampling"]
+    # the host-copy setting filled a buffer of its own and copied it in, as a GPU engine does
+    copy = out["eager_host_copy_cache_and_chunks"]
+    assert copy["status"]["host_copy"] and not on["status"]["host_copy"]
+    assert copy["cached_tokens"] > 0
 
 
 def test_server_answers_concurrent_mixed_requests_as_the_engine(run):

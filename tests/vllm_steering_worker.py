@@ -12,6 +12,7 @@ each (``on_engine``): one engine per setting, none more.
 """
 
 import concurrent.futures as cf
+import contextlib
 import json
 import os
 import signal
@@ -36,7 +37,11 @@ def in_process(job, specs, options, out, last_label: str):
     from workbench.generation import GenerationConfig
 
     began = time.time()
-    lm = load_in_process(job["model"], dtype="float32", options={"max_model_len": 2048, **options})
+    engine_options = {k: v for k, v in options.items() if k != "host_copy"}
+    with _host_copy(options.get("host_copy", False)):
+        lm = load_in_process(
+            job["model"], dtype="float32", options={"max_model_len": 2048, **engine_options}
+        )
     started = round(time.time() - began, 1)
     try:
         config = GenerationConfig(**job["config"])
@@ -94,6 +99,24 @@ def in_process(job, specs, options, out, last_label: str):
         return result
     finally:
         lm.close()
+
+
+@contextlib.contextmanager
+def _host_copy(on: bool):
+    """With ``on``, the steering buffers' host side a buffer of its own, as on a GPU (where it
+    is pinned memory): on CPU it is otherwise the device buffer itself, and the copies in and
+    the clearing that a GPU engine does would go unchecked."""
+    import torch
+
+    import workbench.backends.vllm_steering as vs
+
+    original = vs._host_side
+    if on:
+        vs._host_side = lambda t: torch.zeros_like(t)
+    try:
+        yield
+    finally:
+        vs._host_side = original
 
 
 def job_label(options, job):

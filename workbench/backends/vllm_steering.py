@@ -703,11 +703,16 @@ class SteeringWorkerExtension:
         return self._workbench_state().register(SteerSpec.from_json(spec_json))
 
     def workbench_status(self) -> dict[str, Any]:
-        """How this worker steers: ``compiled`` (the adds traced into vLLM's compiled model) and
-        the engine's compilation mode."""
+        """How this worker steers: ``compiled`` (the adds traced into vLLM's compiled model),
+        the engine's compilation mode, and ``host_copy`` (the host fills a copy of the buffers
+        that is copied in before each step, as on a GPU; on CPU it fills the buffers)."""
         state = self._workbench_state()
         mode = getattr(state.runner.compilation_config, "mode", None)
-        return {"compiled": state.compiled, "compilation_mode": getattr(mode, "name", str(mode))}
+        return {
+            "compiled": state.compiled,
+            "compilation_mode": getattr(mode, "name", str(mode)),
+            "host_copy": state._index is not state.index,
+        }
 
     def workbench_shape(self) -> tuple[int, int]:
         """(hidden width, number of decoder blocks) of the model this worker runs."""
