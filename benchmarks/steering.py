@@ -202,10 +202,10 @@ def paired_rounds(r: dict, base: dict) -> list[float]:
     """Round by round, ``r``'s unsteered speed against ``base``'s (engines loaded side by side,
     their passes alternating): each round's two passes ran within seconds of each other, so
     their ratio is what a shared machine's drift disturbs least; their median is the paired
-    estimate beside the fastest passes' ratio."""
-    mine, theirs = r["passes_s"]["unsteered"], base["passes_s"]["unsteered"]
-    n, n_base = r["tokens"]["unsteered"], base["tokens"]["unsteered"]
-    return [(n / s) / (n_base / b) for s, b in zip(mine, theirs)]
+    estimate beside the fastest passes' ratio. From each pass's own unrounded seconds and
+    tokens (a GPU's passes can be short enough for rounding to move a ratio)."""
+    mine, theirs = r["passes"]["unsteered"], base["passes"]["unsteered"]
+    return [(n / s) / (n_base / b) for (s, n), (b, n_base) in zip(mine, theirs)]
 
 
 def _num(x, width: int, digits: int) -> str:
@@ -301,6 +301,7 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                     k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v
                 },
                 "tokens": {k: v["tokens"] for k, v in (("unsteered", un), ("steered", st)) if v},
+                "passes": {k: v["passes"] for k, v in (("unsteered", un), ("steered", st)) if v},
             }
         )
     return rows

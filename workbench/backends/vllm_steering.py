@@ -247,7 +247,7 @@ class SteeringState:
 
     The steering adds are tensor operations on persistent buffers: a bank of vectors per layer
     (``bank[layer, slot]``: strength x vector, slot 0 all zeros) and a per-layer, per-token slot
-    index filled before each step; every decoder block adds ``bank[layer][index[layer, :n]]``
+    index filled before each step; every decoder block adds ``bank[layer][index[:n, layer]]``
     to its output and zeroes the rows of steered requests that became non-finite (recording
     the first such layer per token). These operations are traced into vLLM's compiled graph
     (and CUDA graphs: the buffers never move), so a steering engine stays compiled; the
@@ -306,7 +306,9 @@ class SteeringState:
         seqs = int(getattr(runner.scheduler_config, "max_num_seqs", 0) or 0)
         self.n_slots = max(BANK_SLOTS, seqs)
         self.bank = torch.zeros(n_layers, self.n_slots + 1, width, dtype=self.dtype, device=dev)
-        self.index = torch.zeros(n_layers, tokens, dtype=torch.long, device=dev)
+        # tokens x layers: a step's rows ``[:n]`` are one contiguous block, which a GPU copies
+        # in from pinned memory without staging
+        self.index = torch.zeros(tokens, n_layers, dtype=torch.long, device=dev)
         self.guard = torch.zeros(tokens, dtype=torch.bool, device=dev)  # steered requests' rows
         self.failed = torch.zeros(tokens, dtype=torch.int32, device=dev)  # first bad layer + 1
         # the host's side of index and guard (the same tensors on CPU: no copy at all)
@@ -465,13 +467,13 @@ class SteeringState:
                 step.steered.append((lo, hi, str(tag) if tag else None))
                 first_generated = lo + max(0, n_prompt - first)  # rows from here are generated
                 if loaded.everywhere.size:
-                    self._index_np[loaded.everywhere, lo:hi] = slot
+                    self._index_np[lo:hi, loaded.everywhere] = slot
                 if loaded.generated.size and first_generated < hi:
-                    self._index_np[loaded.generated, first_generated:hi] = slot
+                    self._index_np[first_generated:hi, loaded.generated] = slot
                 self._guard_np[lo:hi] = True
                 step.rows = max(step.rows, hi)
         if step.rows and self._index is not self.index:
-            self.index[:, : step.rows].copy_(self._index[:, : step.rows], non_blocking=True)
+            self.index[: step.rows].copy_(self._index[: step.rows], non_blocking=True)
             self.guard[: step.rows].copy_(self._guard[: step.rows], non_blocking=True)
             self._host_rows, self._copied = step.rows, _event(self.device)
         return step if (step.rows or step.reads or step.captures) else None
@@ -483,7 +485,7 @@ class SteeringState:
         if self._host_rows:
             if self._copied is not None:
                 self._copied.synchronize()  # long done: the step ran after it
-            self._index_np[:, : self._host_rows] = 0
+            self._index_np[: self._host_rows] = 0
             self._guard_np[: self._host_rows] = False
             self._host_rows, self._copied = 0, None
 
@@ -493,14 +495,15 @@ class SteeringState:
         the device after every steered step."""
         n = step.rows
         self.check_failed()  # the step before's: its copy is done or nearly
-        self._failed_host[:n].copy_(self.failed[:n], non_blocking=True)
+        # without blocking only where an event then says when it is done (CUDA)
+        self._failed_host[:n].copy_(self.failed[:n], non_blocking=self.device.type == "cuda")
         self._pending = (_event(self.device), list(step.steered), n)
         self.failed[:n].zero_()
         if self._index is self.index:
-            self._index[:, :n].zero_()
+            self._index[:n].zero_()
             self._guard[:n].zero_()
         else:  # the host side is cleared before its next fill (_host_free)
-            self.index[:, :n].zero_()
+            self.index[:n].zero_()
             self.guard[:n].zero_()
 
     def check_failed(self) -> None:
@@ -590,7 +593,7 @@ class SteeringState:
         # the buffers the pass reads (their host side was copied in before the pass; _after
         # zeroes both)
         for layer in deeper:
-            self.index[layer, lo:hi] = slot
+            self.index[lo:hi, layer] = slot
         self.guard[lo:hi] = True
         self.current.steered.append((lo, hi, tag))
 
@@ -628,7 +631,7 @@ class SteeringState:
         sampler; the first such layer is kept per token. Tensor operations only: compiled as
         they are written."""
         n = h.shape[0]
-        h = h + self.bank[layer].index_select(0, self.index[layer, :n])
+        h = h + self.bank[layer].index_select(0, self.index[:n, layer])
         finite = torch.isfinite(h).all(-1)
         if residual is not None:
             finite = finite & torch.isfinite(residual).all(-1)
