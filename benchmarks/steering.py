@@ -300,7 +300,6 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                 "passes_s": {
                     k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v
                 },
-                "tokens": {k: v["tokens"] for k, v in (("unsteered", un), ("steered", st)) if v},
                 "passes": {k: v["passes"] for k, v in (("unsteered", un), ("steered", st)) if v},
             }
         )
