@@ -48,13 +48,19 @@ def some_of(names: Sequence[str], shown: int) -> str:
 
 
 def _quiet_leftover_tasks() -> None:
-    """After an interrupt, a library's asyncio tasks that failed because of it (a notebook
-    kernel's channels: ``DeadKernelError``) are collected at exit and asyncio would print
-    "Task exception was never retrieved" with a traceback under the command's one line. They
-    say nothing the line does not."""
+    """After an interrupt, what a library's asyncio code leaves behind says nothing the
+    command's one line does not: tasks that failed because of it (a notebook kernel's channels:
+    ``DeadKernelError``), for which asyncio prints "Task exception was never retrieved" with a
+    traceback at exit, and a coroutine the interrupt stopped before it was awaited (nbclient's
+    next cell), for which Python warns "coroutine ... was never awaited" when the interrupt's
+    traceback is freed, after the one line."""
     import logging
+    import warnings
 
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    warnings.filterwarnings(
+        "ignore", message="coroutine .* was never awaited", category=RuntimeWarning
+    )
 
 
 def run_command(command: Callable[..., int | None], *args: Any) -> int:
