@@ -289,3 +289,41 @@ def test_a_gate_takes_a_bank_slot_only_when_it_fires(monkeypatch):
     torch.testing.assert_close(got, runner.model(x, _adds(6, [(s1, 3, 6, None)])), rtol=0, atol=0)
     assert set(state.slots) == {df, d1}
     assert _idle(state)
+
+
+def test_a_votes_poll_for_other_tags_leaves_a_failure_for_its_own(runner):
+    """Collecting other requests' votes does not read (on a GPU: wait for) the last steered
+    step's failure record, and loses nothing: the failed request's own poll gets it."""
+    state = SteeringState(runner)
+    worker = vs.SteeringWorkerExtension()
+    worker.model_runner = SimpleNamespace(_workbench_steering=state)  # type: ignore[attr-defined]
+    votes = worker.workbench_votes
+    huge = state.register(SteerSpec("huge", (0, 1), torch.ones(2, WIDTH), 3e38))
+    runner.add("bad", 2, {STEER: huge, TAG: "bad"})
+    runner.step([("bad", 0, 2)], torch.randn(2, WIDTH))
+    assert votes(["other"]) == {}
+    assert state._pending is not None  # still kept for its own tag
+    got = votes(["other", "bad"])
+    assert got["bad"]["failed"].endswith("at layer 2") and state._pending is None
+
+
+def test_a_plan_that_fails_part_way_leaves_no_row_steered(runner, monkeypatch):
+    """Should planning raise after a steered request's rows were filled (nothing a request
+    carries is meant to make it), the rows are cleared: a later step's tokens in those places
+    are not steered by them."""
+    state = SteeringState(runner)
+    digest = state.register(_spec("s", (0, 2)))
+    runner.add("steered", 3, {STEER: digest})
+    runner.add("capture", 2, vs.capture_args(vs.Capture((1,)), "c"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a capture that cannot be planned")
+
+    monkeypatch.setattr(state, "_plan_capture", broken)
+    x = torch.randn(5, WIDTH)
+    with pytest.raises(RuntimeError, match="cannot be planned"):
+        runner.step([("steered", 0, 3), ("capture", 0, 2)], x)
+    assert _idle(state)
+    runner.add("plain", 5)
+    got = runner.step([("plain", 0, 5)], x)
+    torch.testing.assert_close(got, runner.model(x), rtol=0, atol=0)

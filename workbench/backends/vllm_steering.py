@@ -421,9 +421,26 @@ class SteeringState:
         if not asks:
             return None
         self._host_free()
-        starts = runner.query_start_loc.np
-        computed = batch.num_computed_tokens_cpu
         step = _Step()
+        try:
+            self._fill(step, asks)
+        except BaseException:  # (nothing a request carries should raise here) no row is left
+            self._index_np[: step.rows] = 0  # filled for a later step's tokens to be steered by
+            self._guard_np[: step.rows] = False
+            raise
+        if step.rows and self._index is not self.index:
+            self.index[: step.rows].copy_(self._index[: step.rows], non_blocking=True)
+            self.guard[: step.rows].copy_(self._guard[: step.rows], non_blocking=True)
+            self._host_rows, self._copied = step.rows, _event(self.device)
+        return step if (step.rows or step.reads or step.captures) else None
+
+    def _fill(self, step: _Step, asks: list) -> None:
+        """Plan each asking request of this step into ``step``: its reads and captures, and a
+        steered request's slots and guard written into the buffers' host side (``step.rows``
+        covers every row written)."""
+        runner = self.runner
+        starts = runner.query_start_loc.np
+        computed = runner.input_batch.num_computed_tokens_cpu
         busy = step.busy
         for i, rid, state, ask in asks:
             lo, hi = int(starts[i]), int(starts[i + 1])
@@ -465,18 +482,13 @@ class SteeringState:
                 busy.add(slot)
                 tag = ask.get(TAG)
                 step.steered.append((lo, hi, str(tag) if tag else None))
+                step.rows = max(step.rows, hi)  # before the fill: cleared should it fail
                 first_generated = lo + max(0, n_prompt - first)  # rows from here are generated
                 if loaded.everywhere.size:
                     self._index_np[lo:hi, loaded.everywhere] = slot
                 if loaded.generated.size and first_generated < hi:
                     self._index_np[first_generated:hi, loaded.generated] = slot
                 self._guard_np[lo:hi] = True
-                step.rows = max(step.rows, hi)
-        if step.rows and self._index is not self.index:
-            self.index[: step.rows].copy_(self._index[: step.rows], non_blocking=True)
-            self.guard[: step.rows].copy_(self._guard[: step.rows], non_blocking=True)
-            self._host_rows, self._copied = step.rows, _event(self.device)
-        return step if (step.rows or step.reads or step.captures) else None
 
     def _host_free(self) -> None:
         """On a GPU, clear the host rows the last step filled, once their copy to the device is
@@ -506,13 +518,17 @@ class SteeringState:
             self.index[:n].zero_()
             self.guard[:n].zero_()
 
-    def check_failed(self) -> None:
+    def check_failed(self, tags: Any = None) -> None:
         """Record the steered requests of the last steered step that went non-finite (under
         their tags, beside a gate's record where the same request read it: ``THEN``); called
-        before the next steered step's record is kept and before votes are collected."""
+        before the next steered step's record is kept and before votes are collected. With
+        ``tags`` (a collection of votes) only when one of them was steered in that step: the
+        record then waits for the device, which a poll for other tags need not do."""
         if self._pending is None:
             return
         done, steered, n = self._pending
+        if tags is not None and not any(tag in tags for _, _, tag in steered):
+            return
         self._pending = None
         if done is not None:
             done.synchronize()
@@ -740,7 +756,7 @@ class SteeringWorkerExtension:
     def workbench_votes(self, tags: list[str]) -> dict[str, dict[str, Any]]:
         """The gate votes recorded under ``tags`` (and forgets them)."""
         state = self._workbench_state()
-        state.check_failed()  # the last steered step's failures, recorded before they are asked
+        state.check_failed(set(tags))  # the last steered step's failures of these tags
         return {t: state.votes.pop(t) for t in tags if t in state.votes}
 
 
