@@ -41,17 +41,26 @@ from workbench.scoring.judge import refusal_confidence
 # -- fixtures in the published shapes (our own placeholder text) ---------------------------------
 
 
-def write_seed_split(root: Path, split: str, n: int = 4) -> Path:
-    """seed 001's release: data/<split>-00000-of-00001.parquet with _id, prompt, subject."""
+def seed_split(split: str, n: int | None = None, first: int = 0) -> pd.DataFrame:
+    """Rows of seed 001's ``split`` in its columns (_id, prompt, subject): as many as its
+    dataset card gives, or ``n`` from row ``first``."""
+    spec = DATASETS.get(split)
+    assert spec is not None and spec.rows is not None
+    ids = range(first, spec.rows if n is None else first + n)
+    return pd.DataFrame(
+        {
+            "_id": [10 + i for i in ids],
+            "prompt": [f"Placeholder request number {i} for the {split} split." for i in ids],
+            "subject": ["topic-a" if i % 2 == 0 else "topic-b" for i in ids],
+        }
+    )
+
+
+def write_seed_split(root: Path, split: str) -> Path:
+    """seed 001's release: data/<split>-00000-of-00001.parquet, whole."""
     path = root / "llm-refusal-evaluation" / "data" / f"{split}-00000-of-00001.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(
-        {
-            "_id": list(range(10, 10 + n)),
-            "prompt": [f"Placeholder request number {i} for the {split} split." for i in range(n)],
-            "subject": ["topic-a", "topic-b"] * (n // 2) + ["topic-a"] * (n % 2),
-        }
-    ).to_parquet(path)
+    seed_split(split).to_parquet(path)
     return path
 
 
@@ -78,6 +87,19 @@ JBB_CSV = (
 SORRY_JSONL = (
     '{"question_id": 1, "category": "1", "turns": ["Placeholder unsafe instruction one."], "prompt_style": "base"}\n'
     '{"question_id": 2, "category": "7", "turns": ["Placeholder unsafe instruction two."], "prompt_style": "base"}\n'
+    # the rest of the 2025/03 release's 440 base instructions (44 categories x 10)
+    + "".join(
+        json.dumps(
+            {
+                "question_id": i,
+                "category": str((i - 1) // 10 + 1),
+                "turns": [f"Placeholder unsafe instruction {i}."],
+                "prompt_style": "base",
+            }
+        )
+        + "\n"
+        for i in range(3, 441)
+    )
 )
 HARMBENCH_CSV = (
     "Behavior,FunctionalCategory,SemanticCategory,Tags,ContextString,BehaviorID\n"
@@ -88,20 +110,25 @@ HARMBENCH_CSV = (
         f"Placeholder behaviour {i},standard,illegal,,,placeholder_{i}\n" for i in range(3, 401)
     )
 )
-CCP_CSV = "subject,prompt\nTopic one,Placeholder sensitive question one?\nTopic two,Placeholder sensitive question two?\n"
+CCP_CSV = (
+    "subject,prompt\nTopic one,Placeholder sensitive question one?\n"
+    "Topic two,Placeholder sensitive question two?\n"
+    # the rest of the published 1,360
+    + "".join(f"Topic {i % 7},Placeholder sensitive question {i}?\n" for i in range(3, 1361))
+)
 
 
 def test_seed_release_split_reads_ids_and_subjects(tmp_path):
-    write_seed_split(tmp_path, "jailbreakbench", 4)
+    write_seed_split(tmp_path, "jailbreakbench")
     data = load_dataset("jailbreakbench", tmp_path)
-    assert [i.prompt_id for i in data.items] == ["10", "11", "12", "13"]
+    assert [i.prompt_id for i in data.items[:4]] == ["10", "11", "12", "13"] and len(data) == 100
     assert {i.expected for i in data.items} == {"should_refuse"} and data.splits == (
         "should_refuse",
     )
     assert data.items[1].category == "topic-b" and len(data.content_hash) == 64
-    write_seed_split(tmp_path, "xstest_safe", 2)
+    write_seed_split(tmp_path, "xstest_safe")
     assert load_dataset("xstest_safe", tmp_path).items[0].expected == "should_not_refuse"
-    write_seed_split(tmp_path, "ccp_sensitive_sampled", 2)
+    write_seed_split(tmp_path, "ccp_sensitive_sampled")
     assert load_dataset("ccp_sensitive_sampled", tmp_path).items[0].expected == "may_refuse"
 
 
@@ -152,13 +179,16 @@ def test_original_releases_in_their_authors_shapes(tmp_path):
     (tmp_path / "CCP-sensitive-prompts").mkdir()
     (tmp_path / "CCP-sensitive-prompts" / "ccp-sensitive-prompts.csv").write_text(CCP_CSV)
     ccp = load_dataset("ccp_sensitive_prompts", tmp_path)
-    assert [i.prompt_id for i in ccp.items] == ["0", "1"] and ccp.items[0].category == "Topic one"
+    assert [i.prompt_id for i in ccp.items[:2]] == ["0", "1"] and len(ccp) == 1360
+    assert ccp.items[0].category == "Topic one"
 
     (tmp_path / "deccp" / "data").mkdir(parents=True)
-    pd.DataFrame({"text": ["Placeholder one?", "Placeholder two?"]}).to_parquet(
-        tmp_path / "deccp" / "data" / "censored-00000-of-00001.parquet"
-    )
-    assert len(load_dataset("deccp.censored", tmp_path)) == 2
+    for split, n in (("censored", 95), ("uncensored", 37)):
+        pd.DataFrame({"text": [f"Placeholder {split} {i}?" for i in range(n)]}).to_parquet(
+            tmp_path / "deccp" / "data" / f"{split}-00000-of-00001.parquet"
+        )
+    assert len(load_dataset("deccp.censored", tmp_path)) == 95
+    assert len(load_dataset("deccp.uncensored", tmp_path)) == 37
 
 
 def test_a_dataset_path_may_be_the_file_or_the_folder_it_was_downloaded_to(tmp_path):
@@ -182,6 +212,8 @@ def test_a_dataset_path_may_be_the_file_or_the_folder_it_was_downloaded_to(tmp_p
             HARMBENCH_CSV,
             0.5,
         ),
+        ("sorrybench.questions", "sorry-bench/question.jsonl", SORRY_JSONL, 0.5),
+        ("ccp_sensitive_prompts", "CCP-sensitive-prompts/ccp-sensitive-prompts.csv", CCP_CSV, 0.9),
     ],
 )
 def test_a_published_set_cut_short_is_named_not_run(tmp_path, name, folder, text, keep):
@@ -200,23 +232,45 @@ def test_a_published_set_cut_short_is_named_not_run(tmp_path, name, folder, text
             load_dataset(name, tmp_path)
 
 
+@pytest.mark.parametrize(
+    "name", ["sorrybench", "ccp_sensitive", "deccp_censored", "world_politics", "deccp.uncensored"]
+)
+def test_a_parquet_set_a_row_short_is_named_not_run(tmp_path, name):
+    """Seed 001's splits and deccp's, each a row short of its dataset card: one line."""
+    spec = DATASETS.get(name)
+    assert spec is not None and spec.rows is not None
+    path = tmp_path / spec.folder / spec.pattern.replace("*", "00000-of-00001")
+    path.parent.mkdir(parents=True)
+    if spec.folder == "deccp":
+        frame = pd.DataFrame({"text": [f"Placeholder {i}?" for i in range(spec.rows)]})
+    else:
+        frame = seed_split(name)
+    frame.to_parquet(path)
+    assert len(load_dataset(name, tmp_path)) == spec.rows
+    frame.iloc[1:].to_parquet(path)
+    with pytest.raises(
+        DatasetError, match=f"holds {spec.rows - 1} prompts where the published set has {spec.rows}"
+    ):
+        load_dataset(name, tmp_path)
+
+
 def test_a_sharded_split_with_a_shard_missing_is_a_partial_download(tmp_path):
     data = tmp_path / "llm-refusal-evaluation" / "data"
     data.mkdir(parents=True)
-    for k in (0, 2):
-        pd.DataFrame(
-            {"_id": [f"{k}-a"], "prompt": [f"Placeholder {k}?"], "subject": ["s"]}
-        ).to_parquet(data / f"jailbreakbench-0000{k}-of-00003.parquet")
+    for k in (0, 2):  # the split's 100 rows in shards of 34, 33 and 33
+        first = (0, 34, 67)[k]
+        seed_split("jailbreakbench", 34 if k == 0 else 33, first).to_parquet(
+            data / f"jailbreakbench-0000{k}-of-00003.parquet"
+        )
     with pytest.raises(DatasetError, match="has 2 of its 3 shards \\(shard 00001 missing\\)"):
         load_dataset("jailbreakbench", tmp_path)
-    pd.DataFrame({"_id": ["1-a"], "prompt": ["Placeholder 1?"], "subject": ["s"]}).to_parquet(
-        data / "jailbreakbench-00001-of-00003.parquet"
-    )
-    assert len(load_dataset("jailbreakbench", tmp_path)) == 3
+    seed_split("jailbreakbench", 33, 34).to_parquet(data / "jailbreakbench-00001-of-00003.parquet")
+    whole = load_dataset("jailbreakbench", tmp_path)
+    assert [i.prompt_id for i in whole.items] == [str(10 + i) for i in range(100)]
     for f in sorted(data.glob("*.parquet"), reverse=True):  # numbered from 1: whole too
         k = int(f.name.split("-")[1])
         f.rename(data / f"jailbreakbench-{k + 1:05d}-of-00003.parquet")
-    assert len(load_dataset("jailbreakbench", tmp_path)) == 3
+    assert len(load_dataset("jailbreakbench", tmp_path)) == 100
 
 
 @pytest.mark.parametrize("suffix", ["csv", "json", "jsonl", "parquet"])
@@ -574,7 +628,7 @@ def run_counting(cfg) -> tuple[pd.DataFrame, list[str]]:
 
 
 def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs):
-    write_seed_split(tmp_path / "dl", "xstest_safe", 3)
+    write_seed_split(tmp_path / "dl", "xstest_safe")
     config = SuiteConfig(
         name="e2e",
         models=("tiny",),
@@ -588,7 +642,7 @@ def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs)
     result = run_suite(config, models={"tiny": tiny}, progress=False)
     rows = result.rows
     assert (
-        len(rows) == (6 + 3) * 2
+        len(rows) == (6 + 6) * 2
         and not rows.duplicated(["system", "dataset", "prompt_id", "sample"]).any()
     )
     for col in (
@@ -616,7 +670,7 @@ def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs)
     split = result.metrics["systems"]["tiny"]["xstest_safe"]
     shares = split["answer_censor_score"]
     assert set(shares) == {"compliance_pct", "neutral_pct", "rejection_pct"}
-    assert sum(shares.values()) == pytest.approx(100) and split["prompts"] == 3
+    assert sum(shares.values()) == pytest.approx(100) and split["prompts"] == 6
     assert set(split["sources"]) == {"judge", "phrase", "keyword", "unknownbench"}
     on_disk = json.loads((runs / "e2e" / "metrics.json").read_text())
     assert on_disk["systems"]["tiny"]["xstest_safe"]["answer_censor_score"] == pytest.approx(shares)
@@ -625,7 +679,7 @@ def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs)
     assert (runs / "e2e" / "figures" / "confidence_tiny.png").is_file()
     assert (runs / "e2e" / "figures" / "source_rates.pdf").is_file()
     scores = pd.read_csv(runs / "e2e" / "prompts.csv")
-    assert len(scores) == 9 and scores["confidence"].between(-1, 1).all()
+    assert len(scores) == 12 and scores["confidence"].between(-1, 1).all()
 
     # a second run reads every chunk back: nothing generated or judged again, the same rows
     import workbench.generation
@@ -780,7 +834,7 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
 
 @pytest.mark.integration
 def test_suite_on_the_embedded_model_with_judge(embedded, tmp_path, runs):
-    write_seed_split(tmp_path / "dl", "general_prompts", 2)
+    write_seed_split(tmp_path / "dl", "general_prompts")
     config = SuiteConfig(
         name="embedded",
         data_dir=str(tmp_path / "dl"),
@@ -791,7 +845,7 @@ def test_suite_on_the_embedded_model_with_judge(embedded, tmp_path, runs):
     )
     result = run_suite(config, models={"smollm2-135m-instruct": embedded}, progress=False)
     rows = result.rows
-    assert len(rows) == 10 and rows["response"].str.len().gt(0).all()
+    assert len(rows) == (3 + 3) * 2 and rows["response"].str.len().gt(0).all()
     assert rows["logprob_mean"].lt(0).all() and rows["judge_mass"].between(0, 1).all()
     assert (rows["model_id"] == "smollm2-135m-instruct").all()
     scores = result.scores

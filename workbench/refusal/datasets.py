@@ -135,20 +135,29 @@ _SEED_SOURCE = (
     f"hf download {SEED_RELEASE} --repo-type dataset --local-dir DATA_DIR/llm-refusal-evaluation"
 )
 _SEED_LAYOUT = TableFormat(prompt="prompt", id="_id", category="subject")
-#: seed 001's splits and the behaviour its README expects of each (world_politics is in the
-#: earlier copy ``Iker/refusal-evaluation`` only).
+#: seed 001's splits, the behaviour its README expects of each and the prompts its dataset card
+#: gives each (world_politics is in the earlier copy ``Iker/refusal-evaluation`` only, whose
+#: card gives the same counts for the splits both have).
 _SEED_SPLITS = {
-    "jailbreakbench": (SHOULD_REFUSE, "JailbreakBench's harmful behaviours"),
-    "sorrybench": (SHOULD_REFUSE, "SORRY-Bench: unsafe requests over 44 categories"),
-    "xstest_unsafe": (SHOULD_REFUSE, "XSTest's unsafe contrast prompts"),
-    "harmbench_sampled": (SHOULD_REFUSE, "a sample of HarmBench's red-teaming behaviours"),
-    "adversarial_unsafe_prompts": (SHOULD_REFUSE, "harmful prompts with injected China topics"),
-    "ccp_sensitive_sampled": (MAY_REFUSE, "a sample of promptfoo's CCP-sensitive prompts"),
-    "ccp_sensitive": (MAY_REFUSE, "promptfoo's CCP-sensitive prompts, all of them"),
-    "deccp_censored": (MAY_REFUSE, "prompts Qwen2-7B-Instruct refused (deccp)"),
-    "world_politics": (MAY_REFUSE, "world-politics prompts (Iker/refusal-evaluation only)"),
-    "xstest_safe": (SHOULD_NOT_REFUSE, "XSTest's safe prompts that look unsafe"),
-    "general_prompts": (SHOULD_NOT_REFUSE, "random everyday prompts (from smoltalk)"),
+    "jailbreakbench": (SHOULD_REFUSE, "JailbreakBench's harmful behaviours", 100),
+    "sorrybench": (SHOULD_REFUSE, "SORRY-Bench: unsafe requests over 44 categories", 440),
+    "xstest_unsafe": (SHOULD_REFUSE, "XSTest's unsafe contrast prompts", 200),
+    "harmbench_sampled": (SHOULD_REFUSE, "a sample of HarmBench's red-teaming behaviours", 256),
+    "adversarial_unsafe_prompts": (
+        SHOULD_REFUSE,
+        "harmful prompts with injected China topics",
+        512,
+    ),
+    "ccp_sensitive_sampled": (MAY_REFUSE, "a sample of promptfoo's CCP-sensitive prompts", 340),
+    "ccp_sensitive": (MAY_REFUSE, "promptfoo's CCP-sensitive prompts, all of them", 1360),
+    "deccp_censored": (MAY_REFUSE, "prompts Qwen2-7B-Instruct refused (deccp)", 95),
+    "world_politics": (
+        MAY_REFUSE,
+        "world-politics prompts (Iker/refusal-evaluation only)",
+        135,
+    ),
+    "xstest_safe": (SHOULD_NOT_REFUSE, "XSTest's safe prompts that look unsafe", 250),
+    "general_prompts": (SHOULD_NOT_REFUSE, "random everyday prompts (from smoltalk)", 100),
 }
 
 DATASETS: Registry[DatasetSpec] = Registry(
@@ -162,8 +171,9 @@ DATASETS: Registry[DatasetSpec] = Registry(
             _SEED_LAYOUT,
             _SEED_SOURCE,
             desc,
+            rows,
         )
-        for name, (expected, desc) in _SEED_SPLITS.items()
+        for name, (expected, desc, rows) in _SEED_SPLITS.items()
     },
 )
 _XSTEST = (
@@ -240,6 +250,7 @@ _ORIGINALS = [
         TableFormat(prompt="turns", id="question_id", category="category", first_turn=True),
         _SORRY,
         "SORRY-Bench's unsafe instructions (first turn of each)",
+        440,  # 2025/03: 44 categories x 10 (the 2024/06 release had 45)
     ),
     DatasetSpec(
         "harmbench",
@@ -261,6 +272,7 @@ _ORIGINALS = [
         TableFormat(prompt="prompt", id=None, category="subject"),
         _CCP,
         "promptfoo's CCP-sensitive prompts, from its CSV",
+        1360,
     ),
     DatasetSpec(
         "deccp.censored",
@@ -270,6 +282,7 @@ _ORIGINALS = [
         TableFormat(prompt="text", id=None),
         _DECCP,
         "prompts Qwen2-7B-Instruct refused (deccp's censored split)",
+        95,
     ),
     DatasetSpec(
         "deccp.uncensored",
@@ -279,6 +292,7 @@ _ORIGINALS = [
         TableFormat(prompt="text", id=None),
         _DECCP,
         "deccp's control prompts Qwen2-7B-Instruct answered",
+        37,
     ),
 ]
 for _spec in _ORIGINALS:
@@ -636,7 +650,8 @@ def load_dataset(
 
 
 def describe(names: Sequence[str] | None = None) -> list[dict]:
-    """The registry as rows (name, expected behaviour, file, source, description)."""
+    """The registry as rows (name, expected behaviour, prompts the release holds, file, source,
+    description)."""
     out = []
     for name, s in DATASETS.items():
         if names is None or name in names:
@@ -644,6 +659,7 @@ def describe(names: Sequence[str] | None = None) -> list[dict]:
                 {
                     "name": name,
                     "expected": s.expected,
+                    "prompts": s.rows,
                     "file": f"{s.folder}/{s.pattern}",
                     "source": s.source,
                     "description": s.description,
