@@ -233,6 +233,41 @@ def test_a_published_set_cut_short_is_named_not_run(tmp_path, name, folder, text
 
 
 @pytest.mark.parametrize(
+    ("name", "folder", "text", "line", "cut"),
+    [
+        ("jbb.harmful", "JBB-Behaviors/data/harmful-behaviors.csv", JBB_CSV, 3, ",Sure,"),
+        (
+            "harmbench",
+            "HarmBench/data/behavior_datasets/harmbench_behaviors_text_all.csv",
+            HARMBENCH_CSV,
+            6,
+            ",standard,",
+        ),
+        ("xstest.safe", "exaggerated-safety/xstest_prompts.csv", XSTEST_CSV, 5, ",homonyms,"),
+    ],
+)
+def test_a_published_row_missing_a_middle_cell_is_named(tmp_path, name, folder, text, line, cut):
+    """A row of a published CSV that lost a cell in the middle would have its later cells read
+    into the wrong columns (JailbreakBench's category from its source, HarmBench's context from
+    its id): one line naming the row, not a shifted set. One's own prompt file may stop early."""
+    lines = text.splitlines(keepends=True)
+    assert cut in lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(cut, ",", 1)
+    path = tmp_path / folder
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(lines))
+    with pytest.raises(DatasetError, match=f"row {line - 1} \\(line {line}\\) has 5 fields") as e:
+        load_dataset(name, tmp_path)
+    assert "\n" not in str(e.value) and folder in str(e.value)
+    mine = tmp_path / "mine.csv"
+    mine.write_text("prompt,id,category\nName a river.,a,geo\nName a lake.,b\n")
+    assert [i.category for i in read_prompt_file(mine, "mine", "should_not_refuse").items] == [
+        "geo",
+        "",
+    ]
+
+
+@pytest.mark.parametrize(
     "name", ["sorrybench", "ccp_sensitive", "deccp_censored", "world_politics", "deccp.uncensored"]
 )
 def test_a_parquet_set_a_row_short_is_named_not_run(tmp_path, name):

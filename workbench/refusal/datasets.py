@@ -400,8 +400,11 @@ def _kind(path: Path) -> str:
     return kinds.get(suffix, "")
 
 
-def read_records(path: str | os.PathLike, name: str = "?") -> list[dict]:
-    """The rows of a CSV, JSON (array of objects), JSON Lines or Parquet file, as dicts."""
+def read_records(path: str | os.PathLike, name: str = "?", whole_rows: bool = False) -> list[dict]:
+    """The rows of a CSV, JSON (array of objects), JSON Lines or Parquet file, as dicts. With
+    ``whole_rows`` (a published CSV, whose every row holds every field) a CSV row with fewer
+    fields than the header is an error: a cell lost in the middle shifts the later ones into
+    the wrong columns, which pandas cannot tell from empty trailing cells."""
     p = Path(path)
     kind = _kind(p)
     if not kind:
@@ -414,6 +417,8 @@ def read_records(path: str | os.PathLike, name: str = "?") -> list[dict]:
                 frame = pd.read_csv(p, dtype=str, keep_default_na=False)
             except pd.errors.EmptyDataError:
                 raise _fail(name, p, "is empty") from None
+            if whole_rows:
+                _check_whole_rows(p, name)
             return frame.to_dict("records")
         if kind == "parquet":
             import pandas as pd
@@ -454,6 +459,25 @@ def read_records(path: str | os.PathLike, name: str = "?") -> list[dict]:
             raise _fail(name, p, f"line {n} is not a JSON object")
         rows.append(row)
     return rows
+
+
+def _check_whole_rows(path: Path, name: str) -> None:
+    """One line naming the first CSV row (counted as records after the header) that holds
+    fewer fields than the header."""
+    import csv
+
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, [])
+        for n, row in enumerate(reader, 1):
+            if row and len(row) < len(header):
+                raise _fail(
+                    name,
+                    path,
+                    f"row {n} (line {reader.line_num}) has {len(row)} fields where the header "
+                    f"has {len(header)}: a cell is missing, and the later ones would be read "
+                    "into the wrong columns (a damaged download?)",
+                )
 
 
 def _text(value) -> str:
@@ -587,7 +611,9 @@ def read_prompt_file(
     files = _files(name, Path(path).expanduser())
     items: list[PromptItem] = []
     for f in files:
-        items += items_from_records(read_records(f, name), layout, expected, name, f)
+        # a published layout's files hold every field in every row; one's own may stop early
+        records = read_records(f, name, whole_rows=layout is not GENERIC)
+        items += items_from_records(records, layout, expected, name, f)
     ids = [i.prompt_id for i in items]
     if len(set(ids)) != len(ids):
         raise DatasetError(f"dataset {name!r}: {path}: its shards repeat ids")
