@@ -267,6 +267,24 @@ def test_a_published_row_missing_a_middle_cell_is_named(tmp_path, name, folder, 
     ]
 
 
+def test_a_published_csvs_field_check_reads_what_pandas_reads(tmp_path):
+    """The whole-row check counts records as pandas does (blank and whitespace-only lines
+    skipped, before the header too), takes a field of any length, and names a file whose every
+    row has one field more than its header (pandas would read its first column as the index)."""
+    from workbench.refusal.datasets import read_records
+
+    path = tmp_path / "set.csv"
+    long = "x" * 200_000
+    path.write_text(f"\n\nid,prompt\n1,first\n   \n\n2,{long}\n3,third\n")
+    assert [r["id"] for r in read_records(path, "set", whole_rows=True)] == ["1", "2", "3"]
+    path.write_text("id,prompt\n\n1,first\n  \n2\n")
+    with pytest.raises(DatasetError, match=r"row 2 \(line 5\) has 1 fields where the header has 2"):
+        read_records(path, "set", whole_rows=True)
+    path.write_text("id,prompt\n1,first,more\n2,second,more\n")
+    with pytest.raises(DatasetError, match="row 1 .* has 3 fields where the header has 2"):
+        read_records(path, "set", whole_rows=True)
+
+
 @pytest.mark.parametrize(
     "name", ["sorrybench", "ccp_sensitive", "deccp_censored", "world_politics", "deccp.uncensored"]
 )

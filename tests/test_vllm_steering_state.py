@@ -305,6 +305,15 @@ def test_a_votes_poll_for_other_tags_leaves_a_failure_for_its_own(runner):
     assert state._pending is not None  # still kept for its own tag
     got = votes(["other", "bad"])
     assert got["bad"]["failed"].endswith("at layer 2") and state._pending is None
+    # skipped by a poll, then read by the next steered step: still the failed request's
+    runner.add("bad2", 2, {STEER: huge, TAG: "bad2"})
+    runner.step([("bad2", 0, 2)], torch.randn(2, WIDTH))
+    assert votes(["other"]) == {}
+    sane = state.register(_spec("sane", (1, 2)))
+    runner.add("next", 2, {STEER: sane, TAG: "next"})
+    runner.step([("next", 0, 2)], torch.randn(2, WIDTH))
+    got = votes(["next", "bad2"])
+    assert set(got) == {"bad2"} and got["bad2"]["failed"].endswith("at layer 2")
 
 
 def test_a_plan_that_fails_part_way_leaves_no_row_steered(runner, monkeypatch):
@@ -324,6 +333,11 @@ def test_a_plan_that_fails_part_way_leaves_no_row_steered(runner, monkeypatch):
     with pytest.raises(RuntimeError, match="cannot be planned"):
         runner.step([("steered", 0, 3), ("capture", 0, 2)], x)
     assert _idle(state)
-    runner.add("plain", 5)
-    got = runner.step([("plain", 0, 5)], x)
-    torch.testing.assert_close(got, runner.model(x), rtol=0, atol=0)
+    # the next step puts an unsteered request where the steered one was, and steers another
+    # after it: only the other's rows get vectors
+    spec = _spec("t", (1, 3), seed=2)
+    other = state.register(spec)
+    runner.add("plain", 3)
+    runner.add("next", 2, {STEER: other})
+    got = runner.step([("plain", 0, 3), ("next", 0, 2)], x)
+    torch.testing.assert_close(got, runner.model(x, _adds(5, [(spec, 3, 5, None)])), rtol=0, atol=0)

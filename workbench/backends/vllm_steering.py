@@ -60,6 +60,7 @@ import importlib.util
 import json
 import sys
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -518,7 +519,7 @@ class SteeringState:
             self.index[:n].zero_()
             self.guard[:n].zero_()
 
-    def check_failed(self, tags: Any = None) -> None:
+    def check_failed(self, tags: Collection[str] | None = None) -> None:
         """Record the steered requests of the last steered step that went non-finite (under
         their tags, beside a gate's record where the same request read it: ``THEN``); called
         before the next steered step's record is kept and before votes are collected. With

@@ -402,9 +402,10 @@ def _kind(path: Path) -> str:
 
 def read_records(path: str | os.PathLike, name: str = "?", whole_rows: bool = False) -> list[dict]:
     """The rows of a CSV, JSON (array of objects), JSON Lines or Parquet file, as dicts. With
-    ``whole_rows`` (a published CSV, whose every row holds every field) a CSV row with fewer
-    fields than the header is an error: a cell lost in the middle shifts the later ones into
-    the wrong columns, which pandas cannot tell from empty trailing cells."""
+    ``whole_rows`` (a published CSV, whose every row holds every field) a CSV row with fewer or
+    more fields than the header is an error: a cell lost in the middle shifts the later ones
+    into the wrong columns, which pandas cannot tell from empty trailing cells (and one more
+    field in every row makes pandas read the first column as the index)."""
     p = Path(path)
     kind = _kind(p)
     if not kind:
@@ -462,22 +463,30 @@ def read_records(path: str | os.PathLike, name: str = "?", whole_rows: bool = Fa
 
 
 def _check_whole_rows(path: Path, name: str) -> None:
-    """One line naming the first CSV row (counted as records after the header) that holds
-    fewer fields than the header."""
+    """One line naming the first CSV record (counted after the header, blank lines skipped,
+    as pandas skips them) whose number of fields is not the header's."""
     import csv
 
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, [])
-        for n, row in enumerate(reader, 1):
-            if row and len(row) < len(header):
-                raise _fail(
-                    name,
-                    path,
-                    f"row {n} (line {reader.line_num}) has {len(row)} fields where the header "
-                    f"has {len(header)}: a cell is missing, and the later ones would be read "
-                    "into the wrong columns (a damaged download?)",
-                )
+    limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)  # a long field pandas reads is no error here either
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            rows = (r for r in reader if any(c.strip() for c in r))
+            header = next(rows, [])
+            for n, row in enumerate(rows, 1):
+                if len(row) != len(header):
+                    raise _fail(
+                        name,
+                        path,
+                        f"row {n} (line {reader.line_num}) has {len(row)} fields where the "
+                        f"header has {len(header)}: a cell is missing or one too many, and the "
+                        "later ones would be read into the wrong columns (a damaged download?)",
+                    )
+    except csv.Error as e:
+        raise _fail(name, path, f"cannot be read as csv: {e}") from None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _text(value) -> str:
@@ -612,7 +621,7 @@ def read_prompt_file(
     items: list[PromptItem] = []
     for f in files:
         # a published layout's files hold every field in every row; one's own may stop early
-        records = read_records(f, name, whole_rows=layout is not GENERIC)
+        records = read_records(f, name, whole_rows=layout != GENERIC)
         items += items_from_records(records, layout, expected, name, f)
     ids = [i.prompt_id for i in items]
     if len(set(ids)) != len(ids):
