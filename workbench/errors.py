@@ -53,7 +53,8 @@ def _quiet_leftover_tasks() -> None:
     ``DeadKernelError``), for which asyncio prints "Task exception was never retrieved" with a
     traceback at exit, and a coroutine the interrupt stopped before it was awaited (nbclient's
     next cell), for which Python warns "coroutine ... was never awaited" when the interrupt's
-    traceback is freed, after the one line."""
+    traceback is freed, after the one line, and objects whose clean-up fails then (a closed
+    kernel channel's socket), which Python reports as "Exception ignored in ..."."""
     import logging
     import warnings
 
@@ -61,6 +62,7 @@ def _quiet_leftover_tasks() -> None:
     warnings.filterwarnings(
         "ignore", message="coroutine .* was never awaited", category=RuntimeWarning
     )
+    sys.unraisablehook = lambda unraisable: None
 
 
 def run_command(command: Callable[..., int | None], *args: Any) -> int:
