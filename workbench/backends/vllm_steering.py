@@ -426,8 +426,7 @@ class SteeringState:
         try:
             self._fill(step, asks)
         except BaseException:  # (nothing a request carries should raise here) no row is left
-            self._index_np[: step.rows] = 0  # filled for a later step's tokens to be steered by
-            self._guard_np[: step.rows] = False
+            self._clear_host(step.rows)  # filled for a later step's tokens to be steered by
             raise
         if step.rows and self._index is not self.index:
             self.index[: step.rows].copy_(self._index[: step.rows], non_blocking=True)
@@ -498,9 +497,13 @@ class SteeringState:
         if self._host_rows:
             if self._copied is not None:
                 self._copied.synchronize()  # long done: the step ran after it
-            self._index_np[: self._host_rows] = 0
-            self._guard_np[: self._host_rows] = False
+            self._clear_host(self._host_rows)
             self._host_rows, self._copied = 0, None
+
+    def _clear_host(self, n: int) -> None:
+        """Zero the host side's first ``n`` rows (on CPU: the buffers themselves)."""
+        self._index_np[:n] = 0
+        self._guard_np[:n] = False
 
     def _after(self, step: _Step) -> None:
         """Clear the buffers' rows after a steered step, and keep its failure record for the
@@ -513,8 +516,7 @@ class SteeringState:
         self._pending = (_event(self.device), list(step.steered), n)
         self.failed[:n].zero_()
         if self._index is self.index:
-            self._index[:n].zero_()
-            self._guard[:n].zero_()
+            self._clear_host(n)
         else:  # the host side is cleared before its next fill (_host_free)
             self.index[:n].zero_()
             self.guard[:n].zero_()
