@@ -42,6 +42,7 @@ from _timing import interleaved
 from workbench.backends import load_model
 from workbench.generation import GenerationConfig, generate
 from workbench.steering import collect_activations
+from workbench.tables.measured import steered_step_costs, step_costs_line
 from workbench.taxonomy import load_benchmark
 from workbench.techniques import get_technique
 
@@ -172,6 +173,10 @@ def main() -> None:
                 f"{statistics.median(rounds):.3f}x ({min(rounds):.2f}x-{max(rounds):.2f}x over "
                 f"{len(rounds)} rounds; target >= 0.95x)"
             )
+    for r in paths:
+        costs = steered_step_costs(r)
+        if costs is not None:
+            print(f"{r['path']}, a steered pass's engine steps: {step_costs_line(costs)}")
     if args.record:
         from workbench.experiments.verify import machine
         from workbench.tables.measured import RESULTS_DIR, write_record
@@ -301,6 +306,12 @@ def vllm_paths(args, ab, reference: dict[str, list[str]]) -> list[dict]:
                     k: v["passes_s"] for k, v in (("unsteered", un), ("steered", st)) if v
                 },
                 "passes": {k: v["passes"] for k, v in (("unsteered", un), ("steered", st)) if v},
+                # in process: every pass's engine steps (count, first, second, decoding, sum)
+                "steps": {
+                    k: v["steps"]
+                    for k, v in (("unsteered", un), ("steered", st))
+                    if v and "steps" in v
+                },
             }
         )
     return rows

@@ -13,7 +13,8 @@ The compiled plain and compiled steering engines are loaded side by side and the
 alternate; the compiled steering engine also runs the abstainer in CAST's order (``in_pass``:
 each fired answer steered in the pass that read its gate); the engines of a group take turns
 first, round by round. Prints one JSON line: per path the fastest pass's seconds (every
-pass's too) and tokens of each kind, and the texts.
+pass's too) and tokens of each kind, in process every pass's engine steps (how many, the first,
+the second, a decoding step's median), and the texts.
 ``BENCH_SERVER_ARGS`` adds arguments to the server's command line (e.g. ``--block-size 128``,
 vLLM's CPU default, to see what the steering server's 32 saves).
 """
@@ -22,6 +23,7 @@ import concurrent.futures as cf
 import json
 import os
 import signal
+import statistics
 import sys
 import time
 import urllib.request
@@ -32,9 +34,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _best_runs(runs: dict) -> dict:
+def _best_runs(runs: dict, steps: dict | None = None) -> dict:
     """Per kind the fastest pass (the one least disturbed by the rest of a shared machine: the
-    passes of one engine repeat the same work) and every pass's time and tokens."""
+    passes of one engine repeat the same work), every pass's time and tokens and (``steps``:
+    an engine in process) every pass's engine steps (:func:`_steps`)."""
     return {
         kind: {
             "seconds": min(r[0] for r in rs),
@@ -42,9 +45,35 @@ def _best_runs(runs: dict) -> dict:
             "passes_s": [round(r[0], 2) for r in rs],
             # each pass's own seconds (unrounded) and tokens: what paired rounds are made of
             "passes": [[r[0], r[1]] for r in rs],
+            **({"steps": steps[kind]} if steps and steps.get(kind) else {}),
         }
         for kind, rs in runs.items()
     }
+
+
+def _timed_steps(lm) -> list[float]:
+    """Time every engine step of ``lm`` (vLLM's engine core in this process: one call of
+    ``LLMEngine.step`` is one scheduled forward pass); returns the list each step's seconds
+    are appended to."""
+    engine = lm.llm.llm_engine
+    step, times = engine.step, []
+
+    def timed():
+        t = time.perf_counter()
+        out = step()
+        times.append(time.perf_counter() - t)
+        return out
+
+    engine.step = timed
+    return times
+
+
+def _steps(times: list[float]) -> list[float]:
+    """A pass's engine steps: how many, the first one's seconds (every prompt's uncached tail;
+    on a steering engine the gates are read there), the second's (where the prompts whose gate
+    fired start again, steered), the median of the rest (a decoding step) and their sum."""
+    rest = times[2:] or [0.0]
+    return [len(times), times[0], times[1], statistics.median(rest), sum(times)]
 
 
 @dataclass
@@ -55,11 +84,23 @@ class _Loaded:
     kinds: dict  # kind -> the spec its steered passes use (none for unsteered)
     start_s: float
     runs: dict = field(init=False)  # kind -> [(seconds, tokens)] per pass
+    #: each engine step's seconds while a pass runs (None: the engine core runs elsewhere)
+    step_times: list | None = None
+    steps: dict = field(default_factory=dict)  # kind -> [_steps(...)] per pass
     texts: dict = field(default_factory=dict)  # kind -> the last pass's texts
     fired: int | None = None
 
     def __post_init__(self):
         self.runs = {"unsteered": [], **{k: [] for k in self.kinds}}
+
+    def clock(self, kind: str | None = None) -> None:
+        """Keep the engine steps of the pass of ``kind`` that just ran (none: forget the steps
+        so far, before a pass) and start counting again."""
+        if self.step_times is None:
+            return
+        if kind is not None and self.step_times:
+            self.steps.setdefault(kind, []).append(_steps(self.step_times))
+        self.step_times.clear()
 
 
 #: the in-process engines, each (label, options): a plain engine and the steering engine,
@@ -128,6 +169,8 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
             if options.get("in_pass_too"):
                 kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
             loaded[label] = _Loaded(lm, kinds, round(time.perf_counter() - began, 1))
+            if options.get("in_process", True):  # the back end's choice on CPU: in process
+                loaded[label].step_times = _timed_steps(lm)
         for e in loaded.values():
             # a warm-up at full size: the first pass compiles the batch's shapes and fills the
             # prefix cache, which every timed pass then finds as the others do
@@ -137,11 +180,13 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
         for r in range(repeats):
             # the engines' order reversed every other round (ABBA): neither always runs first
             for e in list(loaded.values())[:: 1 if r % 2 == 0 else -1]:
+                e.clock()
                 t = time.perf_counter()
                 gens = generate(e.lm, prompts, cfg, progress=False)
                 e.runs["unsteered"].append(
                     (time.perf_counter() - t, sum(g.num_tokens for g in gens))
                 )
+                e.clock("unsteered")
                 e.texts["unsteered"] = [g.text for g in gens]
                 for kind, s in e.kinds.items():
                     t = time.perf_counter()
@@ -149,12 +194,13 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
                         prompts, cfg, [s] * len(prompts), progress=False
                     )
                     e.runs[kind].append((time.perf_counter() - t, sum(g.num_tokens for g in gens)))
+                    e.clock(kind)
                     e.texts[kind] = [g.text for g in gens]
                     e.fired = sum(bool(r["fired"]) for r in records)
         for label, e in loaded.items():
             e.lm.close()
             out[label] = {
-                **_best_runs(e.runs),
+                **_best_runs(e.runs, e.steps),
                 "texts": e.texts,
                 "fired": e.fired,
                 "start_s": e.start_s,

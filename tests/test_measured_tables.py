@@ -142,3 +142,34 @@ def test_the_steering_table_gives_the_paired_rounds_median(monkeypatch):
     text = measured.steering_speed()
     assert "ran at 1.00x the plain engine's speed (median of 3 paired rounds, 0.90x-1.20x)" in text
     assert "each round's first engine the other round's last" in text
+
+
+def test_a_steered_pass_s_extra_time_is_split_by_engine_step(monkeypatch):
+    """The steering steps table: per round the steered pass minus the unsteered pass of the
+    same round (first step, second step, steps more at a decoding step's time, the rest),
+    the median over rounds; rows without steps of both kinds (the server's) are left out."""
+    # per pass: [steps, first step s, second step s, decoding step median s, sum s]
+    un = [[48, 0.5, 0.1, 0.1, 5.3], [48, 0.6, 0.1, 0.1, 5.5], [48, 0.5, 0.1, 0.12, 5.4]]
+    st = [[49, 0.6, 0.2, 0.1, 5.7], [49, 0.7, 0.3, 0.1, 5.9], [49, 0.6, 0.2, 0.1, 6.2]]
+    costs = measured.steered_step_costs({"steps": {"unsteered": un, "steered": st}})
+    assert costs is not None
+    assert costs["steps"] == (48, 49)
+    assert costs["gate_s"] == pytest.approx(0.1)
+    assert costs["restart_s"] == pytest.approx(0.1)  # median of 0.1, 0.2, 0.1
+    assert costs["more_s"] == pytest.approx(0.1)  # one step more at the median decoding step
+    assert costs["extra_s"] == pytest.approx(0.4)  # median of 0.4, 0.4, 0.8: not of the sums
+    assert costs["rest_s"] == pytest.approx(0.1)
+    assert costs["unsteered_s"] == pytest.approx(5.4)
+    assert measured.steered_step_costs({"steps": {"unsteered": un}}) is None
+    assert measured.steered_step_costs({}) is None
+    rec = json.loads((measured.repo_root() / "docs/results/steering.json").read_text())
+    rec["repeats"] = 3
+    rec["paths"] = [
+        {"path": "vLLM compiled steering", "steps": {"unsteered": un, "steered": st}},
+        {"path": "vLLM server, eager (64 in flight)"},
+    ]
+    monkeypatch.setattr(measured, "read_record", lambda path: rec)
+    text = measured.steering_steps()
+    assert "| vLLM compiled steering | 48 / 49 | 5.40 s | +0.40 s (+7.4%) | +0.10 s |" in text
+    assert "server" not in text.split("\n\n")[0]
+    assert "median over the 3 rounds" in text

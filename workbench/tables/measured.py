@@ -229,6 +229,86 @@ def steering_speed() -> str:
     return head + body + note + "\n" + provenance(rec["machine"], rec["command"]) + "\n"
 
 
+def steered_step_costs(r: dict) -> dict[str, Any] | None:
+    """Where a steered pass's time goes beside an unsteered pass of the same engine, from
+    their engine steps (``benchmarks/vllm_steering.py``: per pass the count, the first step,
+    the second, a decoding step's median and their sum): each a median over the rounds of the
+    steered pass's value minus the unsteered pass's of its round. ``gate_s``: the first step's
+    extra (where the gates are read: an eager step on a compiled engine); ``restart_s``: the
+    second step's (the prompts whose gate fired start again, steered: their uncached tails);
+    ``more_s``: the steps more, at a decoding step's time; ``rest_s``: what is left. None for
+    a row without steps of both kinds (the server's, the engine's)."""
+    steps = r.get("steps") or {}
+    un, st = steps.get("unsteered"), steps.get("steered")
+    if not un or not st:
+        return None
+    med = statistics.median
+    pairs = list(zip(un, st))
+    decode = med(u[3] for u in un)
+    extra = med(s[4] - u[4] for u, s in pairs)
+    gate = med(s[1] - u[1] for u, s in pairs)
+    restart = med(s[2] - u[2] for u, s in pairs)
+    more = med(s[0] - u[0] for u, s in pairs) * decode
+    return {
+        "steps": (med(u[0] for u in un), med(s[0] for s in st)),
+        "decode_s": decode,
+        "unsteered_s": med(u[4] for u in un),
+        "extra_s": extra,
+        "gate_s": gate,
+        "restart_s": restart,
+        "more_s": more,
+        "rest_s": extra - gate - restart - more,
+    }
+
+
+def _signed(x: float) -> str:
+    return f"{round(x, 2) + 0.0:+.2f} s"  # + 0.0: no "-0.00"
+
+
+def _steps_pair(costs: dict[str, Any]) -> str:
+    return " / ".join(f"{n:g}" for n in costs["steps"])
+
+
+def step_costs_line(costs: dict[str, Any]) -> str:
+    """:func:`steered_step_costs` in one line."""
+    share = costs["extra_s"] / costs["unsteered_s"]
+    return (
+        f"{_steps_pair(costs)} steps unsteered / steered; {_signed(costs['extra_s'])} on a "
+        f"{costs['unsteered_s']:.2f} s pass ({share:+.1%}): the gates' step "
+        f"{_signed(costs['gate_s'])}, the restarted prompts' step {_signed(costs['restart_s'])}, "
+        f"the steps more {_signed(costs['more_s'])}, the rest {_signed(costs['rest_s'])} (a "
+        f"decoding step {costs['decode_s']:.3f} s)"
+    )
+
+
+def steering_steps() -> str:
+    """A steered pass's extra time on each in-process vLLM engine, step by step."""
+    rec = read_record(RESULTS_DIR / "steering.json")
+    rows = [(r, c) for r in rec["paths"] if (c := steered_step_costs(r)) is not None]
+    head = (
+        "| path | engine steps, unsteered / steered | unsteered pass | steered pass's extra | "
+        "the gates' step | the restarted prompts' step | the steps more | the rest |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    body = "".join(
+        f"| {r['path']} | {_steps_pair(c)} | {c['unsteered_s']:.2f} s | "
+        f"{_signed(c['extra_s'])} ({c['extra_s'] / c['unsteered_s']:+.1%}) | "
+        f"{_signed(c['gate_s'])} | {_signed(c['restart_s'])} | {_signed(c['more_s'])} | "
+        f"{_signed(c['rest_s'])} |\n"
+        for r, c in rows
+    )
+    note = (
+        f"\nThe same run as the table above: each engine step timed around vLLM's "
+        f"`LLMEngine.step` (scheduling, the forward pass, sampling); each value the median over "
+        f"the {rec['repeats']} rounds of the steered pass's minus the unsteered pass's of the "
+        "same round. The gates' step is a pass's first (every prompt's uncached tail), the "
+        "restarted prompts' step its second (where the prompts whose gate fired start again, "
+        "steered), the steps more are counted at a decoding step's time (median of the "
+        "unsteered passes' steps after the second).\n"
+    )
+    return head + body + note
+
+
 def one_copy() -> str:
     """Peak memory of a vllm: grid per technique against a plain vLLM engine."""
     rec = read_record(RESULTS_DIR / "one_copy.json")
@@ -329,6 +409,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "verify-slice": verify_slice,
     "invariance": invariance,
     "steering-speed": steering_speed,
+    "steering-steps": steering_steps,
     "one-copy": one_copy,
     "refusal-probe": refusal_probe,
     "probe-reliability": probe_reliability,
