@@ -72,8 +72,8 @@ def _steps(times: list[float]) -> list[float]:
     """A pass's engine steps: how many, the first one's seconds (every prompt's uncached tail;
     on a steering engine the gates are read there), the second's (where the prompts whose gate
     fired start again, steered), the median of the rest (a decoding step) and their sum."""
-    rest = times[2:] or [0.0]
-    return [len(times), times[0], times[1], statistics.median(rest), sum(times)]
+    first, second, *rest = [*times, 0.0, 0.0][: max(len(times), 2)]  # a one-step pass too
+    return [len(times), first, second, statistics.median(rest or [0.0]), sum(times)]
 
 
 @dataclass
