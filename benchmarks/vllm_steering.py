@@ -51,11 +51,14 @@ def _best_runs(runs: dict, steps: dict | None = None) -> dict:
     }
 
 
-def _timed_steps(lm) -> list[float]:
-    """Time every engine step of ``lm`` (vLLM's engine core in this process: one call of
-    ``LLMEngine.step`` is one scheduled forward pass); returns the list each step's seconds
-    are appended to."""
+def _timed_steps(lm) -> list[float] | None:
+    """Time every engine step of ``lm`` where vLLM's engine core runs in this process (one call
+    of ``LLMEngine.step`` is then one scheduled forward pass; with the core in a process of its
+    own it only collects what is ready: None); returns the list each step's seconds are
+    appended to."""
     engine = lm.llm.llm_engine
+    if type(getattr(engine, "engine_core", None)).__name__ != "InprocClient":
+        return None
     step, times = engine.step, []
 
     def timed():
@@ -169,8 +172,7 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
             if options.get("in_pass_too"):
                 kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
             loaded[label] = _Loaded(lm, kinds, round(time.perf_counter() - began, 1))
-            if options.get("in_process", True):  # the back end's choice on CPU: in process
-                loaded[label].step_times = _timed_steps(lm)
+            loaded[label].step_times = _timed_steps(lm)
         for e in loaded.values():
             # a warm-up at full size: the first pass compiles the batch's shapes and fills the
             # prefix cache, which every timed pass then finds as the others do
