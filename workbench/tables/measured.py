@@ -298,7 +298,7 @@ def steering_steps() -> str:
         for r, c in rows
     )
     note = (
-        f"\nThe same run as the table above: each engine step timed around vLLM's "
+        f"\nThe run of the steering speed table: each engine step timed around vLLM's "
         f"`LLMEngine.step` (scheduling, the forward pass, sampling); each value the median over "
         f"the {rec['repeats']} rounds of the steered pass's minus the unsteered pass's of the "
         "same round. The gates' step is a pass's first (every prompt's uncached tail), the "
