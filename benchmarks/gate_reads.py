@@ -15,24 +15,24 @@ the block's output and the residual apart), the fastest of ``--repeats`` timings
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import interleaved
 from workbench.backends import load_model
 from workbench.generation.hooks import decoder_blocks
 
 
 def timed(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` runs of ``fn``, in seconds (after three warm-up runs)."""
+    """The fastest of ``repeats`` runs of ``fn``, in seconds, after three warm-up runs (the
+    first compiles)."""
     for _ in range(3):
         fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    [(_, seconds)] = interleaved(repeats, fn)
+    return min(seconds)
 
 
 def main() -> None:
