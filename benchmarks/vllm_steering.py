@@ -56,8 +56,10 @@ def _timed_steps(lm) -> list[float] | None:
     of ``LLMEngine.step`` is then one scheduled forward pass; with the core in a process of its
     own it only collects what is ready: None); returns the list each step's seconds are
     appended to."""
+    from vllm.v1.engine.core_client import InprocClient
+
     engine = lm.llm.llm_engine
-    if type(getattr(engine, "engine_core", None)).__name__ != "InprocClient":
+    if not isinstance(getattr(engine, "engine_core", None), InprocClient):
         return None
     step, times = engine.step, []
 
