@@ -58,48 +58,62 @@ def browser():
         b.close()
 
 
-def _open_alone(page, url: str, token: str, name: str) -> None:
-    """Open notebook ``name`` in a fresh workspace (``?reset``: only it opens) and wait until
-    its kernel has started and answered (its language_info reaches the notebook then)."""
-    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
-    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
-    page.wait_for_function(
-        "() => { const w = window.jupyterapp.shell.currentWidget;"
-        " return w && w.sessionContext && w.sessionContext.kernelDisplayStatus === 'idle'; }",
-        timeout=120_000,
+#: Wait until notebook panel ``w`` has started its kernel and had its answer to ``kernel_info``
+#: (its language_info reaches the notebook then); awaited, not read off the kernel's displayed
+#: status. Gives null, or, for a notebook marked unsaved once loaded (at once) or a kernel with no
+#: answer within ``ms``, what JupyterLab says of it.
+ANSWERED = """async (w, ms) => {
+  const answered = (async () => {
+    await w.sessionContext.ready;
+    await w.sessionContext.session.kernel.info;
+    return true;
+  })();
+  const start = Date.now();
+  const dirtyOrLate = new Promise(done => { const poll = setInterval(() => {
+    if ((w.context.isReady && w.context.model.dirty) || Date.now() - start > ms) {
+      clearInterval(poll); done(false);
+    }
+  }, 200); });
+  if (await Promise.race([answered, dirtyOrLate])) return null;
+  const s = w.sessionContext;
+  return {name: w.context.path, status: s.kernelDisplayStatus,
+          kernel: s.session && s.session.kernel ? s.session.kernel.connectionStatus : null,
+          dirty: w.context.model.dirty};
+}"""
+
+#: Open the notebooks one after another in the current workspace, each once the one before has
+#: its kernel's answer. One start at a time: eleven kernels launched at once on a loaded 2-core
+#: machine are what a shared runner must not depend on. Gives null or the first ``ANSWERED``
+#: failure.
+OPEN_ALL = f"""async ([names, ms]) => {{
+  const app = window.jupyterapp;
+  await app.restored;
+  for (const name of names) {{
+    const w = await app.commands.execute('docmanager:open', {{path: name, factory: 'Notebook'}});
+    const stuck = await ({ANSWERED})(w, ms);
+    if (stuck) return stuck;
+  }}
+  return null;
+}}"""
+
+
+def _stuck(stuck: dict | None, log) -> str:
+    return (
+        f"{stuck and stuck['name']} opened marked unsaved or its kernel did not answer in "
+        f"{KERNEL_MS // 1000} s: {stuck}; JupyterLab's log ends: " + log.read_text()[-3000:]
     )
 
 
-#: Open the notebooks one after another in the current workspace, each once the one before has
-#: started its kernel and had its answer to ``kernel_info`` (its language_info reaches the notebook
-#: then). One start at a time: eleven kernels launched at once on a loaded 2-core machine are what
-#: a shared runner must not depend on. Returns null, or the first notebook marked unsaved or whose
-#: kernel did not answer within ``ms``, with what JupyterLab said of it.
-OPEN_ALL = """async ([names, ms]) => {
-  const app = window.jupyterapp;
-  await app.restored;
-  for (const name of names) {
-    const w = await app.commands.execute('docmanager:open', {path: name, factory: 'Notebook'});
-    const answered = (async () => {
-      await w.sessionContext.ready;
-      await w.sessionContext.session.kernel.info;
-      return true;
-    })();
-    const start = Date.now();  // a notebook marked unsaved once loaded fails at once
-    const dirtyOrLate = new Promise(done => { const poll = setInterval(() => {
-      if ((w.context.isReady && w.context.model.dirty) || Date.now() - start > ms) {
-        clearInterval(poll); done(false);
-      }
-    }, 200); });
-    if (!(await Promise.race([answered, dirtyOrLate]))) {
-      const s = w.sessionContext;
-      return {name, status: s.kernelDisplayStatus,
-              kernel: s.session && s.session.kernel ? s.session.kernel.connectionStatus : null,
-              dirty: w.context.model.dirty};
-    }
-  }
-  return null;
-}"""
+def _open_alone(page, url: str, token: str, name: str, log) -> None:
+    """Open notebook ``name`` in a fresh workspace (``?reset``: only it opens) and wait until
+    its kernel has started and answered."""
+    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell", timeout=90_000)
+    stuck = page.evaluate(
+        f"(ms) => ({ANSWERED})(window.jupyterapp.shell.currentWidget, ms)", KERNEL_MS
+    )
+    assert stuck is None, _stuck(stuck, log)
+
 
 PANELS = """() => Array.from(window.jupyterapp.shell.widgets('main'))
   .filter(w => w.context && w.sessionContext)"""
@@ -130,11 +144,7 @@ def test_every_notebook_opens_unmodified(lab, browser):
             timeout=90_000,
         )
         stuck = page.evaluate(OPEN_ALL, [NOTEBOOKS, KERNEL_MS])
-        assert stuck is None, (
-            f"{stuck['name']} opened marked unsaved or its kernel did not answer in "
-            f"{KERNEL_MS // 1000} s: {stuck}; "
-            "JupyterLab's log ends: " + log.read_text()[-3000:]
-        )
+        assert stuck is None, _stuck(stuck, log)
         page.wait_for_timeout(SETTLE_MS)
         states = {s["path"]: s for s in page.evaluate(STATES)}
         dirty_tabs = page.evaluate(
@@ -169,13 +179,13 @@ def test_a_parameter_saved_in_lab_reaches_the_source_and_the_command_line(
     import subprocess
     import time
 
-    url, token, served, _log = lab
+    url, token, served, log = lab
     name, old, new = "00_quickstart.ipynb", "max_new_tokens = 48", "max_new_tokens = 5"
     source = served / "src" / "00_quickstart.py"
     assert old in source.read_text()
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        _open_alone(page, url, token, name)
+        _open_alone(page, url, token, name, log)
         edited = page.evaluate(
             """([old, neu]) => {
               const w = window.jupyterapp.shell.currentWidget;
