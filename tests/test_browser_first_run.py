@@ -97,9 +97,10 @@ OPEN_ALL = f"""async ([names, ms]) => {{
 }}"""
 
 
-def _stuck(stuck: dict | None, log) -> str:
+def _stuck(stuck: dict, log) -> str:
+    """The failure message for what ``ANSWERED`` gave back."""
     return (
-        f"{stuck and stuck['name']} opened marked unsaved or its kernel did not answer in "
+        f"{stuck['name']} opened marked unsaved or its kernel did not answer in "
         f"{KERNEL_MS // 1000} s: {stuck}; JupyterLab's log ends: " + log.read_text()[-3000:]
     )
 
