@@ -69,12 +69,13 @@ ANSWERED = """async (w, ms) => {
     return true;
   })();
   const start = Date.now();
-  const dirtyOrLate = new Promise(done => { const poll = setInterval(() => {
-    if ((w.context.isReady && w.context.model.dirty) || Date.now() - start > ms) {
-      clearInterval(poll); done(false);
-    }
+  let poll;
+  const dirtyOrLate = new Promise(done => { poll = setInterval(() => {
+    if ((w.context.isReady && w.context.model.dirty) || Date.now() - start > ms) done(false);
   }, 200); });
-  if (await Promise.race([answered, dirtyOrLate])) return null;
+  const ok = await Promise.race([answered, dirtyOrLate]);
+  clearInterval(poll);  // whichever came first, the poll is done
+  if (ok) return null;
   const s = w.sessionContext;
   return {name: w.context.path, status: s.kernelDisplayStatus,
           kernel: s.session && s.session.kernel ? s.session.kernel.connectionStatus : null,
