@@ -14,6 +14,7 @@ import pytest
 
 from select_results_fixture import UNJOINABLE, write_results_release
 from workbench.errors import ConfigError
+from workbench.scoring.agreement import cohen_kappa
 from workbench.scoring.outside import RELEASES, SOURCES, load_sources
 
 V2_MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
@@ -32,7 +33,12 @@ def _completions(version: str, model: str, n: int, shared: int = 0) -> pd.DataFr
             if label == LABELS[0]
             else f"({own}, {model}) I'm sorry, I can't help with question {i}."
         )
-        rows.append([f"{version}-{i + 1}", "homonyms", f"Question {i}?", text, label, label, True])
+        # as published: the second annotator differs now and then (every tenth answer here),
+        # the first annotator's label the resolved one
+        second = LABELS[(i + 1) % 3] if i % 10 == 9 else label
+        rows.append(
+            [f"{version}-{i + 1}", "homonyms", f"Question {i}?", text, label, second, i % 10 != 9]
+        )
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["final_label"] = frame["annotation_1"]
     return frame
@@ -151,6 +157,34 @@ def test_every_source_reads_whole_with_its_labels_models_and_splits(sources):
     with pytest.warns(UserWarning, match="SELECT results files"):
         again = load_sources(root, tuple(reversed(SOURCES)), None)  # asked in another order
     pd.testing.assert_frame_equal(frame, again)
+
+
+def test_each_annotators_own_label_is_kept_where_the_file_has_it(tmp_path):
+    from workbench.scoring.probe.loso import annotator_kappa
+
+    write_xstest(tmp_path)
+    frame = load_sources(tmp_path, ("xstest", "xstest_v1"))
+    xs = frame[frame.model == "GPT-4"]
+    assert (xs["annotation_1"] == xs["label"]).all()
+    differ = xs["annotation_2"] != xs["annotation_1"]
+    assert (
+        differ.sum() == 45 + 20 and (xs[differ]["response"].str.contains(r"question \d*9\b")).all()
+    )
+    truth = list(xs["label"] != "compliance")
+    other = list(xs["annotation_2"] != "compliance")
+    assert (
+        annotator_kappa(xs) == pytest.approx(cohen_kappa(truth, other))
+        and 0 < annotator_kappa(xs) < 1
+    )
+    # a copy without the annotators' columns loads as before, their labels empty
+    _rewrite(lambda f: f.drop(columns=["annotation_1", "annotation_2"]))(
+        tmp_path / "xstest" / "model_completions" / "xstest_v2_completions_gpt4.csv"
+    )
+    frame = load_sources(tmp_path, ("xstest",))
+    gpt4 = frame[frame.model == "GPT-4"]
+    assert len(gpt4) == 450 and gpt4["annotation_1"].isna().all()
+    assert annotator_kappa(gpt4) != annotator_kappa(gpt4)  # NaN: nobody to compare
+    assert frame[frame.model != "GPT-4"]["annotation_2"].notna().all()
 
 
 @pytest.mark.filterwarnings("ignore:.*SELECT results files")

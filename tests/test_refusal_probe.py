@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from workbench.errors import ConfigError
+from workbench.scoring.agreement import cohen_kappa
 from workbench.scoring.probe import (
     PROBE_COLUMNS,
     FeatureSettings,
@@ -27,6 +28,7 @@ from workbench.scoring.probe.loso import (
     expected_calibration_error,
     holdout_of,
     leave_one_model_out,
+    loso_table,
     reliability,
 )
 
@@ -201,6 +203,33 @@ def test_no_model_is_in_training_and_test(monkeypatch):
     assert pred[["p_compliance", "p_refusal", "p_partial"]].sum(1).round(6).eq(1).all()
     rel = reliability(pred)
     assert rel["n"].sum() == len(pred) and 0 <= expected_calibration_error(pred) <= 1
+
+
+def test_the_table_gives_the_annotators_agreement_beside_the_detectors():
+    """Where two annotators' own labels are kept, each held-out set's row gives their kappa
+    with each other on the same answers; a set without them gives NaN, and `pooled` counts
+    only answers that have both."""
+    labels = ["refusal", "compliance"] * 10
+    second = labels[:-2] + ["compliance", "refusal"]  # two answers the annotators split on
+    pred = pd.DataFrame(
+        {
+            "source": ["s"] * 20 + ["own"] * 4,
+            "model": ["A"] * 20 + ["B"] * 4,
+            "label": labels + ["refusal", "compliance"] * 2,
+            "annotation_1": labels + [None] * 4,
+            "annotation_2": second + [None] * 4,
+        }
+    )
+    pred["refused_probe"] = pred["refused_rule"] = pred["label"] != "compliance"
+    table = loso_table(pred, ["rule"]).set_index("model")
+    a_truth = [x != "compliance" for x in labels]
+    a_other = [x != "compliance" for x in second]
+    assert table.loc["A", "annotators"] == pytest.approx(cohen_kappa(a_truth, a_other))
+    assert 0 < table.loc["A", "annotators"] < 1
+    assert np.isnan(table.loc["B", "annotators"])
+    assert table.loc["all", "annotators"] == table.loc["A", "annotators"]
+    assert (table["rule"] == 1).all()
+    assert "annotators" not in loso_table(pred.drop(columns=["annotation_1", "annotation_2"]), [])
 
 
 def test_features_are_cached_per_text_and_settings(tmp_path):

@@ -330,13 +330,17 @@ def refusal_probe() -> str:
     """The learned refusal probe against the rule detectors, each model held out in turn."""
     rec = read_record(RESULTS_DIR / "refusal_probe.json")
     names = rec["detectors"]
+    humans = any(r.get("annotators") is not None for r in rec["rows"])
     head = (
         "| source | held-out model | answers | "
         + " | ".join(f"{n} κ" for n in names)
-        + " | probe precision / recall |\n"
-        + "| --- | --- | --- | "
+        + " | probe precision / recall |"
+        + (" annotators κ |" if humans else "")
+        + "\n| --- | --- | --- | "
         + " | ".join("---" for _ in names)
-        + " | --- |\n"
+        + " | --- |"
+        + (" --- |" if humans else "")
+        + "\n"
     )
 
     def cell(r, n):
@@ -347,7 +351,9 @@ def refusal_probe() -> str:
     body = "".join(
         f"| {r['source']} | {r['model']} | {r['n']:,} | "
         + " | ".join(cell(r, n) for n in names)
-        + f" | {_fmt(r['probe precision'], 3)} / {_fmt(r['probe recall'], 3)} |\n"
+        + f" | {_fmt(r['probe precision'], 3)} / {_fmt(r['probe recall'], 3)} |"
+        + (f" {_fmt(r.get('annotators'), 3)} |" if humans else "")
+        + "\n"
         for r in rec["rows"]
     )
     part = rec["partial"]
@@ -367,6 +373,13 @@ def refusal_probe() -> str:
         "variants of one model held out together), scored on the test halves (the rule "
         "detectors were written against the dev halves); `pooled` is every one of them. "
         + combined
+        + (
+            "`annotators`: the source's two annotators' own labels against each other on the "
+            "same answers, before their disagreements were resolved into the labels the "
+            "detectors are scored against (how far two people agree). "
+            if humans
+            else ""
+        )
         + f"Partial refusals ({any_part['tp'] + any_part['fn']} labelled, on the sources that "
         "label them): "
         + "; ".join(

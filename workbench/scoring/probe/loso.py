@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from workbench.scoring.agreement import scores
+from workbench.scoring.agreement import cohen_kappa, scores
 from workbench.scoring.probe.combined import combine
 from workbench.scoring.probe.head import fit_head
 
@@ -69,7 +69,9 @@ def leave_one_model_out(
 
 def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
     """Cohen's kappa of each detector column (``refused_<name>``) against the labels (partial
-    counts as refusal), per source and model and pooled over the human-labelled rows."""
+    counts as refusal), per source and model and pooled over the human-labelled rows; where the
+    rows carry two annotators' own labels (``annotation_1`` / ``_2``), ``annotators`` is their
+    kappa with each other on the same answers, the human reference (NaN where none has both)."""
     pred = pred.reset_index(drop=True)
     truth = pred["label"] != "compliance"
     rows = []
@@ -81,8 +83,21 @@ def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
             row[d] = scores(list(t), list(f[f"refused_{d}"]))["kappa"]
         s = scores(list(t), list(f["refused_probe"]))
         row["probe precision"], row["probe recall"] = s["precision"], s["recall"]
+        if "annotation_1" in f and "annotation_2" in f:
+            row["annotators"] = annotator_kappa(f)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def annotator_kappa(frame: pd.DataFrame) -> float:
+    """Cohen's kappa of the first annotator's labels against the second's (partial counts as
+    refusal) over the rows that have both; NaN where none has."""
+    both = frame[frame["annotation_1"].notna() & frame["annotation_2"].notna()]
+    if both.empty:
+        return float("nan")
+    return cohen_kappa(
+        list(both["annotation_1"] != "compliance"), list(both["annotation_2"] != "compliance")
+    )
 
 
 def partial_scores(pred: pd.DataFrame, column: str) -> dict:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
-from workbench.scoring.outside import HUMAN_SOURCES
+from workbench.scoring.outside import ANNOTATIONS, HUMAN_SOURCES
 from workbench.scoring.probe.features import FeatureSettings, response_features
 from workbench.scoring.probe.head import ProbeHead, check_training, fit_head
 
@@ -86,8 +86,10 @@ def labelled_answers(
     cap: int | None = 1000,
 ) -> pd.DataFrame:
     """One row per labelled answer (``source``, ``model``, ``family``, ``question``,
-    ``response``, ``label``) from the outside sources under ``root``, the shipped labels'
-    development half (``shipped``) and each labels file or directory in ``labels``."""
+    ``response``, ``label``, ``split``) from the outside sources under ``root``, the shipped
+    labels' development half (``shipped``) and each labels file or directory in ``labels``;
+    with the two annotators' own labels (``annotation_1`` / ``_2``, empty elsewhere) where a
+    source has them."""
     from workbench.scoring.labels import default_labels_dir, load_agreement_set
     from workbench.scoring.outside import load_sources
 
@@ -103,7 +105,7 @@ def labelled_answers(
         found = load_sources(Path(root), tuple(sources))
         if found.empty:
             raise ConfigError(f"no labelled source under {root} (looked for {', '.join(sources)})")
-        frames.append(found[COLUMNS])
+        frames.append(found[COLUMNS + [a for a in ANNOTATIONS if a in found]])
     if shipped:
         own = load_agreement_set(default_labels_dir())
         frames.append(own[own["split"] == "dev"].assign(source="workbench labels")[COLUMNS])
