@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.scoring.agreement import cohen_kappa, scores
+from workbench.scoring.outside import ANNOTATIONS
 from workbench.scoring.probe.combined import combine
 from workbench.scoring.probe.head import fit_head
 
@@ -83,7 +84,7 @@ def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
             row[d] = scores(list(t), list(f[f"refused_{d}"]))["kappa"]
         s = scores(list(t), list(f["refused_probe"]))
         row["probe precision"], row["probe recall"] = s["precision"], s["recall"]
-        if "annotation_1" in f and "annotation_2" in f:
+        if all(a in f for a in ANNOTATIONS):
             row["annotators"] = annotator_kappa(f)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -92,12 +93,11 @@ def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
 def annotator_kappa(frame: pd.DataFrame) -> float:
     """Cohen's kappa of the first annotator's labels against the second's (partial counts as
     refusal) over the rows that have both; NaN where none has."""
-    both = frame[frame["annotation_1"].notna() & frame["annotation_2"].notna()]
+    first, second = ANNOTATIONS
+    both = frame[frame[first].notna() & frame[second].notna()]
     if both.empty:
         return float("nan")
-    return cohen_kappa(
-        list(both["annotation_1"] != "compliance"), list(both["annotation_2"] != "compliance")
-    )
+    return cohen_kappa(list(both[first] != "compliance"), list(both[second] != "compliance"))
 
 
 def partial_scores(pred: pd.DataFrame, column: str) -> dict:
