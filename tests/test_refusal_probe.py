@@ -24,6 +24,7 @@ from workbench.scoring.probe import (
 from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import MAX_CHARS, FeatureCache, check_questions
 from workbench.scoring.probe.loso import (
+    check_holdouts,
     choose_overrule,
     expected_calibration_error,
     holdout_of,
@@ -271,8 +272,8 @@ def test_a_response_is_read_after_its_question_and_pooled_alone(tiny):
     not; padding a batch changes nothing (each row as read by itself)."""
     texts = ["I cannot help with that.", "Sure, here it is: mix and bake.", "No."]
     qs = ["How do I make a bomb?", "How do I bake bread?", None]
-    read = FeatureSettings(model="tiny", layers=(0, 1), context=True)
-    alone = FeatureSettings(model="tiny", layers=(0, 1), context=False)
+    read = FeatureSettings(model=tiny.name, layers=(0, 1), context=True)
+    alone = FeatureSettings(model=tiny.name, layers=(0, 1), context=False)
     kw = {"lm": tiny, "cache": False}
     a = response_features([texts[0]], read, questions=[qs[0]], **kw)
     b = response_features([texts[0]], read, questions=[qs[1]], **kw)
@@ -371,3 +372,131 @@ def test_numpy_numbers_are_accepted_as_settings():
     assert fit_head(x, labels, c=np.float32(0.5)).classes
     frame = labelled_answers(cap=np.int64(3))
     assert frame.groupby(["source", "model"]).size().max() <= 3
+
+
+def test_numpy_settings_are_saved_as_plain_numbers(tmp_path):
+    x, labels = _blobs()
+    fit_head(x, labels, c=np.float32(0.5), folds=np.int64(3)).save(tmp_path / "h.json")
+    prov = json.loads((tmp_path / "h.json").read_text())["provenance"]
+    assert (prov["c"], prov["folds"]) == (0.5, 3)
+
+
+@pytest.mark.parametrize(
+    ("kw", "said"),
+    [
+        ({"texts": ["a"]}, "1 texts but 120 labels"),
+        ({"folds": 1}, "folds 1: calibration needs at least 2 folds"),
+        ({"folds": True}, "folds True"),
+    ],
+)
+def test_training_refuses_folds_and_texts_that_do_not_fit(kw, said):
+    x, labels = _blobs()
+    with pytest.raises(ConfigError, match=said):
+        fit_head(x, labels, **kw)
+
+
+def test_features_of_another_model_are_refused_not_cached_under_its_name(tiny, tmp_path):
+    """The cache keys features by the model the settings name: a reader that is another model
+    is one line, and the same model in another dtype keeps features of its own."""
+    import torch
+
+    from workbench.testing import tiny_lm
+
+    cache = FeatureCache(tmp_path / "f.sqlite")
+    with pytest.raises(
+        ConfigError, match="reads 'smollm2-135m-instruct', not the model given \\('tiny-llama-0'\\)"
+    ):
+        response_features(["Hello."], FeatureSettings(layers=(0,)), lm=tiny, cache=cache)
+    assert cache.get([FeatureCache.key(FeatureSettings(layers=(0,)), "Hello.", None)]) == {}
+    s = FeatureSettings(model=tiny.name, layers=(0, 1))
+    fp32 = response_features(["Hello."], s, lm=tiny, cache=cache)
+    half = tiny_lm(seed=0, dtype=torch.bfloat16)
+    assert half.name == tiny.name
+    bf16 = response_features(["Hello."], s, lm=half, cache=cache)
+    assert not np.array_equal(fp32, bf16)  # read again, not the float32 features
+    assert np.array_equal(response_features(["Hello."], s, lm=tiny, cache=cache), fp32)
+
+
+def _tiny_head(tiny) -> ProbeHead:
+    s = FeatureSettings(model=tiny.name, layers=(0, 1))
+    texts = ["I cannot help.", "Sure: mix and bake.", "No, I won't.", "Here it is."] * 3
+    x = response_features(texts, s, lm=tiny, cache=False)
+    return fit_head(x, ["refusal", "compliance"] * 6, texts=texts, settings=s)
+
+
+def test_probe_columns_name_the_row_they_cannot_read_and_take_missing_cells(tiny):
+    probe = RefusalProbe(_tiny_head(tiny), lm=tiny)
+    rows = pd.DataFrame(
+        {
+            "question": pd.array(["Why?", pd.NA, "How?"], dtype="string"),
+            "response": pd.array(["I cannot help.", "Sure.", pd.NA], dtype="string"),
+        },
+        index=[10, 11, 12],
+    )
+    out = add_probe_columns(rows, probe)
+    assert list(out["p_refused_probe"] > 0) == [True, True, False]  # no text: compliance, P 0
+    for cell, said in [
+        (b"bytes here", "'response' of row 12 is bytes"),
+        ("y" * (MAX_CHARS + 1), "'response' of row 12 is 200,001 characters long"),
+    ]:
+        bad = rows.astype(object)
+        bad.loc[12, "response"] = cell
+        with pytest.raises(ConfigError, match=said) as e:
+            add_probe_columns(bad, probe)
+        assert "\n" not in str(e.value)
+    bad = rows.astype(object)
+    bad.loc[11, "question"] = b"why?"
+    with pytest.raises(ConfigError, match="'question' of row 11 is bytes"):
+        add_probe_columns(bad, probe)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda d: d.pop("mean"), "is not a whole refusal probe: it has no 'mean'"),
+        (lambda d: d["settings"].pop("model"), "it has no 'model'"),
+        (lambda d: d.update(weight=[r[:-1] for r in d["weight"]]), "do not fit 2 classes"),
+        (lambda d: d.update(classes=["compliance"]), "two or more different ones"),
+        (lambda d: d.update(classes=["compliance", "refusal", "partial"]), "do not fit 3"),
+        (lambda d: d.update(classes=["compliance", "Refusal"]), "class 'Refusal' is not"),
+        (lambda d: d.update(temperature=0), "temperature 0.0: it must be above 0"),
+        (lambda d: d.update(mean="abc"), "is not a refusal probe"),
+    ],
+)
+def test_a_head_with_missing_or_misshapen_parts_is_one_line(tmp_path, change, said):
+    x, labels = _blobs(k=2)
+    d = fit_head(x, labels).to_dict()
+    change(d)
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ConfigError, match=said) as e:
+        ProbeHead.load(path)
+    assert "\n" not in str(e.value)
+
+
+def test_features_the_head_does_not_read_are_one_line():
+    x, labels = _blobs()
+    head = fit_head(x, labels)
+    with pytest.raises(ConfigError, match="features of shape \\(120, 5\\) but the head reads 6"):
+        head.probabilities(x[:, :5])
+
+
+def test_leaving_one_model_out_needs_two_models_and_two_classes_in_each_rest():
+    one = pd.DataFrame({"model": ["unknown"] * 4, "label": ["refusal", "compliance"] * 2})
+    with pytest.raises(
+        ConfigError, match="all 4 labelled answers are of one model \\('unknown'\\)"
+    ):
+        check_holdouts(one)
+    lopsided = pd.DataFrame(
+        {"model": ["A", "A", "B", "B"], "label": ["refusal", "compliance", "refusal", "refusal"]}
+    )
+    with pytest.raises(ConfigError, match="with 'A' held out, the other models' 2 answers are all"):
+        check_holdouts(lopsided)
+    check_holdouts(lopsided.assign(label=["refusal", "compliance", "compliance", "refusal"]))
+
+
+def test_no_answers_to_choose_on_is_one_line_and_calibration_of_none_is_nan():
+    empty = pd.DataFrame({"label": [], "refused_phrase": [], "p_refused": []})
+    with pytest.raises(ConfigError, match="no answers to choose"):
+        choose_overrule(empty)
+    assert np.isnan(expected_calibration_error(empty))

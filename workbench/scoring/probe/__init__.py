@@ -30,7 +30,7 @@ from workbench.scoring.phrases import detect_refusal
 from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import (
     FeatureSettings,
-    check_questions,
+    check_column,
     check_texts,
     response_features,
 )
@@ -151,15 +151,23 @@ def add_probe_columns(
     phrase detector overruled where the probe is sure, :mod:`.combined`). Each answer's
     question is read from the ``question`` column (default: ``question``, else ``prompt``,
     where the table has one). Responses with no text are scored as compliance with P 0 (the
-    rule detectors read them the same way) rather than refused as a whole table."""
+    rule detectors read them the same way) rather than refused as a whole table; a cell that
+    is not text (bytes, say) is one line naming its row, before the model loads."""
     probe = probe or RefusalProbe()
     out = rows.copy()
     if question is None:
         question = next((c for c in ("question", "prompt") if c in out), None)
-    texts = ["" if t is None or t != t else str(t) for t in out[response]]
-    scorable = [i for i, t in enumerate(texts) if t.strip()]
-    asked = check_questions(
-        [out[question].iloc[i] for i in scorable] if question is not None else None, len(scorable)
+    texts = [t or "" for t in check_column(list(out[response]), list(out.index), response, "")]
+    scorable = [i for i, t in enumerate(texts) if t]
+    asked = (
+        check_column(
+            [out[question].iloc[i] for i in scorable],
+            [out.index[i] for i in scorable],
+            question,
+            None,
+        )
+        if question is not None
+        else [None] * len(scorable)
     )
     scored = probe.score([texts[i] for i in scorable], asked, progress=progress)
     p = np.zeros(len(texts))

@@ -15,6 +15,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from numbers import Number
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,19 @@ class FeatureSettings:
         return json.dumps(d, sort_keys=True)
 
 
-def _check_text(i: int, t: object, what: str) -> str:
+def missing(v: object) -> bool:
+    """Whether a table's cell holds no value (None, NaN, ``pd.NA``, ``NaT``)."""
+    if v is None or type(v).__name__ in {"NAType", "NaTType"}:
+        return True
+    if isinstance(v, str | bytes | bytearray):
+        return False
+    try:
+        return bool(v != v)  # NaN
+    except (TypeError, ValueError):  # an array or an object that compares oddly: a value
+        return False
+
+
+def _check_text(i: object, t: object, what: str) -> str:
     if isinstance(t, bytes | bytearray):
         raise ConfigError(f"{what} {i} is bytes, not text: decode it first")
     if not isinstance(t, str):
@@ -92,11 +105,29 @@ def check_questions(questions: Sequence[object] | None, n: int) -> list[str | No
         raise ConfigError(f"{len(questions)} questions for {n} responses")
     out: list[str | None] = []
     for i, q in enumerate(questions):
-        if q is None or (isinstance(q, float) and q != q):
+        if missing(q):
             out.append(None)
             continue
         q = _check_text(i, q, "question")
         out.append(q if q.strip() else None)
+    return out
+
+
+def check_column(
+    values: Sequence[object], rows: Sequence[object], column: str, blank: str | None
+) -> list[str | None]:
+    """A table's ``column`` (``rows``: its row labels) as text the probe can read (a number as
+    written), ``blank`` where a cell is missing or blank; one line naming the first row whose
+    cell it cannot read."""
+    out: list[str | None] = []
+    for row, v in zip(rows, values):
+        if missing(v):
+            out.append(blank)
+            continue
+        if isinstance(v, Number) and not isinstance(v, bool):
+            v = str(v)
+        t = _check_text(row, v, f"{column!r} of row")
+        out.append(t if t.strip() else blank)
     return out
 
 
@@ -110,11 +141,16 @@ class FeatureCache:
         self.db.execute("CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vec BLOB)")
 
     @staticmethod
-    def key(settings: FeatureSettings, text: str, question: str | None = None) -> str:
-        """The key of ``text``'s features (its question counts only where it is read)."""
+    def key(
+        settings: FeatureSettings, text: str, question: str | None = None, reader: str = ""
+    ) -> str:
+        """The key of ``text``'s features (its question counts only where it is read; the
+        reader's weights' dtype where it is not float32, :func:`reader_tag`)."""
         head = settings.key()
         if settings.context:
             head += "\n" + json.dumps(question)
+        if reader:
+            head += "\nread in " + reader
         return hashlib.sha256(f"{head}\n{text}".encode()).hexdigest()
 
     def get(self, keys: list[str]) -> dict[str, np.ndarray]:
@@ -137,6 +173,22 @@ class FeatureCache:
 
     def close(self) -> None:
         self.db.close()
+
+
+def reader_tag(lm: Backend, settings: FeatureSettings) -> str:
+    """What of the reader ``lm`` goes into the features' cache key: "" for the model
+    ``settings`` name in float32 (as it loads by default: the features every head is trained
+    on), its dtype otherwise; one line where ``lm`` is another model than ``settings.model``
+    (a head reads the features of the model it was trained on, and the cache keeps each
+    model's apart)."""
+    names = {str(getattr(lm, a, "")) for a in ("name", "model_id")}
+    if settings.model not in names:
+        raise ConfigError(
+            f"the probe reads {settings.model!r}, not the model given ("
+            f"{getattr(lm, 'name', lm)!r}): give it {settings.model!r} or no model"
+        )
+    dtype = str(getattr(lm, "dtype_name", "float32"))
+    return "" if dtype == "float32" else dtype
 
 
 def default_cache() -> FeatureCache:
@@ -215,6 +267,24 @@ def _read(
     return out
 
 
+def _lookup(
+    store: FeatureCache | None,
+    settings: FeatureSettings,
+    texts: list[str],
+    qs: list[str | None],
+    tag: str,
+) -> tuple[list[str], dict[str, np.ndarray], list]:
+    """The cache keys of ``texts``, the features the cache has, and the (key, (text,
+    question)) pairs left to read, by length so that each read's batches pad little."""
+    keys = [FeatureCache.key(settings, t, q, tag) for t, q in zip(texts, qs)]
+    have = store.get(keys) if store is not None else {}
+    todo = sorted(
+        {k: (t, q) for k, t, q in zip(keys, texts, qs) if k not in have}.items(),
+        key=lambda item: (len(item[1][0]) + len(item[1][1] or ""), item[0]),
+    )
+    return keys, have, todo
+
+
 def response_features(
     texts: Sequence[object],
     settings: FeatureSettings | None = None,
@@ -239,13 +309,9 @@ def response_features(
     if not settings.context:
         qs = [None] * len(texts)
     store = default_cache() if cache is True else (cache or None)
-    keys = [FeatureCache.key(settings, t, q) for t, q in zip(texts, qs)]
-    have = store.get(keys) if store is not None else {}
-    # by length, so that each read's batches pad little
-    todo = sorted(
-        {k: (t, q) for k, t, q in zip(keys, texts, qs) if k not in have}.items(),
-        key=lambda item: (len(item[1][0]) + len(item[1][1] or ""), item[0]),
-    )
+    # a reader loaded on demand is settings.model in float32: its tag is ""
+    tag = reader_tag(lm, settings) if lm is not None else ""
+    keys, have, todo = _lookup(store, settings, texts, qs, tag)
     if todo:
         if lm is None and lazy_lm is not None:
             lm = lazy_lm()
@@ -253,6 +319,9 @@ def response_features(
             from workbench.backends import load_model
 
             lm = load_model(settings.model, device="cpu")
+        if reader_tag(lm, settings) != tag:  # loaded in another dtype than assumed
+            tag = reader_tag(lm, settings)
+            keys, have, todo = _lookup(store, settings, texts, qs, tag)
         step = 256
         for s in tqdm(
             range(0, len(todo), step), desc="probe features", disable=not progress, leave=False

@@ -15,7 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,13 @@ class ProbeHead:
     overrule: float = 0.95
 
     def logits(self, features: np.ndarray) -> np.ndarray:
-        x = (np.asarray(features, np.float64) - self.mean) / self.scale
+        x = np.asarray(features, np.float64)
+        if x.ndim != 2 or x.shape[1] != self.mean.shape[0]:
+            raise ConfigError(
+                f"features of shape {x.shape} but the head reads {self.mean.shape[0]} columns: "
+                f"read them with its settings ({self.settings})"
+            )
+        x = (x - self.mean) / self.scale
         return (x @ self.weight.T + self.bias) / self.temperature
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
@@ -92,25 +98,59 @@ class ProbeHead:
             raise ConfigError(f"{p} is not a refusal probe (not JSON: {e})") from None
         if not isinstance(d, dict) or d.get("format") != "workbench-refusal-probe/1":
             raise ConfigError(f"{p} is not a refusal probe (format workbench-refusal-probe/1)")
-        s = d["settings"]
-        settings = FeatureSettings(
-            s["model"],
-            tuple(int(l) for l in s["layers"]),
-            int(s["max_tokens"]),
-            bool(s.get("context", False)),  # heads from before questions were read
-            int(s.get("question_tokens", FeatureSettings.question_tokens)),
-        )
-        return cls(
-            settings,
-            tuple(d["classes"]),
-            np.asarray(d["mean"], np.float64),
-            np.asarray(d["scale"], np.float64),
-            np.asarray(d["weight"], np.float64),
-            np.asarray(d["bias"], np.float64),
-            float(d["temperature"]),
-            d.get("provenance", {}),
-            float(d.get("overrule", cls.overrule)),
-        )
+        try:
+            s = d["settings"]
+            settings = FeatureSettings(
+                str(s["model"]),
+                tuple(int(l) for l in s["layers"]),
+                int(s["max_tokens"]),
+                bool(s.get("context", False)),  # heads from before questions were read
+                int(s.get("question_tokens", FeatureSettings.question_tokens)),
+            )
+            head = cls(
+                settings,
+                tuple(str(c) for c in d["classes"]),
+                np.asarray(d["mean"], np.float64),
+                np.asarray(d["scale"], np.float64),
+                np.asarray(d["weight"], np.float64),
+                np.asarray(d["bias"], np.float64),
+                float(d["temperature"]),
+                d.get("provenance", {}),
+                float(d.get("overrule", cls.overrule)),
+            )
+        except KeyError as e:
+            raise ConfigError(f"{p} is not a whole refusal probe: it has no {e}") from None
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{p} is not a refusal probe ({e})") from None
+        problem = head.problem()
+        if problem:
+            raise ConfigError(f"{p} is not a usable refusal probe: {problem}")
+        return head
+
+    def problem(self) -> str | None:
+        """What makes this head unusable (shapes that disagree, unknown classes, a temperature
+        that is not above 0), or ``None``."""
+        n = self.mean.shape[-1] if self.mean.ndim == 1 else -1
+        k = len(self.classes)
+        if not self.settings.model or not self.settings.layers:
+            return "its settings name no model or no layers"
+        if unknown := sorted(set(self.classes) - set(CLASSES)):
+            return f"class {unknown[0]!r} is not one of {', '.join(CLASSES)}"
+        if k < 2 or len(set(self.classes)) != k:
+            return f"classes {list(self.classes)}: two or more different ones are needed"
+        if n < 1 or self.scale.shape != (n,):
+            return f"mean {self.mean.shape} and scale {self.scale.shape} are not one row each"
+        if self.weight.shape != (k, n) or self.bias.shape != (k,):
+            return (
+                f"weight {self.weight.shape} and bias {self.bias.shape} do not fit {k} classes "
+                f"over {n} features"
+            )
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            return f"temperature {self.temperature}: it must be above 0"
+        arrays = (self.mean, self.scale, self.weight, self.bias)
+        if not all(np.isfinite(a).all() for a in arrays) or (self.scale <= 0).any():
+            return "it holds numbers that are not finite (or a scale not above 0)"
+        return None
 
 
 def _fit_lr(
@@ -211,6 +251,11 @@ def fit_head(
     counts = Counter(labels)
     if len(features) != len(labels):
         raise ConfigError(f"{len(features)} feature rows but {len(labels)} labels")
+    if texts is not None and len(texts) != len(labels):
+        raise ConfigError(f"{len(texts)} texts but {len(labels)} labels")
+    if isinstance(folds, bool) or not isinstance(folds, Integral) or folds < 2:
+        raise ConfigError(f"folds {folds!r}: calibration needs at least 2 folds")
+    c, folds = float(c), int(folds)
     x = np.asarray(features, np.float64)
     if prior is not None:
         missing = sorted(set(counts) - set(prior.classes))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from workbench.errors import ConfigError
 from workbench.scoring.agreement import cohen_kappa, scores
 from workbench.scoring.outside import ANNOTATIONS
 from workbench.scoring.probe.combined import combine
@@ -43,6 +44,7 @@ def leave_one_model_out(
     ``holdout`` group."""
     out = frame.reset_index(drop=True).copy()
     out["holdout"] = [holdout_of(m) for m in out["model"]]
+    check_holdouts(out)
     for col in ("p_compliance", "p_refusal", "p_partial"):
         out[col] = np.nan
     for group in sorted(out["holdout"].unique()):
@@ -66,6 +68,27 @@ def leave_one_model_out(
     out["refused_probe"] = out["p_refused"] >= 0.5
     out["partial_probe"] = out["p_partial"] >= out[["p_compliance", "p_refusal"]].max(1)
     return out
+
+
+def check_holdouts(frame: pd.DataFrame) -> None:
+    """One line where leaving one model out cannot work on ``frame`` (rows with ``model`` and
+    ``label``): answers of one model only, or a model whose held-out rest has one class.
+    Cheap: called before any features are read."""
+    groups = pd.Series([holdout_of(m) for m in frame["model"]], index=frame.index)
+    if groups.nunique() < 2:
+        only = groups.iloc[0] if len(groups) else "no model"
+        raise ConfigError(
+            f"all {len(groups)} labelled answers are of one model ({only!r}): leaving one model out needs "
+            "answers of at least two models (a labels file without a model column reads as "
+            "one model)"
+        )
+    for group in sorted(groups.unique()):
+        rest = frame.loc[groups != group, "label"]
+        if rest.nunique() < 2:
+            raise ConfigError(
+                f"with {group!r} held out, the other models' {len(rest)} answers are all "
+                f"{rest.iloc[0]!r}: nothing to train on for it"
+            )
 
 
 def loso_table(pred: pd.DataFrame, detectors: list[str]) -> pd.DataFrame:
@@ -130,17 +153,24 @@ def reliability(pred: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
 
 
 def expected_calibration_error(pred: pd.DataFrame, bins: int = 10) -> float:
+    """The bins' mean gap between predicted and observed refusals, weighted by their counts
+    (NaN for no answers)."""
     r = reliability(pred, bins)
+    if r.empty:
+        return float("nan")
     return float((r["n"] * (r["predicted"] - r["observed"]).abs()).sum() / r["n"].sum())
 
 
 def choose_overrule(pred: pd.DataFrame, grid: Sequence[float] = OVERRULE_GRID) -> float:
     """The ``overrule`` with the highest pooled Cohen's kappa on ``pred`` (rows with
     ``label``, ``refused_phrase`` and the probe's held-out ``p_refused``); ties go to the
-    more cautious (higher) value."""
+    more cautious (higher) value; one line where ``pred`` has no answers to choose on."""
+    if pred.empty:
+        raise ConfigError("no answers to choose the combination's overrule on")
     truth = list(pred["label"] != "compliance")
     scored = [
         (scores(truth, list(combine(pred["refused_phrase"], pred["p_refused"], q)))["kappa"], q)
         for q in grid
     ]
-    return max(scored)[1]
+    # a kappa that is NaN (one class only) ranks below every number
+    return max(scored, key=lambda kq: (-np.inf if kq[0] != kq[0] else kq[0], kq[1]))[1]

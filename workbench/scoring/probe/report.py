@@ -13,8 +13,9 @@ import pandas as pd
 
 from workbench.scoring.probe.combined import combine, combined_partial
 from workbench.scoring.probe.features import FeatureSettings, response_features
-from workbench.scoring.probe.head import check_training
+from workbench.scoring.probe.head import ProbeHead, check_training
 from workbench.scoring.probe.loso import (
+    check_holdouts,
     choose_overrule,
     expected_calibration_error,
     leave_one_model_out,
@@ -79,6 +80,8 @@ def judge_and_train(
     settings = FeatureSettings()
     frame = labelled_answers(root, sources, labels, shipped=shipped, cap=cap)
     check_training(frame["label"], c)  # before the model loads
+    if loso:
+        check_holdouts(frame)
     counts = frame.groupby(["source", "model", "label"]).size().unstack(fill_value=0)
     print(f"{len(frame)} labelled answers\n{counts.to_string()}\n")
     lm = load_model(settings.model, device="cpu")
@@ -99,7 +102,10 @@ def judge_and_train(
     if loso:
         pred = with_rules(leave_one_model_out(frame, feats, c=c))
         # the combination's one setting, chosen on the dev halves (the rules' own half)
-        overrule = choose_overrule(pred[pred["split"] == "dev"])
+        dev_half = pred[pred["split"] == "dev"]
+        overrule = choose_overrule(dev_half) if len(dev_half) else ProbeHead.overrule
+        if dev_half.empty:
+            print(f"no development half: combined keeps the overrule {overrule}")
         pred["refused_combined"] = combine(pred["refused_phrase"], pred["p_refused"], overrule)
         pred["partial_combined"] = combined_partial(
             pred["refused_combined"], pred["partial_phrase"], pred["partial_probe"]
