@@ -308,3 +308,30 @@ def test_in_pass_steering_cached_equals_uncached_recompute(tiny):
             out.append(nxt)
             ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
     assert cached.token_ids == out
+
+
+def test_a_block_steered_twice_is_one_line_on_every_engine(tiny):
+    """Both engines add one vector per block (vLLM keeps one per block in its bank): a plan or
+    spec naming a block twice, directly or counting from the end, is refused alike."""
+    from workbench.errors import ConfigError
+    from workbench.steering.spec import SteerSpec
+
+    v = torch.ones(2, tiny.model.config.hidden_size)
+    with pytest.raises(ConfigError, match="behaviour layer 1 is given twice: add its vectors"):
+        SteeringPlan([1, 1], v)
+    with pytest.raises(ConfigError, match=r"behaviour layer -1 is given twice \(as 1\)"):
+        SteeringPlan([1, -1], v).hooks(tiny.model, torch.ones(1, dtype=torch.bool))
+    with pytest.raises(ConfigError, match="abstainer 'x': behaviour layer 1 is given twice"):
+        SteerSpec("x", (1, 1), v, 1.0)
+    with pytest.raises(ConfigError, match=r"given twice \(as 1\)"):
+        SteerSpec("x", (1, -1), v, 1.0).check_model(v.shape[1], 2)
+
+
+def test_a_layer_beyond_the_model_is_one_line_not_another_block(tiny):
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"layer 40 is outside the model's 2 blocks \(0..1"):
+        collect_activations(tiny, ["Hello?"], [0, 40])
+    with pytest.raises(ConfigError, match="layer -3 is outside"):
+        collect_activations(tiny, ["Hello?"], [-3])
+    assert collect_activations(tiny, ["Hello?"], [-1]).shape[1] == 1

@@ -364,6 +364,34 @@ def test_plain_requests_pass_untouched_and_ungated_or_decided_ones_skip_the_gate
     assert "vllm_xargs" not in seen[2]
 
 
+@pytest.mark.parametrize(
+    "xargs",
+    [
+        {"workbench_capture": "x", "workbench_tag": "t"},  # not JSON: would raise in the pass
+        {"workbench_steer": "0" * 64},  # an abstainer's digest, without the steering field
+        {"workbench_tag": "t", "top_k": "5"},
+    ],
+)
+@pytest.mark.parametrize("steered", [False, True])
+def test_a_clients_own_workbench_xargs_are_a_400_and_reach_no_worker(server, xargs, steered):
+    """The workers read ``workbench_*`` extra args inside the forward pass: only the server
+    sets them (a malformed one would fail the engine's step, a digest would steer without the
+    API key)."""
+    mw, app, _engine, seen = server()
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+    request = {**CHAT, "vllm_xargs": xargs}
+    if steered:
+        request["steering"] = {"abstainer": "river"}
+    status, body, _ = _call(mw, app, "POST", "/v1/chat/completions", request)
+    message = body["error"]["message"]
+    assert status == 400 and "'workbench_'" in message and "\n" not in message
+    assert seen == []
+    status, _body, _ = _call(
+        mw, app, "POST", "/v1/chat/completions", {**CHAT, "vllm_xargs": {"a": "1"}}
+    )
+    assert status == 200 and seen == [{**CHAT, "vllm_xargs": {"a": "1"}}]
+
+
 def test_a_steered_completion_takes_one_prompt(server):
     mw, app, _, seen = server()
     status, body, _ = _call(

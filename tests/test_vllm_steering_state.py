@@ -6,6 +6,9 @@ the state reads (``tests/test_vllm_steering.py`` runs the same code inside vLLM)
 
 from __future__ import annotations
 
+import json
+import sys
+import types
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,7 +16,7 @@ import pytest
 import torch
 
 from workbench.backends import vllm_steering as vs
-from workbench.backends.vllm_steering import STEER, TAG, SteeringState
+from workbench.backends.vllm_steering import CAPTURE, GATE, STEER, TAG, Capture, SteeringState
 from workbench.steering.spec import GateSpec, SteerSpec
 
 WIDTH, LAYERS = 8, 4
@@ -341,3 +344,82 @@ def test_a_plan_that_fails_part_way_leaves_no_row_steered(runner, monkeypatch):
     runner.add("next", 2, {STEER: other})
     got = runner.step([("plain", 0, 3), ("next", 0, 2)], x)
     torch.testing.assert_close(got, runner.model(x, _adds(5, [(spec, 3, 5, None)])), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {CAPTURE: "x", TAG: "c"},  # not JSON
+        {CAPTURE: Capture((1,)).to_json()},  # no tag to keep it under
+        {
+            CAPTURE: json.dumps({"layers": [1], "pooling": "mean", "tail": "a", "final_norm": 0}),
+            TAG: "c",
+        },
+        {CAPTURE: Capture((40,)).to_json(), TAG: "c"},  # beyond the model's blocks
+        {CAPTURE: json.dumps([1, 2]), TAG: "c"},
+        {GATE: "DIGEST"},  # a gate's read with no tag to collect it under
+    ],
+)
+def test_a_malformed_request_is_skipped_never_the_step(runner, bad):
+    """What a request carries cannot fail a step: the malformed one runs unsteered and
+    unread, the requests beside it as they would alone."""
+    state = SteeringState(runner)
+    sep = _spec("sep", (1, 2))
+    gated = _spec("g", (2,), gate=_gate((1,), True))
+    d_sep, d_gate = state.register(sep), state.register(gated)
+    bad = {k: (d_gate if v == "DIGEST" else v) for k, v in bad.items()}
+    runner.add("bad", 4, bad)
+    runner.add("a", 3, {STEER: d_sep})
+    runner.add("cap", 2, vs.capture_args(Capture((0, 3), "mean"), "ok"))
+    x = torch.randn(9, WIDTH)
+    got = runner.step([("bad", 0, 4), ("a", 0, 3), ("cap", 0, 2)], x)
+    torch.testing.assert_close(got, runner.model(x, _adds(9, [(sep, 4, 7, None)])), rtol=0, atol=0)
+    assert set(state.captured) == {"ok"} and state.votes == {}
+    assert _idle(state)
+
+
+def test_a_step_that_reads_runs_without_cuda_graphs(monkeypatch):
+    """On a compiled engine a step that reads a gate or captures runs eagerly, and no CUDA
+    graph replays it (a full graph runs without the Python that reads: a step where every
+    request asks for one token, as a prompt mostly in the prefix cache does); other steps
+    keep both."""
+    ctx = SimpleNamespace(skip_compiled=False, cudagraph_runtime_mode="FULL")
+    fake = {
+        "vllm": types.ModuleType("vllm"),
+        "vllm.config": types.ModuleType("vllm.config"),
+        "vllm.forward_context": types.ModuleType("vllm.forward_context"),
+    }
+    fake["vllm.config"].CUDAGraphMode = SimpleNamespace(NONE="NONE", FULL="FULL")  # type: ignore[attr-defined]
+    fake["vllm.forward_context"].get_forward_context = lambda: ctx  # type: ignore[attr-defined]
+    for name, module in fake.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    runner = Runner()
+    runner.compilation_config = SimpleNamespace(mode=3, cudagraph_mode="FULL_AND_PIECEWISE")
+    state = SteeringState(runner, at_load=True)
+    assert state.compiled
+    spec = _spec("g", (2,), gate=_gate((1,), True))
+    digest = state.register(spec)
+    runner.add("q", 3, vs.gate_args(digest, "t"))
+    runner.step([("q", 2, 1)], torch.randn(1, WIDTH))  # its prompt's last token alone
+    assert state.votes["t"]["fired"] is True
+    assert ctx.skip_compiled is True and ctx.cudagraph_runtime_mode == "NONE"
+    ctx.skip_compiled, ctx.cudagraph_runtime_mode = False, "FULL"
+    runner.add("s", 2, {STEER: digest})
+    runner.step([("s", 2, 1)], torch.randn(1, WIDTH))  # steered, nothing read
+    assert ctx.skip_compiled is False and ctx.cudagraph_runtime_mode == "FULL"
+
+
+def test_a_capture_preempted_and_computed_again_counts_each_position_once(runner):
+    """vLLM computes a preempted request again from its first uncached token: the positions
+    its record already has are not pooled twice."""
+    state = SteeringState(runner)
+    cap = Capture((0, 3), "mean")
+    runner.add("c", 4, vs.capture_args(cap, "again"))
+    runner.add("ref", 4, vs.capture_args(cap, "once"))
+    x = torch.randn(4, WIDTH)
+    runner.step([("c", 0, 2)], x[:2])  # the first chunk, then preempted
+    runner.step([("c", 0, 4)], x)  # computed again from the start
+    runner.step([("ref", 0, 4)], x)
+    (sums, counts), (ref_sums, ref_counts) = state.captured["again"], state.captured["once"]
+    assert counts.tolist() == ref_counts.tolist() == [4, 4]
+    torch.testing.assert_close(sums, ref_sums)

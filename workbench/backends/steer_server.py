@@ -275,6 +275,14 @@ class SteeringMiddleware:
                     data = json.loads(body)
                 except ValueError:
                     data = None
+                xargs = data.get("vllm_xargs") if isinstance(data, dict) else None
+                if isinstance(xargs, dict) and any(str(k).startswith("workbench_") for k in xargs):
+                    # the workers read these inside the forward pass: only the server sets them
+                    raise _error(
+                        400,
+                        "vllm_xargs keys starting with 'workbench_' are this server's own: ask "
+                        "for an abstainer with the 'steering' field",
+                    )
                 if isinstance(data, dict) and data.get("steering") is not None:
                     if not self._authorized(scope):
                         raise _error(
@@ -937,7 +945,9 @@ class _ServedModel:
     ):
         """As :meth:`workbench.backends.VLLMModel.capture_activations`, through the server."""
         from workbench.backends.vllm_steering import captures_for
+        from workbench.generation.hooks import check_layers
 
+        check_layers(layers, self.num_layers)
         ids = self._encode(list(prompts), system, chat)
         caps = captures_for(len(ids), layers, pooling, tail, final_norm)
         return self._wait(self._capture(ids, caps))

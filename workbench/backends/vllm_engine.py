@@ -676,13 +676,14 @@ class VLLMModel(BlackBoxBackend):
         import torch
 
         from workbench.backends.vllm_steering import capture_args, captured_tensors, captures_for
+        from workbench.generation.hooks import check_layers
 
         self._require_steering()
         if pooling not in ("last", "mean"):
             raise ValueError(f"pooling must be 'last' or 'mean', got {pooling!r}")
+        check_layers(layers, self.num_layers)  # the workers would wrap one that is not
         prompts = list(prompts)
         if not prompts:
-            self.num_layers  # noqa: B018 (asks the shape once)
             assert self._shape is not None
             return torch.empty(0, len(layers), int(self._shape[0]))
         texts, encoded = self._encode(prompts, system, chat)

@@ -130,8 +130,16 @@ class Capture:
 
     @classmethod
     def from_json(cls, text: str) -> Capture:
+        """The capture ``text`` describes, or ValueError / KeyError / TypeError where it is
+        not one (a request's own field: the worker skips such a request, never the step)."""
         d = json.loads(text)
-        return cls(tuple(int(l) for l in d["layers"]), d["pooling"], d["tail"], d["final_norm"])
+        layers = tuple(int(l) for l in d["layers"])
+        tail = d["tail"]
+        if not layers or d["pooling"] not in ("last", "mean"):
+            raise ValueError(f"not a capture: {text[:80]}")
+        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 0):
+            raise ValueError(f"capture tail {tail!r}: a count of tokens")
+        return cls(layers, d["pooling"], tail, bool(d["final_norm"]))
 
     def positions(self, n_prompt: int) -> tuple[int, int]:
         """The prompt positions pooled: ``[first, n_prompt)``."""
@@ -286,13 +294,22 @@ class SteeringState:
         self.runner = runner
         self.model = runner.get_model()
         param = next(self.model.parameters())
-        self.device, self.dtype = param.device, param.dtype
+        # the activations' dtype: the model config's (a quantized model's first weights may
+        # be integers), else its first floating-point weights'
+        dtype = getattr(runner.model_config, "dtype", None)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            floats = (q.dtype for q in self.model.parameters() if q.is_floating_point())
+            dtype = next(floats, param.dtype)
+        self.device, self.dtype = param.device, dtype
         self.specs: dict[str, _Loaded] = {}
         # tag -> a gate's votes, or {"failed": why} for a steered request that went non-finite
         self.votes: dict[str, dict[str, Any]] = {}
         # tag -> (sums: layers x hidden, token counts per layer) of a capture request
         self.captured: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self._captures: dict[str, Capture] = {}  # a capture's JSON -> its parsed form
+        # tag -> the prompt positions its record has counted: a request preempted and computed
+        # again counts each position once
+        self._counted: dict[str, set[int]] = {}
         # request id -> digest of the abstainer it is steered by once its gate fired in its
         # own pass (``THEN``), or None where the gate stayed shut
         self.decided: dict[str, str | None] = {}
@@ -340,9 +357,15 @@ class SteeringState:
             step = self.current = self._plan()
             try:
                 if step is not None and self.compiled and (step.reads or step.captures):
+                    from vllm.config import CUDAGraphMode
                     from vllm.forward_context import get_forward_context
 
-                    get_forward_context().skip_compiled = True  # reads are Python: eager
+                    context = get_forward_context()
+                    context.skip_compiled = True  # reads are Python: eager
+                    # and no full CUDA graph replays the step without them (one is picked for
+                    # a step where every request asks for one token: a prompt whose blocks
+                    # but its last are in the prefix cache reads its gate in such a step)
+                    context.cudagraph_runtime_mode = CUDAGraphMode.NONE
                 return original(*args, **kwargs)
             finally:
                 self.current = None
@@ -449,8 +472,13 @@ class SteeringState:
             first = int(computed[i])  # the position of row lo (rows lo..hi follow it)
             n_prompt = int(state.num_prompt_tokens)
             if CAPTURE in ask:
-                self._plan_capture(step, ask, first + torch.arange(hi - lo), lo, n_prompt)
+                try:
+                    self._plan_capture(step, ask, first + torch.arange(hi - lo), lo, n_prompt)
+                except (KeyError, TypeError, ValueError):  # a malformed capture: skip it,
+                    continue  # never the step (its caller finds no activations)
             elif GATE in ask:
+                if TAG not in ask:  # a gate read for no one to collect: the answer runs as is
+                    continue
                 loaded = self.specs.get(str(ask[GATE]))
                 last = n_prompt - 1
                 if (
@@ -548,22 +576,30 @@ class SteeringState:
 
     def _plan_capture(self, step: _Step, ask: dict, p: torch.Tensor, lo: int, n_prompt: int):
         """The rows of this step that a capture request pools, at each layer it reads."""
-        text = str(ask[CAPTURE])
+        text, tag = str(ask[CAPTURE]), str(ask[TAG])
         cap = self._captures.get(text)
         if cap is None:
+            cap = Capture.from_json(text)
+            n = self.num_layers
+            if not all(-n <= layer < n for layer in cap.layers):
+                raise ValueError(f"a capture layer is outside the model's {n} blocks")
             if len(self._captures) > 256:  # a server's clients may ask for many shapes
                 self._captures.clear()
-            cap = self._captures[text] = Capture.from_json(text)
+            self._captures[text] = cap
         first, end = cap.positions(n_prompt)
-        rows = ((p >= first) & (p < end)).nonzero()[:, 0] + lo
-        if len(rows) == 0:
+        counted = self._counted.setdefault(tag, set())
+        pos = p.tolist()
+        fresh = [k for k, q in enumerate(pos) if first <= q < end and q not in counted]
+        if not fresh:
             return
+        counted.update(pos[k] for k in fresh)
+        rows = torch.tensor(fresh, dtype=torch.long) + lo
         rows = rows.to(self.device)
         n = self.num_layers
         for j, layer in enumerate(cap.layers):
             layer %= n
             site = "norm" if cap.final_norm and layer == n - 1 else layer
-            step.captures.setdefault(site, []).append((str(ask[TAG]), j, len(cap.layers), rows))
+            step.captures.setdefault(site, []).append((tag, j, len(cap.layers), rows))
 
     def _capture(self, site, hidden: torch.Tensor) -> None:
         assert self.current is not None
@@ -747,9 +783,11 @@ class SteeringWorkerExtension:
     def workbench_captured(self, tags: list[str]) -> dict[str, tuple[list[int], bytes]]:
         """The pooled activations recorded under ``tags`` (and forgets them): per tag its
         shape and float32 bytes (layers x hidden), which cross process boundaries as they are."""
-        captured = self._workbench_state().captured
+        state = self._workbench_state()
+        captured = state.captured
         out = {}
         for t in tags:
+            state._counted.pop(t, None)
             if t in captured:
                 sums, counts = captured.pop(t)
                 pooled = (sums.cpu() / counts.clamp(min=1)[:, None]).contiguous()

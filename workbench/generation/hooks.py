@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 
 
 @dataclass
@@ -99,9 +99,19 @@ def layer_module_name(model: torch.nn.Module, layer: int) -> str:
     to read activations and to add steering vectors.
     """
     prefix, blocks = decoder_blocks(model)
-    if not -len(blocks) <= layer < len(blocks):
-        raise IndexError(f"layer {layer} out of range for a model with {len(blocks)} layers")
+    check_layers([layer], len(blocks))
     return f"{prefix}.{layer % len(blocks)}"
+
+
+def check_layers(layers: Sequence[int], num_layers: int) -> None:
+    """One line naming the first of ``layers`` outside a model's ``num_layers`` blocks (each
+    may count from the end: -1 is the last), rather than a wrapped or wrong block."""
+    for layer in layers:
+        if not -num_layers <= int(layer) < num_layers:
+            raise ConfigError(
+                f"layer {layer} is outside the model's {num_layers} blocks "
+                f"(0..{num_layers - 1}, or -{num_layers}..-1 from the end)"
+            )
 
 
 @contextmanager

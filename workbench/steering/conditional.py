@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from workbench.errors import ConfigError
 from workbench.generation import (
     ForwardHook,
     Generation,
@@ -37,10 +38,11 @@ from workbench.generation import (
     generate,
     layer_module_name,
 )
+from workbench.generation.hooks import decoder_blocks
 from workbench.models.chat import Prompt
 from workbench.steering.activations import collect_activations, hidden_of
 from workbench.steering.concept import Condition
-from workbench.steering.spec import SteerSpec
+from workbench.steering.spec import SteerSpec, repeated_layer
 
 if TYPE_CHECKING:
     from workbench.generation.backend import Backend
@@ -54,8 +56,16 @@ class SteeringPlan:
     vectors: torch.Tensor  # (len(layers), hidden)
     strength: float = 1.0
 
+    def __post_init__(self) -> None:
+        twice = repeated_layer(self.layers)
+        if twice is not None:  # as every engine refuses it (vLLM keeps one vector per block)
+            raise ConfigError(f"steering plan: {twice}")
+
     def hooks(self, model, steer_prompt: torch.Tensor) -> list[ForwardHook]:
         """Hooks that steer the rows whose prompt index is True in ``steer_prompt``."""
+        twice = repeated_layer(self.layers, len(decoder_blocks(model)[1]))
+        if twice is not None:
+            raise ConfigError(f"steering plan: {twice}")
         hooks = []
         for i, layer in enumerate(self.layers):
             delta = self.strength * self.vectors[i]

@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -70,6 +71,20 @@ class GateSpec:
         return Condition(vectors, list(self.thresholds), self.aggregate, inclusive=self.inclusive)
 
 
+def repeated_layer(layers: Sequence[int], num_layers: int | None = None) -> str | None:
+    """What is wrong where ``layers`` name one block twice (counting from the end too, given
+    ``num_layers``), or ``None``. Each block is steered once: the engines add one vector per
+    block (sum the vectors of a block into one)."""
+    seen: dict[int, int] = {}
+    for layer in layers:
+        block = layer % num_layers if num_layers else layer
+        if block in seen:
+            same = "" if seen[block] == layer else f" (as {seen[block]})"
+            return f"behaviour layer {layer} is given twice{same}: add its vectors into one"
+        seen[block] = layer
+    return None
+
+
 @dataclass(frozen=True)
 class SteerSpec:
     """One abstainer's steering: ``strength * vectors[i]`` added at ``layers[i]`` to the prompts
@@ -94,6 +109,9 @@ class SteerSpec:
             raise ConfigError(f"steering mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not self.layers:
             raise ConfigError(f"abstainer {self.name!r}: no behaviour layers")
+        twice = repeated_layer(self.layers)
+        if twice is not None:
+            raise ConfigError(f"abstainer {self.name!r}: {twice}")
         _matrix(self.name, "the behaviour vectors", self.vectors, len(self.layers), None)
         if not math.isfinite(self.strength):
             raise ConfigError(f"abstainer {self.name!r}: strength {self.strength} is not finite")
@@ -134,6 +152,9 @@ class SteerSpec:
                     raise ConfigError(
                         f"abstainer {self.name!r}: {field} {layer} is outside 0..{num_layers - 1}"
                     )
+        twice = repeated_layer(self.layers, num_layers)
+        if twice is not None:
+            raise ConfigError(f"abstainer {self.name!r}: {twice}")
 
     def warnings(self) -> list[str]:
         """What is allowed but unusual about the spec (a request's steering record shows it)."""
