@@ -1,20 +1,34 @@
-"""The GPU path, checked end to end on the embedded model (run it where a CUDA GPU is lent).
+"""The GPU path, checked: on the machine a GPU comes on, and on a user's own GPU machine.
+
+By default (fits a lent GPU machine: PyTorch, transformers, peft and accelerate; no vLLM, Ray or
+network; trl carried as a wheel), in a few minutes: the Hugging Face engine's path on tiny
+random models built on the spot from each model family's configuration class
+(``benchmarks/_tiny_check.py``): every technique (base, zero_shot, few_shot_cot, steering, sft,
+sft_dpo) on the device and on the CPU in fp32, whose answers, gate decisions and votes, vectors
+and thresholds must agree; and the one-copy memory check (no technique holds a second copy of
+the weights). The Hugging Face engine runs eagerly: compiled steering and CUDA graphs are vLLM's
+(``--full``). ``--device cpu`` runs the same checks on the CPU (CI does, so the script is known
+to work before a GPU runs it).
+
+``--full`` (a user's GPU machine with vLLM, Ray and the embedded model):
 
 1. A small grid with every technique (base, zero_shot, few_shot_cot, steering, sft, sft_dpo) on
-   the Hugging Face engine on CUDA (``dtype="auto"``: fp32, TF32 off), locally and on a local Ray cluster
-   with one GPU worker: the two give the same rows.
-2. The same grid's five techniques on the vLLM back end in process
-   (``vllm:smollm2-135m-instruct``; adapters served over the base weights, steering inside
-   vLLM, eagerly), compared with the engine's answers in the same dtype.
+   the Hugging Face engine on CUDA (``dtype="auto"``: fp32, TF32 off), locally and on a local Ray
+   cluster with one GPU worker: the two give the same rows.
+2. The same grid's techniques on the vLLM back end in process (``vllm:smollm2-135m-instruct``;
+   adapters served over the base weights, steering inside vLLM), compared with the engine's.
 3. The judge on vLLM against the engine's.
 4. Steering inside vLLM on the shared 64 prompts: fp32 answers and gate decisions equal the
-   engine's; steered vLLM's throughput against the engine's steered throughput at batch 64
-   (target >= 5x); steered / unsteered time per token on vLLM (target <= 1.15x).
+   engine's (compiled and eager); steered vLLM's throughput against the engine's steered
+   throughput at batch 64 (target >= 5x); steered / unsteered time per token on the compiled
+   steering engine (target <= 1.05x), its unsteered requests against a compiled plain engine
+   (target >= 0.95x); the steering grid's vectors read inside vLLM with no second copy.
 
 Prints one line per check (PASS / FAIL with numbers) and a JSON summary for the README; exits 1
-if a check fails. Needs vLLM in this environment (``pip install -e ".[vllm]"``) for 2 and 3.
+if a check fails, 2 if the device is absent.
 
-    python benchmarks/gpu_check.py [--questions 6] [--json gpu_check.json]
+    python benchmarks/gpu_check.py [--device cuda|cpu] [--families llama3,qwen2] [--json F]
+    python benchmarks/gpu_check.py --full [--questions 6] [--skip-ray] [--skip-vllm] [--json F]
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # the workbench, where not installed
 
 KEY = ["model", "technique", "target", "seed", "question_index", "sample"]
 TECHNIQUES = ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
@@ -35,13 +50,54 @@ TECHNIQUES = ("base", "zero_shot", "few_shot_cot", "steering", "sft", "sft_dpo")
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--questions", type=int, default=6)
-    ap.add_argument("--target", default="wn:09411430-n")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--skip-ray", action="store_true")
-    ap.add_argument("--skip-vllm", action="store_true")
+    ap.add_argument("--device", default="cuda", help="where the tiny models run (cuda or cpu)")
+    ap.add_argument(
+        "--families", default=None, help="comma-separated model families (default: all)"
+    )
+    ap.add_argument("--full", action="store_true", help="the embedded model, vLLM and Ray")
+    ap.add_argument("--questions", type=int, default=6, help="--full: questions per group")
+    ap.add_argument("--target", default="wn:09411430-n", help="--full: the target concept")
+    ap.add_argument("--json", default=None, help="write the summary here")
+    ap.add_argument("--skip-ray", action="store_true", help="--full: no Ray executor")
+    ap.add_argument("--skip-vllm", action="store_true", help="--full: no vLLM back end")
     args = ap.parse_args()
     import torch
+
+    summary: dict = {"torch": torch.__version__, "python": platform.python_version(), "checks": {}}
+    failed = False
+
+    def check(name, ok, detail):
+        nonlocal failed
+        failed |= not ok
+        summary["checks"][name] = {"ok": bool(ok), "detail": detail}
+        print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}", flush=True)
+
+    def done() -> int:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=2)
+        return 1 if failed else 0
+
+    if not args.full:
+        try:
+            from workbench.testing import FAMILIES
+        except ModuleNotFoundError as e:  # a lent machine has torch, transformers, peft, ...
+            print(f"missing module {e.name!r}: carry its wheel (pip install --no-deps --no-index)")
+            return 2
+
+        families = args.families.split(",") if args.families else list(FAMILIES)
+        unknown = [f for f in families if f not in FAMILIES]
+        if unknown:
+            print(f"unknown family {unknown[0]!r}: one of {', '.join(FAMILIES)}")
+            return 2
+        if args.device.startswith("cuda") and not torch.cuda.is_available():
+            print("no CUDA device: --device cpu checks the script itself; nothing was run")
+            return 2
+        summary["device"] = (
+            torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"
+        )
+        tiny_checks(check, args.device, families, summary)
+        return done()
 
     if not torch.cuda.is_available():
         print("no CUDA device: this script checks the GPU path; nothing was run")
@@ -50,19 +106,7 @@ def main() -> int:
     from workbench.taxonomy import load_benchmark
 
     bench = load_benchmark()
-    summary = {
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "checks": {},
-    }
-    failed = False
-
-    def check(name, ok, detail):
-        nonlocal failed
-        failed |= not ok
-        summary["checks"][name] = {"ok": bool(ok), "detail": detail}
-        print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}", flush=True)
+    summary["device"] = torch.cuda.get_device_name(0)
 
     q = args.questions
     config = dict(
@@ -148,10 +192,26 @@ def main() -> int:
         diff = max(abs(a.p_refusal - b.p_refusal) for a, b in zip(hf, vj))
         check("judge on vllm", diff < 0.02, f"max |p_refusal difference| {diff:.4f}")
         steering_checks(check, bench, args.target)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=2)
-    return 1 if failed else 0
+    return done()
+
+
+def tiny_checks(check, device: str, families: list[str], summary: dict) -> None:
+    """The Hugging Face engine's path on tiny models of each family: ``device`` against the
+    CPU (on ``cpu``: a second run against the first, which checks the script and that runs
+    repeat), then the one-copy memory check."""
+    from _tiny_check import compare, fp32_everywhere, memory_check, run_family
+
+    fp32_everywhere()
+    t = time.perf_counter()
+    seconds = {}
+    for family in families:
+        ref = run_family(family, "cpu")
+        got = run_family(family, device)
+        seconds[family] = {"cpu": round(ref.seconds, 1), device: round(got.seconds, 1)}
+        compare(family, device, ref, got, check)
+    memory_check(families[0], device, check)
+    summary["seconds"] = {"families": seconds, "total": round(time.perf_counter() - t, 1)}
+    print(f"{len(families)} families in {time.perf_counter() - t:.0f} s", flush=True)
 
 
 def steering_checks(check, bench, target: str) -> None:

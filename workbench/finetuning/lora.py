@@ -169,17 +169,19 @@ def _quiet_training(progress: bool):
             lg.setLevel(lvl)
 
 
-def _optimizer(name: str) -> str:
-    """``name``, or ``adamw_torch`` for a bitsandbytes (paged) optimizer that cannot run here."""
+def _optimizer(name: str, cuda: bool) -> str:
+    """``name``, or ``adamw_torch`` for a bitsandbytes (paged) optimizer that cannot run here
+    (off CUDA, or without bitsandbytes)."""
     if name.startswith("paged_") or "bnb" in name or "8bit" in name:
         import importlib.util
 
-        if not torch.cuda.is_available() or importlib.util.find_spec("bitsandbytes") is None:
+        if not cuda or importlib.util.find_spec("bitsandbytes") is None:
             return "adamw_torch"
     return name
 
 
 def _common_args(
+    model,
     params: FinetuneParams,
     seed: int,
     progress: bool,
@@ -188,7 +190,8 @@ def _common_args(
     batch_size: int | None = None,
     max_length: int | None = None,
 ) -> dict:
-    cuda = torch.cuda.is_available()
+    # where the model is, not whether the machine has a GPU: a model on the CPU trains there
+    cuda = next(model.parameters()).device.type == "cuda"
     args = dict(
         output_dir=tempfile.mkdtemp(prefix="wb-train-"),
         num_train_epochs=epochs,
@@ -212,7 +215,7 @@ def _common_args(
         gradient_checkpointing=params.gradient_checkpointing,
     )
     if params.optimizer:
-        args["optim"] = _optimizer(params.optimizer)
+        args["optim"] = _optimizer(params.optimizer, cuda)
     return args
 
 
@@ -240,7 +243,7 @@ def train_sft(
     torch.manual_seed(seed)
     with _quiet_training(progress):
         args = SFTConfig(
-            **_common_args(params, seed, progress, params.learning_rate, params.epochs),
+            **_common_args(model, params, seed, progress, params.learning_rate, params.epochs),
             completion_only_loss=params.loss == "completion",
             packing=False,
         )
@@ -284,6 +287,7 @@ def train_dpo(
     with _quiet_training(progress):
         args = DPOConfig(
             **_common_args(
+                model,
                 params,
                 seed,
                 progress,
