@@ -191,3 +191,14 @@ def test_fine_tuning_trains_an_adapter_and_leaves_the_base_model_untouched(bench
     ab.close()
     with pytest.raises(RuntimeError, match="closed"):
         ab.generate(Q)
+
+
+def test_a_model_on_the_cpu_trains_there_on_a_machine_with_a_gpu(monkeypatch):
+    """Where the model is decides where LoRA trains, not whether the machine has a GPU (a CPU
+    run beside a GPU would otherwise train on the GPU and answer from there)."""
+    from workbench.finetuning.lora import FinetuneParams, _common_args
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    args = _common_args(tiny_lm().model, FinetuneParams(bf16=True), 0, False, 1e-4, 1)
+    assert args["use_cpu"] is True and args["bf16"] is False
