@@ -206,7 +206,7 @@ def test_a_prompt_begun_in_an_earlier_step_is_not_steered_in_the_gates_pass(runn
     got = runner.step([("q", 4, 2)], x[4:])
     torch.testing.assert_close(got, runner.model(x[4:]), rtol=0, atol=0)
     assert state.votes["t"]["fired"] is True and "steered" not in state.votes["t"]
-    assert state.decided == {}
+    assert state.decided == {"q": None}  # read once: nothing more for this request to do
 
 
 def test_abstainers_beyond_the_banks_slots_are_swapped_in_and_steer_correctly(monkeypatch):
@@ -423,3 +423,20 @@ def test_a_capture_preempted_and_computed_again_counts_each_position_once(runner
     (sums, counts), (ref_sums, ref_counts) = state.captured["again"], state.captured["once"]
     assert counts.tolist() == ref_counts.tolist() == [4, 4]
     torch.testing.assert_close(sums, ref_sums)
+
+
+def test_a_gate_read_for_its_callers_own_pass_is_read_once(runner):
+    """A separate abstainer's gate is read once; preempted and computed again, its request
+    records no second set of votes that nobody would collect."""
+    state = SteeringState(runner)
+    digest = state.register(_spec("g", (2,), gate=_gate((1,), True)))
+    runner.add("q", 3, vs.gate_args(digest, "t"))
+    x = torch.randn(3, WIDTH)
+    runner.step([("q", 0, 3)], x)
+    assert state.votes.pop("t")["fired"] is True  # collected
+    torch.testing.assert_close(runner.step([("q", 0, 3)], x), runner.model(x), rtol=0, atol=0)
+    assert state.votes == {} and _idle(state)
+    del runner.requests["q"]
+    runner.add("other", 2)
+    runner.step([("other", 0, 2)], x[:2])
+    assert state.decided == {}  # forgotten once it left

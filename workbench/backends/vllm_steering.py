@@ -311,7 +311,8 @@ class SteeringState:
         # again counts each position once
         self._counted: dict[str, set[int]] = {}
         # request id -> digest of the abstainer it is steered by once its gate fired in its
-        # own pass (``THEN``), or None where the gate stayed shut
+        # own pass (``THEN``), or None where there is nothing more to do for it (its gate
+        # stayed shut, or was read for a pass of its caller's own)
         self.decided: dict[str, str | None] = {}
         self.current: _Step | None = None
         prefix, blocks = decoder_blocks(self.model)
@@ -501,6 +502,8 @@ class SteeringState:
                     # its vectors take a bank slot only then
                     step.then[gate_tag] = (rid, str(ask[GATE]), deeper, lo, hi)
                     step.rows = max(step.rows, hi)
+                else:  # read once: its caller steers a pass of its own if it fires, and a
+                    self.decided[rid] = None  # preempted request computed again reads nothing
             else:
                 digest = str(ask[STEER])
                 loaded = self.specs.get(digest)
