@@ -112,9 +112,7 @@ def run_family(family: str, device: str, *, layers: int = 3, hidden: int = 32) -
                 cond = ab.steerer.condition
                 run.vectors = cond.vectors.vectors.detach().float().cpu()
                 run.thresholds = [float(x) for x in cond.thresholds]
-            close = getattr(ab, "close", None)
-            if close is not None:
-                close()
+            ab.close()
     run.seconds = time.perf_counter() - t
     return run
 
@@ -197,9 +195,7 @@ def memory_check(family: str, device: str, check: Check) -> None:
             else:
                 extra = _live_bytes(dev) - base
             shares[name] = extra / weights
-            close = getattr(ab, "close", None)
-            if close is not None:
-                close()
+            ab.close()
             del ab
     how = (
         "peak allocated while preparing and answering"

@@ -210,8 +210,9 @@ def tiny_checks(check, device: str, families: list[str], summary: dict) -> None:
         seconds[family] = {"cpu": round(ref.seconds, 1), device: round(got.seconds, 1)}
         compare(family, device, ref, got, check)
     memory_check(families[0], device, check)
-    summary["seconds"] = {"families": seconds, "total": round(time.perf_counter() - t, 1)}
-    print(f"{len(families)} families in {time.perf_counter() - t:.0f} s", flush=True)
+    total = time.perf_counter() - t
+    summary["seconds"] = {"families": seconds, "total": round(total, 1)}
+    print(f"{len(families)} families in {total:.0f} s", flush=True)
 
 
 def steering_checks(check, bench, target: str) -> None:

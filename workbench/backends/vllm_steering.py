@@ -67,6 +67,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from workbench.errors import ConfigError
+
 GATE, TAG, STEER = "workbench_gate", "workbench_tag", "workbench_steer"
 THEN = "workbench_then_steer"
 CAPTURE = "workbench_capture"
@@ -475,7 +477,7 @@ class SteeringState:
             if CAPTURE in ask:
                 try:
                     self._plan_capture(step, ask, first + torch.arange(hi - lo), lo, n_prompt)
-                except (KeyError, TypeError, ValueError):  # a malformed capture: skip it,
+                except (KeyError, TypeError, ValueError, ConfigError):  # malformed: skip it,
                     continue  # never the step (its caller finds no activations)
             elif GATE in ask:
                 if TAG not in ask:  # a gate read for no one to collect: the answer runs as is
@@ -582,10 +584,10 @@ class SteeringState:
         text, tag = str(ask[CAPTURE]), str(ask[TAG])
         cap = self._captures.get(text)
         if cap is None:
+            from workbench.generation.hooks import check_layers
+
             cap = Capture.from_json(text)
-            n = self.num_layers
-            if not all(-n <= layer < n for layer in cap.layers):
-                raise ValueError(f"a capture layer is outside the model's {n} blocks")
+            check_layers(cap.layers, self.num_layers)  # the clients' check, for a raw request
             if len(self._captures) > 256:  # a server's clients may ask for many shapes
                 self._captures.clear()
             self._captures[text] = cap

@@ -157,13 +157,16 @@ def add_probe_columns(
     out = rows.copy()
     if question is None:
         question = next((c for c in ("question", "prompt") if c in out), None)
-    texts = [t or "" for t in check_column(list(out[response]), list(out.index), response, "")]
+    texts = [
+        t or ""
+        for t in check_column(list(out[response]), list(out.index), f"{response!r} of row", "")
+    ]
     scorable = [i for i, t in enumerate(texts) if t]
     asked = (
         check_column(
             [out[question].iloc[i] for i in scorable],
             [out.index[i] for i in scorable],
-            question,
+            f"{question!r} of row",
             None,
         )
         if question is not None

@@ -103,30 +103,28 @@ def check_questions(questions: Sequence[object] | None, n: int) -> list[str | No
     questions = list(questions)
     if len(questions) != n:
         raise ConfigError(f"{len(questions)} questions for {n} responses")
-    out: list[str | None] = []
-    for i, q in enumerate(questions):
-        if missing(q):
-            out.append(None)
-            continue
-        q = _check_text(i, q, "question")
-        out.append(q if q.strip() else None)
-    return out
+    return check_column(questions, range(n), "question", None, numbers=False)
 
 
 def check_column(
-    values: Sequence[object], rows: Sequence[object], column: str, blank: str | None
+    values: Sequence[object],
+    rows: Sequence[object],
+    what: str,
+    blank: str | None,
+    *,
+    numbers: bool = True,
 ) -> list[str | None]:
-    """A table's ``column`` (``rows``: its row labels) as text the probe can read (a number as
-    written), ``blank`` where a cell is missing or blank; one line naming the first row whose
-    cell it cannot read."""
+    """``values`` (``rows``: their row labels, named as ``"{what} {row}"`` in an error) as
+    text the probe can read (with ``numbers``, a number as written), ``blank`` where a value
+    is missing or blank; one line naming the first it cannot read."""
     out: list[str | None] = []
     for row, v in zip(rows, values):
         if missing(v):
             out.append(blank)
             continue
-        if isinstance(v, Number) and not isinstance(v, bool):
+        if numbers and isinstance(v, Number) and not isinstance(v, bool):
             v = str(v)
-        t = _check_text(row, v, f"{column!r} of row")
+        t = _check_text(row, v, what)
         out.append(t if t.strip() else blank)
     return out
 

@@ -78,9 +78,9 @@ def check_holdouts(frame: pd.DataFrame) -> None:
     if groups.nunique() < 2:
         only = groups.iloc[0] if len(groups) else "no model"
         raise ConfigError(
-            f"all {len(groups)} labelled answers are of one model ({only!r}): leaving one model out needs "
-            "answers of at least two models (a labels file without a model column reads as "
-            "one model)"
+            f"all {len(groups)} labelled answers are of one model ({only!r}): leaving one "
+            "model out needs answers of at least two models (a labels file without a model "
+            "column reads as one model)"
         )
     for group in sorted(groups.unique()):
         rest = frame.loc[groups != group, "label"]

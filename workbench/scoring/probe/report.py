@@ -103,9 +103,11 @@ def judge_and_train(
         pred = with_rules(leave_one_model_out(frame, feats, c=c))
         # the combination's one setting, chosen on the dev halves (the rules' own half)
         dev_half = pred[pred["split"] == "dev"]
-        overrule = choose_overrule(dev_half) if len(dev_half) else ProbeHead.overrule
         if dev_half.empty:
+            overrule = ProbeHead.overrule
             print(f"no development half: combined keeps the overrule {overrule}")
+        else:
+            overrule = choose_overrule(dev_half)
         pred["refused_combined"] = combine(pred["refused_phrase"], pred["p_refused"], overrule)
         pred["partial_combined"] = combined_partial(
             pred["refused_combined"], pred["partial_phrase"], pred["partial_probe"]
