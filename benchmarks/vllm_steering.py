@@ -139,8 +139,6 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
     by ``spec`` in CAST's order: ``steered_in_pass``), every engine's passes of a round one
     after another (the engines' order reversed every other round), ``repeats`` rounds after a
     full-size warm-up; the texts of the last of each."""
-    import dataclasses
-
     import torch
 
     from workbench.backends import load_model
@@ -172,7 +170,7 @@ def in_process(model, spec, prompts, max_new, repeats, engines=ENGINES):
             if options["steering"]:
                 kinds["steered"] = spec
             if options.get("in_pass_too"):
-                kinds["steered_in_pass"] = dataclasses.replace(spec, mode="in_pass")
+                kinds["steered_in_pass"] = spec.replace(mode="in_pass")
             loaded[label] = _Loaded(lm, kinds, round(time.perf_counter() - began, 1))
             loaded[label].step_times = _timed_steps(lm)
         for e in loaded.values():

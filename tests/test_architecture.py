@@ -41,7 +41,7 @@ LAYERS = {
     "registry": "core",
     "code_reading": "core",
     "yamlfile": "core",
-    "fieldtypes": "core",
+    "settings": "core",
     "runlock": "core",
     "progress": "core",
     "releases": "core",

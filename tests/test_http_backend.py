@@ -202,13 +202,15 @@ def test_white_box_techniques_fail_on_an_api_model_and_run_on_vllm():
         models=["openai:gpt-4o"], techniques=["base", "steering"], targets=["wn:09411430-n"]
     )
     with pytest.raises(ConfigError, match="black-box techniques only"):
-        config.validate(load_benchmark())
+        config.check_against(load_benchmark())
     config = ExperimentConfig(
         models=["vllm:smollm2-135m-instruct"],
         techniques=["sft", "steering"],
         targets=["wn:09411430-n"],
     )
-    config.validate(load_benchmark())  # steering runs inside vLLM (issue 29), sft on its weights
+    config.check_against(
+        load_benchmark()
+    )  # steering runs inside vLLM (issue 29), sft on its weights
 
 
 def test_the_openai_api_without_a_key_says_which_variable(monkeypatch):

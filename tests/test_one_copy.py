@@ -150,11 +150,9 @@ def test_a_vllm_engine_serves_adapters_only_for_a_technique_that_trains_them(
 def test_the_fit_settings_are_the_steering_techniques_with_the_same_defaults():
     """What a served fit reads (workbench.steering.fit.FitSettings) is the steering technique's
     parameters of the same names, defaults included: one meaning, two layers."""
-    from dataclasses import fields
-
     from workbench.steering.fit import FitSettings
     from workbench.techniques.steering import SteeringParams
 
-    technique = {f.name: f.default for f in fields(SteeringParams)}
-    for f in fields(FitSettings):
-        assert f.name in technique and technique[f.name] == f.default, f.name
+    technique = {name: f.default for name, f in SteeringParams.model_fields.items()}
+    for name, f in FitSettings.model_fields.items():
+        assert name in technique and technique[name] == f.default, name

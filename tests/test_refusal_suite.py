@@ -750,7 +750,7 @@ def test_suite_end_to_end_with_judge_and_a_published_shape(tiny, tmp_path, runs)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(workbench.generation, "generate", boom)
         other = run_suite(
-            config.with_overrides(judge={"model": "self", "categories": False}),
+            config.replace(judge={"model": "self", "categories": False}),
             models={"tiny": tiny},
             progress=False,
         )
@@ -871,9 +871,7 @@ def test_resume_after_kill_9_loses_and_repeats_nothing(tmp_path, runs):
     assert sorted(rows["prompt_id"].unique()) == sorted(f"p{i}" for i in range(12))
     # the same answers as a run never interrupted
     fresh = (
-        RefusalSuite(SuiteConfig.from_yaml(cfg).with_overrides(name="fresh"), progress=False)
-        .run()
-        .rows
+        RefusalSuite(SuiteConfig.from_yaml(cfg).replace(name="fresh"), progress=False).run().rows
     )
     cols = key[1:] + ["response", "logprob_mean"]
     pd.testing.assert_frame_equal(

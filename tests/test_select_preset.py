@@ -339,7 +339,7 @@ def test_seeds_you_set_apply_to_every_technique_and_bad_settings_are_one_line_er
     with pytest.raises(
         ConfigError, match="'technique_seeds' names 'sft-dpo', which is no technique"
     ):
-        bad.validate(SimpleNamespace())
+        bad.check_against(SimpleNamespace())
 
 
 def test_notebooks_take_the_demo_sizes_under_workbench_and_the_presets_under_select():

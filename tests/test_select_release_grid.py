@@ -146,7 +146,7 @@ def test_missing_training_questions_fail_before_any_model_loads(tmp_path, monkey
     assert loads == []
     # zero-shot and few-shot from the benchmark's cached examples need no training questions
     cfg = grid("ok", tmp_path / "bench", techniques=["zero_shot", "few_shot_cot"])
-    cfg.validate(load_benchmark(tmp_path / "bench"))
+    cfg.check_against(load_benchmark(tmp_path / "bench"))
 
 
 def test_a_failing_cell_is_recorded_and_the_grid_goes_on(

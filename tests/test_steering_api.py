@@ -10,7 +10,6 @@ keeps on disk are checked directly.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -546,7 +545,7 @@ def test_an_in_pass_abstainers_fired_answer_is_steered_in_the_pass_that_read_its
     the prompt's own positions, so its blocks get a salt of their own."""
     mw, app, engine, seen = server(True)
     engine.steered = steered_in_its_pass
-    spec = dataclasses.replace(_spec(mode="in_pass"), layers=layers)
+    spec = _spec(mode="in_pass").replace(layers=layers)
     status, body, _ = _call(
         mw, app, "POST", "/v1/chat/completions", {**CHAT, "steering": {"spec": spec.to_dict()}}
     )

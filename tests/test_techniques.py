@@ -1,7 +1,5 @@
 """The technique interface on tiny models: registry, data hygiene, artifacts, each technique."""
 
-from dataclasses import dataclass
-
 import pytest
 import torch
 
@@ -60,7 +58,6 @@ def test_unknown_target_fails_before_any_work(bench, store):
 
 
 def test_a_new_technique_is_one_class_and_one_registration(bench, store):
-    @dataclass(frozen=True)
     class EchoParams(Params):
         word: str = "no"
 

@@ -18,13 +18,18 @@ import ast
 import json
 import os
 import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union
+
+from pydantic import Field
 
 from workbench.errors import ConfigError
 from workbench.paths import repo_root
+from workbench.settings import check_value
 
 KERNEL_NAME = "abstention-workbench"
 
@@ -183,6 +188,71 @@ def parameter_type(param: NotebookParameter) -> Any:
     return type(default)
 
 
+#: The least value of each notebook parameter that counts something. A notebook's parameters are
+#: literals with no declared bounds (a grid's fields declare theirs): what a negative or zero
+#: count would break only after a model has loaded.
+PARAMETER_MINIMUMS: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "n_target",
+            "n_descendant",
+            "n_specificity",
+            "n_unrelated",
+            "n_constituent",
+            "n_composition",
+            "limit",
+            "per_partition",
+            "edits_per_group",
+            "max_labelled",
+            "n_questions",
+            "seed",
+            "seeds",
+            "ray_workers",
+            "min_path",
+        ),
+        0,
+    ),
+    **dict.fromkeys(
+        (
+            "max_new_tokens",
+            "num_samples",
+            "batch_size",
+            "k_samples",
+            "n_boot",
+            "max_depth",
+            "instances_per_leaf",
+            "concepts_per_root",
+            "composition_max_depth",
+            "chunk_size",
+            "rank",
+            "alpha",
+            "epochs",
+            "dpo_epochs",
+            "grad_accumulation",
+            "max_length",
+            "branching",
+            "composition_branching",
+        ),
+        1,
+    ),
+}
+
+
+def bounded(annotation: Any, least: int | None) -> Any:
+    """``annotation`` with its integers (an integer's, a list's items, ``X | None``'s ``X``) held
+    to at least ``least``."""
+    if least is None:
+        return annotation
+    if annotation is int:
+        return Annotated[int, Field(ge=least)]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, tuple) and args and args[0] is int:
+        return list[Annotated[int, Field(ge=least)]]
+    if origin in (Union, types.UnionType) and int in args:
+        return Annotated[int, Field(ge=least)] | None
+    return annotation
+
+
 def _choices() -> dict[str, tuple]:
     """Enumerated values of parameters that several notebooks share (computed when asked, so
     that registries are complete)."""
@@ -226,8 +296,6 @@ def validate_parameters(
     """Fail fast, naming the parameter, on unknown names, wrongly typed values, values outside a
     parameter's enumerated choices (``detector``, ``preset``, ``techniques``, ...), models that
     cannot load and concepts the notebook's benchmark lacks. Returns the notebook's parameters."""
-    from workbench.fieldtypes import check_minimum, check_value
-
     known = notebook_parameters(path)
     name = Path(path).stem
     for key, value in parameters.items():
@@ -236,8 +304,8 @@ def validate_parameters(
                 f"notebook {name} has no parameter {key!r}; its parameters are: "
                 + ", ".join(sorted(known))
             )
-        check_value(value, parameter_type(known[key]), key, label=f"notebook {name}: parameter")
-        check_minimum(value, key, label=f"notebook {name}: parameter")
+        annotation = bounded(parameter_type(known[key]), PARAMETER_MINIMUMS.get(key))
+        check_value(value, annotation, key, label=f"notebook {name}: parameter")
         default = known[key].default
         if (
             isinstance(value, (list, tuple))
@@ -402,7 +470,7 @@ def _preflight_grid(values: dict[str, Any]) -> None:
     if "executor" in values:  # the Ray options the grid cell passes on
         _call(run.executor_options, values)
     data_dir = values.get("data_dir")
-    run.config.validate(load_benchmark(project_path(data_dir) if data_dir else None))
+    run.config.check_against(load_benchmark(project_path(data_dir) if data_dir else None))
 
 
 def _preflight_suite(values: dict[str, Any]) -> None:

@@ -525,7 +525,6 @@ def register_test_techniques() -> None:
     """Register ``sleepy``: the unmodified model after a pause in ``prepare`` (``seconds``), so
     tests can interrupt a cell while it runs. Ray workers get it with ``imports=("workbench.testing",)``."""
     import time
-    from dataclasses import dataclass
 
     from workbench.techniques.base import TECHNIQUES, Params, register
     from workbench.techniques.base_model import Base, BaseAbstainer
@@ -533,7 +532,6 @@ def register_test_techniques() -> None:
     if "sleepy" in TECHNIQUES:
         return
 
-    @dataclass(frozen=True)
     class SleepyParams(Params):
         seconds: float = 1.0
 

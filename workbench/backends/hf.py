@@ -10,17 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import torch
+from pydantic import model_validator
 
 from workbench.backends.base import Backend, Capabilities, ModelRef, register_engine
 from workbench.errors import ModelLoadError
-from workbench.fieldtypes import check_fields
 from workbench.generation.config import Generation, GenerationConfig
 from workbench.generation.engine import run_engine
 from workbench.generation.hooks import ForwardHook
-from workbench.models.loading import load_pretrained
+from workbench.models.loading import load_pretrained, resolve_device
+from workbench.models.numerics import resolve_dtype
+from workbench.settings import Settings
 
 #: Everything: hooks on decoder blocks, local weights, adapters, scoring and distributions.
 HF_CAPABILITIES = Capabilities(
@@ -34,27 +36,23 @@ HF_CAPABILITIES = Capabilities(
 )
 
 
-@dataclass(frozen=True)
-class HFOptions:
+class HFOptions(Settings):
     """The Hugging Face engine's options (a grid's ``model_options``); None leaves the load
     call's ``device``, ``dtype`` and ``revision``."""
+
+    label: ClassVar[str] = "option"
 
     device: str | None = None
     dtype: str | None = None
     revision: str | None = None
 
-    def __post_init__(self) -> None:
-        check_fields(self, label="option")
-        # names resolved against what is installed, before any run folder is made
-        from workbench.models.loading import resolve_device
-        from workbench.models.numerics import resolve_dtype
-
-        if self.device is not None:
-            device = resolve_device(self.device)
-        else:
-            device = resolve_device("auto")
+    @model_validator(mode="after")
+    def _resolve(self) -> Self:
+        """The names resolved against what is installed, before any run folder is made."""
+        device = resolve_device(self.device)  # None: "auto"
         if self.dtype is not None:
             resolve_dtype(self.dtype, device)
+        return self
 
 
 @register_engine

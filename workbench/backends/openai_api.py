@@ -33,9 +33,10 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import wait
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
+
+from pydantic import model_validator
 
 from workbench.backends.base import (
     BlackBoxBackend,
@@ -47,12 +48,12 @@ from workbench.backends.base import (
 from workbench.backends.cache import ResponseCache, request_key
 from workbench.backends.daemon_pool import DaemonPool
 from workbench.errors import ConfigError, ModelLoadError, WorkbenchError
-from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import sample_seed
 from workbench.models.chat import render_chat, to_messages
-from workbench.paths import cache_home
+from workbench.paths import cache_home, check_writable_file
 from workbench.progress import tqdm
+from workbench.settings import Number, Settings
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -67,8 +68,7 @@ API_CAPABILITIES = Capabilities(
 )
 
 
-@dataclass(frozen=True)
-class APIOptions:
+class APIOptions(Settings):
     """How to reach and pay an endpoint.
 
     Attributes:
@@ -89,15 +89,17 @@ class APIOptions:
         cache_path: the cache file (default under the workbench cache).
     """
 
+    label: ClassVar[str] = "option"
+
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
     max_retries: int = 6
-    timeout: float = 120.0
-    budget: float | None = None
+    timeout: Number = 120.0
+    budget: Number | None = None
     tokenizer: str | None = None
-    price_in: float | None = None
-    price_out: float | None = None
+    price_in: Number | None = None
+    price_out: Number | None = None
     cache: bool = True
     cache_path: str | None = None
 
@@ -116,8 +118,10 @@ class APIOptions:
         }
     )
 
-    def __post_init__(self) -> None:
-        check_fields(self, label="option")
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        """Bounds, a credential where it would be written down, a cache file that is not one:
+        each its own line (ConfigError passes through pydantic as raised)."""
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_retries < 0:
@@ -144,8 +148,6 @@ class APIOptions:
                     "variable (the option api_key_env) instead"
                 )
         if self.cache and self.cache_path:  # before a run folder is made, not at the first answer
-            from workbench.paths import check_writable_file
-
             path = check_writable_file(self.cache_path, "the response cache (option 'cache_path')")
             if path.is_file() and path.stat().st_size:
                 with open(path, "rb") as f:
@@ -154,6 +156,7 @@ class APIOptions:
                             f"option cache_path: {path} is not a response cache (an SQLite "
                             "file); name a new file or an earlier cache"
                         )
+        return self
 
 
 class EndpointError(WorkbenchError):
@@ -305,7 +308,7 @@ class OpenAIModel(BlackBoxBackend):
         ``@`` in the name fills an unset ``base_url``."""
         opts = cls.options_from(options, name)
         if ref.base_url and not opts.base_url:
-            opts = replace(opts, base_url=ref.base_url)
+            opts = opts.replace(base_url=ref.base_url)
         return cls(ref.target, opts, name=name)
 
     def __init__(self, model: str, options: APIOptions | None = None, *, name: str | None = None):

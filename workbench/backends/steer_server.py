@@ -364,7 +364,6 @@ class SteeringMiddleware:
         """``POST /v1/abstainers/fit``: an abstainer fitted on the served model from question
         lists (its activations read inside vLLM), registered as ``POST /v1/abstainers``
         registers one."""
-        from dataclasses import fields
 
         from workbench.steering.fit import FitSettings, fit_from_questions
 
@@ -384,7 +383,7 @@ class SteeringMiddleware:
                 f"abstainer {request['name']!r} is registered (digest {old.digest()}); POST to "
                 "/v1/abstainers/fit?replace=true to replace it",
             )
-        known = [f.name for f in fields(FitSettings)]
+        known = list(FitSettings.field_names())
         unknown = sorted(set(request["params"]) - set(known))
         if unknown:
             raise _error(

@@ -25,16 +25,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from workbench.backends.base import BlackBoxBackend, Capabilities, cut_when, register_engine
 from workbench.errors import ConfigError, ModelLoadError, SteeringError
-from workbench.fieldtypes import check_fields
 from workbench.generation.config import FinishReason, Generation, GenerationConfig
 from workbench.generation.engine import eos_token_ids, sample_seed
 from workbench.models.chat import render_chat
+from workbench.settings import NonNegative, Settings
 
 #: Generation, adapters, exact scoring and per-request steering; no layers to hook, no full
 #: distributions.
@@ -82,8 +82,7 @@ def cpu_whole_prompts(
     return out
 
 
-@dataclass(frozen=True)
-class VLLMOptions:
+class VLLMOptions(Settings):
     """Engine settings (the rest are vLLM's defaults).
 
     Attributes:
@@ -128,13 +127,15 @@ class VLLMOptions:
             The answers are the same either way.
     """
 
+    label: ClassVar[str] = "option"
+
     dtype: str = "auto"
     max_model_len: int = 4096
     max_lora_rank: int = 64
     gpu_memory_utilization: float = 0.85
     cpu_kv_cache_gib: int = 2
     tensor_parallel_size: int = 1
-    seed: int = 0
+    seed: NonNegative = 0
     steering: bool | None = None
     adapters: bool | None = None
     compiled: bool | None = None
@@ -160,9 +161,6 @@ class VLLMOptions:
             "in_process",
         }
     )
-
-    def __post_init__(self) -> None:
-        check_fields(self, label="option")
 
 
 def _new_llm(vllm, kwargs: dict, in_process: bool):
@@ -246,7 +244,7 @@ class VLLMModel(BlackBoxBackend):
         auto fills the options' auto dtype."""
         opts = cls.options_from(options, name)
         if dtype not in (None, "auto") and opts.dtype == "auto":
-            opts = replace(opts, dtype=str(dtype).removeprefix("torch."))
+            opts = opts.replace(dtype=str(dtype).removeprefix("torch."))
         return cls(ref.target, opts, name=name)
 
     def __init__(self, target: str, options: VLLMOptions | None = None, *, name: str | None = None):

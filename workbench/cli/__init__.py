@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli import experiments, models, releases, scoring, serve, taxonomy, unknown
+from workbench.cli import (
+    experiments,
+    models,
+    releases,
+    schema,
+    scoring,
+    serve,
+    taxonomy,
+    unknown,
+)
 from workbench.errors import run_command
 
 #: The command modules, in the order ``--help`` lists their commands.
-MODULES = (experiments, models, serve, taxonomy, releases, unknown, scoring)
+MODULES = (experiments, models, serve, taxonomy, releases, unknown, scoring, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

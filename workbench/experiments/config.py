@@ -10,17 +10,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import Field, field_validator, model_validator
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import QUESTION_COUNTS, check_fields
+from workbench.settings import NonNegative, Number, Positive, Seq, Settings
 from workbench.yamlfile import read_mapping
 
 if TYPE_CHECKING:
     from workbench.taxonomy.benchmark import Benchmark
 
 DETECTORS = ("phrase", "keyword")
+#: How many questions of each kind a grid asks (the notebooks' parameters of the same names too).
+QUESTION_COUNTS = (
+    "n_target",
+    "n_descendant",
+    "n_specificity",
+    "n_unrelated",
+    "n_constituent",
+    "n_composition",
+)
 #: Fields whose unset value (None) means "the preset's".
 PRESET_FIELDS = (
     "seeds",
@@ -40,8 +50,7 @@ PRESET_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class ExperimentConfig:
+class ExperimentConfig(Settings):
     """An experiment grid and its evaluation settings.
 
     Fields marked "preset" default to ``None``: the preset's value
@@ -84,9 +93,9 @@ class ExperimentConfig:
     """
 
     name: str = "demo"
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
-    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    techniques: tuple[str, ...] = (
+    models: Seq[str] = ("smollm2-135m-instruct",)
+    model_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    techniques: Seq[str] = (
         "base",
         "zero_shot",
         "few_shot_cot",
@@ -95,81 +104,94 @@ class ExperimentConfig:
         "sft_dpo",
     )
     preset: str = "workbench"
-    technique_params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    targets: tuple[str, ...] = ("wn:09411430-n", "wn:10560637-n", "wn:06613686-n")
-    seeds: tuple[int, ...] | None = None  # preset
-    technique_seeds: dict[str, tuple[int, ...]] | None = None  # preset
-    n_target: int | None = None  # preset
-    n_descendant: int | None = None  # preset
-    n_specificity: int | None = None  # preset
-    n_unrelated: int | None = None  # preset
-    n_constituent: int = 0
-    n_composition: int = 0
-    max_new_tokens: int | None = None  # preset
-    num_samples: int = 1
-    temperature: float | None = None  # preset
-    top_p: float | None = None  # preset
+    technique_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    targets: Seq[str] = ("wn:09411430-n", "wn:10560637-n", "wn:06613686-n")
+    seeds: Seq[NonNegative] | None = None  # preset
+    technique_seeds: dict[str, Seq[NonNegative]] | None = None  # preset
+    n_target: NonNegative | None = None  # preset
+    n_descendant: NonNegative | None = None  # preset
+    n_specificity: NonNegative | None = None  # preset
+    n_unrelated: NonNegative | None = None  # preset
+    n_constituent: NonNegative = 0
+    n_composition: NonNegative = 0
+    max_new_tokens: Positive | None = None  # preset
+    num_samples: Positive = 1
+    temperature: Number | None = None  # preset
+    top_p: Number | None = None  # preset
     do_sample: bool | None = None  # preset
-    batch_size: int = 32
+    batch_size: Positive = 32
     early_stop: bool | None = None  # preset
     system_prompt: str | None = None  # preset
     eval_sampling: str | None = None  # preset
-    eval_seed: int | None = None  # preset
+    eval_seed: NonNegative | None = None  # preset
     data_dir: str | None = None
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_presets(cls, data: Any) -> Any:
+        """A single name or seed stands for a list of one; fields left unset take the preset's
+        value (an unknown preset is reported after the types are checked)."""
         from workbench.techniques.presets import PRESETS, preset_settings
 
-        # a single name or seed stands for a list of one; then every field has its type
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
         for name in ("models", "techniques", "targets", "seeds"):
-            if isinstance(getattr(self, name), (str, int)):
-                object.__setattr__(self, name, (getattr(self, name),))
-        if isinstance(self.technique_seeds, dict):
-            object.__setattr__(
-                self,
-                "technique_seeds",
-                {
-                    k: v if isinstance(v, (list, tuple)) else (v,)
-                    for k, v in self.technique_seeds.items()
-                },
-            )
-        check_fields(self)
+            if isinstance(data.get(name), (str, int)) and not isinstance(data.get(name), bool):
+                data[name] = (data[name],)
+        seeds = data.get("technique_seeds")
+        if isinstance(seeds, dict):
+            data["technique_seeds"] = {
+                k: v if isinstance(v, (list, tuple)) else (v,) for k, v in seeds.items()
+            }
+        preset = data.get("preset", "workbench")
+        if not isinstance(preset, str) or preset not in PRESETS:
+            return data
+        if data.get("seeds") is not None and data.get("technique_seeds") is None:
+            # seeds you set apply to every technique, not only those the preset leaves alone
+            data["technique_seeds"] = {}
+        settings = preset_settings(preset)
+        for name in PRESET_FIELDS:
+            if data.get(name) is None:
+                data[name] = settings[name]
+        return data
+
+    @field_validator("seeds")
+    @classmethod
+    def _once_each(cls, seeds: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return None if seeds is None else tuple(dict.fromkeys(seeds))
+
+    @field_validator("technique_seeds")
+    @classmethod
+    def _once_each_per_technique(
+        cls, seeds: dict[str, tuple[int, ...]] | None
+    ) -> dict[str, tuple[int, ...]] | None:
+        return None if seeds is None else {k: tuple(dict.fromkeys(v)) for k, v in seeds.items()}
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        from workbench.paths import check_run_name
+        from workbench.techniques.presets import PRESETS
+
         if self.preset not in PRESETS:
             raise ConfigError(
                 f"config field 'preset' is {self.preset!r}; known: {', '.join(sorted(PRESETS))}"
             )
-        settings = preset_settings(self.preset)
-        if self.seeds is not None and self.technique_seeds is None:
-            # seeds you set apply to every technique, not only those the preset leaves alone
-            object.__setattr__(self, "technique_seeds", {})
-        for name in PRESET_FIELDS:
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, settings[name])
         # every preset gives each of them a value (never None)
         assert self.seeds is not None and self.top_p is not None and self.temperature is not None
         assert self.technique_seeds is not None
-        object.__setattr__(
-            self,
-            "technique_seeds",
-            {k: tuple(dict.fromkeys(v)) for k, v in self.technique_seeds.items()},
-        )
-        object.__setattr__(self, "seeds", tuple(dict.fromkeys(self.seeds)))
         for name in ("models", "techniques", "targets", "seeds"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-            if not getattr(self, name):
+            values = getattr(self, name)
+            if not values:
                 raise ConfigError(f"config field '{name}' must list at least one entry")
-            again = next(
-                (v for i, v in enumerate(getattr(self, name)) if v in getattr(self, name)[:i]), None
-            )
-            if again is not None and name != "seeds":  # a cell listed twice would run twice
+            again = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if again is not None:  # a cell listed twice would run twice
                 raise ConfigError(f"config field '{name}' lists {again!r} twice")
         if all(getattr(self, name) == 0 for name in QUESTION_COUNTS):
             raise ConfigError(
                 f"config fields {', '.join(QUESTION_COUNTS)} are all 0: the grid would ask no "
                 "question"
             )
-        from workbench.paths import check_run_name
-
         check_run_name(self.name, "config field 'name'")
         for m in self.model_options:
             if m not in self.models:
@@ -191,6 +213,7 @@ class ExperimentConfig:
         for name, seeds in self.technique_seeds.items():
             if not seeds:
                 raise ConfigError(f"config field 'technique_seeds' gives {name!r} no seeds")
+        return self
 
     def seeds_for(self, technique: str) -> tuple[int, ...]:
         """The seeds ``technique`` runs with (``technique_seeds``, else ``seeds``)."""
@@ -208,29 +231,11 @@ class ExperimentConfig:
 
     # -- (de)serialisation ---------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown config field(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        return cls(**d)
-
-    @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> ExperimentConfig:
         return cls.from_dict(read_mapping(path))
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("models", "techniques", "targets", "seeds"):
-            d[k] = list(d[k])
-        d["technique_seeds"] = {k: list(v) for k, v in d["technique_seeds"].items()}
-        return d
-
     # -- validation against the world (no model loads) ----------------------------------------
-    def validate(self, bench: Benchmark) -> None:
+    def check_against(self, bench: Benchmark) -> None:
         """Check technique names and parameters, target ids, and that the benchmark has the
         questions each technique learns from; raise ConfigError naming the field."""
         from workbench.taxonomy import UnknownConceptError

@@ -270,7 +270,7 @@ class Runner:
         written (before any model loads)."""
         from workbench.runlock import check_run_kind
 
-        self.config.validate(self.bench)
+        self.config.check_against(self.bench)
         check_run_kind(self.run_dir, "grid")
         check_writable(self.run_dir, "the run folder")
 

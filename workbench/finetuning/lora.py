@@ -15,16 +15,19 @@ import os
 import tempfile
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Literal
 
 import torch
+from pydantic import model_validator
+
+from workbench.errors import ConfigError
+from workbench.settings import Number, Positive, Settings
 
 #: Linear layers LoRA never touches (SELECT: embeddings, unembedding, attention keys).
 EXCLUDED_MODULES = ("k_proj", "lm_head", "embed_tokens", "wte", "c_attn_k")
 
 
-@dataclass(frozen=True)
-class FinetuneParams:
+class FinetuneParams(Settings):
     """LoRA and optimisation settings (defaults finish in minutes on 2 CPU cores for 135M).
 
     Later additions (left out of ``to_dict`` at their defaults, so artifact hashes stay):
@@ -35,35 +38,39 @@ class FinetuneParams:
     (``completion`` or ``full``); ``dpo_batch_size`` and ``dpo_max_length`` (0: as SFT's).
     """
 
-    rank: int = 32
-    alpha: int = 64
-    dropout: float = 0.05
-    learning_rate: float = 1e-3
-    epochs: int = 2
-    batch_size: int = 8
-    max_length: int = 160
-    dpo_beta: float = 0.1
-    dpo_learning_rate: float = 5e-4
-    dpo_epochs: int = 1
-    grad_accumulation: int = 1
+    label: ClassVar[str] = "parameter"
+
+    rank: Positive = 32
+    alpha: Positive = 64
+    dropout: Number = 0.05
+    learning_rate: Number = 1e-3
+    epochs: Positive = 2
+    batch_size: Positive = 8
+    max_length: Positive = 160
+    dpo_beta: Number = 0.1
+    dpo_learning_rate: Number = 5e-4
+    dpo_epochs: Positive = 1
+    grad_accumulation: Positive = 1
     scheduler: str = "linear"
     warmup_steps: int = 2
-    weight_decay: float = 0.0
+    weight_decay: Number = 0.0
     optimizer: str = ""
     bf16: bool = False
     gradient_checkpointing: bool = False
-    loss: str = "completion"
+    loss: Literal["completion", "full"] = "completion"
     dpo_batch_size: int = 0
     dpo_max_length: int = 0
 
-    def __post_init__(self) -> None:
-        if self.loss not in ("completion", "full"):
-            from workbench.errors import ConfigError
-
-            raise ConfigError(f"loss must be completion or full, got {self.loss!r}")
+    @model_validator(mode="before")
+    @classmethod
+    def _loss(cls, data: Any) -> Any:
+        """``loss`` in these words, before the types are checked."""
+        if isinstance(data, dict) and data.get("loss", "completion") not in ("completion", "full"):
+            raise ConfigError(f"loss must be completion or full, got {data['loss']!r}")
+        return data
 
     def to_dict(self) -> dict:
-        return omit_added_defaults(asdict(self))
+        return omit_added_defaults(super().to_dict())
 
 
 #: FinetuneParams fields added after artifacts were first saved, with their defaults.

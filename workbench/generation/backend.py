@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from workbench.errors import ConfigError, ModelLoadError
 from workbench.generation.config import Generation, GenerationConfig
+from workbench.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ class Backend(ABC):
 
     #: the engine's name: the prefix of its model names (``vllm:<model>``), its registry key
     backend: ClassVar[str]
-    #: the dataclass of its options (``load(options=...)``, a grid's ``model_options``)
-    options_type: ClassVar[type]
+    #: the settings class of its options (``load(options=...)``, a grid's ``model_options``)
+    options_type: ClassVar[type[Settings]]
     #: what it is, in an error's words ("the Hugging Face engine")
     engine: ClassVar[str]
     capabilities: Capabilities
@@ -161,7 +162,7 @@ class Backend(ABC):
         require_chat: bool = True,
     ) -> Backend:
         """Load ``ref.target`` (``name`` as the user wrote it) with this back end's
-        ``options`` (its options dataclass or a dict of its fields)."""
+        ``options`` (its options class or a dict of its fields)."""
 
     @abstractmethod
     def generate_prompts(
@@ -264,15 +265,15 @@ class BlackBoxBackend(Backend):
         raise self.unavailable("activations", "this step (it reads the model's layers)")
 
 
-def parse_options(cls: type, options: Any, name: str, engine: str) -> Any:
-    """A back end's options: an instance of the dataclass ``cls`` from None, an instance, or a
-    dict of its fields. Unknown fields and values of the wrong type (checked by the class) are
-    one line naming the model and the option; ``engine`` says whose options they are."""
+def parse_options(cls: type[Settings], options: Any, name: str, engine: str) -> Any:
+    """A back end's options: an instance of the settings class ``cls`` from None, an instance,
+    or a dict of its fields. Unknown fields and values of the wrong type (checked by the class)
+    are one line naming the model and the option; ``engine`` says whose options they are."""
     if options is None or isinstance(options, cls):
         return options or cls()
     if not isinstance(options, dict):
         raise ModelLoadError(f"model {name!r}: options must be a {cls.__name__} or a mapping")
-    known = [f.name for f in fields(cls)]
+    known = list(cls.field_names())
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ModelLoadError(

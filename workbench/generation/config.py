@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
+
+from pydantic import model_validator
 
 from workbench.errors import ConfigError
+from workbench.settings import NonNegative, Number, Positive, Seq, Settings
 
 FinishReason = Literal["eos", "stop_string", "stop_when", "length"]
 
 
-@dataclass(frozen=True)
-class GenerationConfig:
+class GenerationConfig(Settings):
     """How to generate.
 
     Attributes:
@@ -33,37 +35,34 @@ class GenerationConfig:
             (others may act on prompt positions). Outputs are the same as without it.
     """
 
-    max_new_tokens: int = 64
+    max_new_tokens: Positive = 64
     do_sample: bool = False
-    temperature: float = 1.0
-    top_p: float = 1.0
-    num_samples: int = 1
-    seed: int = 0
-    stop_strings: tuple[str, ...] = ()
+    temperature: Number = 1.0
+    top_p: Number = 1.0
+    num_samples: Positive = 1
+    seed: NonNegative = 0
+    stop_strings: Seq[str] = ()
     return_logprobs: bool = False
-    batch_size: int = 32
+    batch_size: Positive = 32
     system_prompt: str | None = None
     prefix_cache: bool = True
     min_prefix_tokens: int = 16
 
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.num_samples < 1:
-            raise ConfigError(f"num_samples must be >= 1, got {self.num_samples}")
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+    @model_validator(mode="before")
+    @classmethod
+    def _one_stop_string(cls, data: Any) -> Any:
+        """A single stop string stands for a list of one."""
+        if isinstance(data, dict) and isinstance(data.get("stop_strings"), str):
+            return {**data, "stop_strings": (data["stop_strings"],)}
+        return data
+
+    @model_validator(mode="after")
+    def _sampling(self) -> Self:
         if self.do_sample and self.temperature <= 0:
             raise ConfigError(f"temperature must be > 0 when sampling, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if isinstance(self.stop_strings, str):
-            object.__setattr__(self, "stop_strings", (self.stop_strings,))
-        else:
-            object.__setattr__(self, "stop_strings", tuple(self.stop_strings))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+        return self
 
 
 #: Most refusals show in the opening words; 48 tokens decide them at a fraction of the cost.

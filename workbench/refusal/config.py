@@ -10,16 +10,18 @@ where each value is in its release; a test keeps the preset equal to that table)
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
+
+from pydantic import Field, field_validator, model_validator
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import check_fields
+from workbench.paths import cache_home, check_run_name
 from workbench.refusal.datasets import EXPECTED
 from workbench.registry import Registry
+from workbench.settings import NonNegative, Number, Positive, Seq, Settings
 from workbench.yamlfile import read_mapping
 
 #: (setting, where seed 001's code sets it, the ``seed`` preset's value). Its answers are sampled
@@ -80,29 +82,39 @@ WEIGHTINGS = ("mean", "sum")
 
 
 def _default_data_dir() -> str:
-    from workbench.paths import cache_home
-
     return str(cache_home() / "refusal")
 
 
-def _check_keys(cls, d: Any, where: str) -> dict:
-    if not isinstance(d, dict):
-        raise ConfigError(f"config field '{where}' must be a mapping, got {d!r}")
-    known = [f.name for f in fields(cls)]
-    unknown = [k for k in d if k not in known]
+def _unknown(names: Sequence[str], known: Sequence[str], where: str = "") -> str:
+    prefix = f"{where}." if where else ""
+    return (
+        f"unknown config field {', '.join(repr(prefix + str(n)) for n in names)}; "
+        f"known: {', '.join(known)}"
+    )
+
+
+def _check_keys(cls: type[Settings], d: Mapping, where: str) -> None:
+    """A nested mapping's unknown and missing fields, named by their place (``datasets[2].``):
+    pydantic would name the mapping, not the field."""
+    unknown = [k for k in d if k not in cls.model_fields]
     if unknown:
-        prefix = f"{where}." if where else ""
+        raise ConfigError(_unknown(unknown, cls.field_names(), where))
+    for key, info in cls.model_fields.items():
+        if info.is_required() and key not in d:
+            raise ConfigError(f"config field '{where}' needs a '{key}'")
+
+
+def _settings_of(cls: type[Settings], value: Any, where: str) -> Any:
+    """A nested block of settings: a mapping (null for the defaults) or one already made."""
+    value = {} if value is None else value
+    if isinstance(value, Mapping):
+        _check_keys(cls, value, where)
+    elif not isinstance(value, cls):
         raise ConfigError(
-            f"unknown config field {', '.join(repr(prefix + str(k)) for k in unknown)}; "
-            f"known: {', '.join(known)}"
+            f"config field '{where}' must be a mapping of its settings "
+            f"({', '.join(cls.field_names())}), got {value!r}"
         )
-    return d
-
-
-def _at_least(value: Any, where: str, minimum: int = 0) -> None:
-    """A number already of its type (:func:`check_fields`) is at least ``minimum``."""
-    if value is not None and value < minimum:
-        raise ConfigError(f"config field '{where}' must be an integer >= {minimum}, got {value!r}")
+    return value
 
 
 def _not_empty(value: Any, where: str) -> None:
@@ -111,8 +123,15 @@ def _not_empty(value: Any, where: str) -> None:
         raise ConfigError(f"config field '{where}' must be a non-empty string, got {value!r}")
 
 
-@dataclass(frozen=True)
-class DatasetRef:
+class _SuiteSettings(Settings):
+    """A part of the suite's configuration: unknown fields listed in declaration order."""
+
+    @classmethod
+    def unknown_fields(cls, names: Sequence[str]) -> str:
+        return _unknown(names, cls.field_names())
+
+
+class DatasetRef(_SuiteSettings):
     """A dataset of the suite: a registered name (``workbench.refusal.datasets.DATASETS``) or any
     prompt file in the generic format.
 
@@ -127,30 +146,20 @@ class DatasetRef:
     name: str
     path: str | None = None
     expected: str | None = None
-    limit: int | None = None
+    limit: NonNegative | None = None
 
-    @classmethod
-    def parse(cls, value: Any, where: str) -> DatasetRef:
-        if isinstance(value, str):
-            value = {"name": value}
-        d = _check_keys(cls, value, where)
-        if "name" not in d:
-            raise ConfigError(f"config field '{where}' needs a 'name'")
-        ref = cls(**d)
-        check_fields(ref, prefix=f"{where}.")
-        _not_empty(ref.name, f"{where}.name")
-        _not_empty(ref.path, f"{where}.path")
-        if ref.expected is not None and ref.expected not in EXPECTED:
+    def check(self, where: str) -> None:
+        """The checks beyond the types, naming the dataset's place (``datasets[2]``)."""
+        _not_empty(self.name, f"{where}.name")
+        _not_empty(self.path, f"{where}.path")
+        if self.expected is not None and self.expected not in EXPECTED:
             raise ConfigError(
-                f"config field '{where}.expected' is {ref.expected!r}; "
+                f"config field '{where}.expected' is {self.expected!r}; "
                 f"one of: {', '.join(EXPECTED)}"
             )
-        _at_least(ref.limit, f"{where}.limit")
-        return ref
 
 
-@dataclass(frozen=True)
-class AbstainerConfig:
+class AbstainerConfig(_SuiteSettings):
     """A model made to abstain from a concept by a SELECT technique, evaluated on the suite
     beside the unmodified model (does abstaining from rivers make it refuse elsewhere?).
 
@@ -165,31 +174,24 @@ class AbstainerConfig:
     technique: str
     target: str
     benchmark: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: NonNegative = 0
 
-    @classmethod
-    def parse(cls, value: Any, where: str) -> AbstainerConfig:
-        d = _check_keys(cls, value, where)
-        for key in ("technique", "target"):
-            if key not in d:
-                raise ConfigError(f"config field '{where}' needs a '{key}'")
-        ab = cls(**d)
-        check_fields(ab, prefix=f"{where}.")
+    def check(self, where: str) -> None:
+        """The checks beyond the types, naming the abstainer's place (``abstainers[0]``); the
+        technique and its parameters are resolved now, before any model loads."""
         for key in ("technique", "target", "benchmark"):
-            _not_empty(getattr(ab, key), f"{where}.{key}")
-        _at_least(ab.seed, f"{where}.seed")
+            _not_empty(getattr(self, key), f"{where}.{key}")
         from workbench.techniques import get_technique
 
-        get_technique(ab.technique, **ab.params)  # unknown names and parameters, now
-        return ab
+        get_technique(self.technique, **self.params)  # unknown names and parameters, now
 
-    def label(self) -> str:
+    def tag(self) -> str:
+        """``technique@target``: how a run names the system it makes."""
         return f"{self.technique}@{self.target}"
 
 
-@dataclass(frozen=True)
-class SamplingConfig:
+class SamplingConfig(_SuiteSettings):
     """How answers are sampled; fields left None take the preset's value.
 
     Attributes:
@@ -205,30 +207,37 @@ class SamplingConfig:
     """
 
     preset: str = "seed"
-    num_samples: int | None = None
+    num_samples: Positive | None = None
     do_sample: bool | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_new_tokens: int | None = None
+    temperature: Number | None = None
+    top_p: Number | None = None
+    max_new_tokens: Positive | None = None
     weighting: str | None = None
-    seed: int = 0
-    batch_size: int = 32
+    seed: NonNegative = 0
+    batch_size: Positive = 32
 
-    def __post_init__(self) -> None:
-        check_fields(self, prefix="sampling.")
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, data: Any) -> Any:
+        """The preset's values for the fields given as None or not at all (an unknown preset
+        is reported once the types are checked)."""
+        if not isinstance(data, Mapping):
+            return data
+        preset = data.get("preset", "seed")
+        if not isinstance(preset, str) or preset not in SAMPLING_PRESETS:
+            return data
+        values = SAMPLING_PRESETS[preset]
+        return {**data, **{k: v for k, v in values.items() if data.get(k) is None}}
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         if self.preset not in SAMPLING_PRESETS:
             raise ConfigError(
                 f"config field 'sampling.preset' is {self.preset!r}; "
                 f"known: {', '.join(SAMPLING_PRESETS)}"
             )
-        for key, value in SAMPLING_PRESETS[self.preset].items():
-            if getattr(self, key) is None:
-                object.__setattr__(self, key, value)
         # every preset gives each of them a value (never None)
         assert self.temperature is not None and self.top_p is not None
-        for key in ("num_samples", "max_new_tokens", "batch_size"):
-            _at_least(getattr(self, key), f"sampling.{key}", 1)
-        _at_least(self.seed, "sampling.seed")
         if self.do_sample and not self.temperature > 0:
             raise ConfigError(
                 f"config field 'sampling.temperature' must be > 0, got {self.temperature!r}"
@@ -242,6 +251,7 @@ class SamplingConfig:
                 f"config field 'sampling.weighting' is {self.weighting!r}; "
                 f"one of: {', '.join(WEIGHTINGS)}"
             )
+        return self
 
     def generation_config(self, system_prompt: str | None = None):
         """The engine's settings (log-probabilities always recorded: c(x) weighs by them)."""
@@ -264,8 +274,7 @@ class SamplingConfig:
         )
 
 
-@dataclass(frozen=True)
-class JudgeConfig:
+class JudgeConfig(_SuiteSettings):
     """The LLM judge (``workbench.scoring.judge.LLMJudge``).
 
     Attributes:
@@ -279,18 +288,22 @@ class JudgeConfig:
     """
 
     model: str | None = None
-    batch_size: int = 16
+    batch_size: Positive = 16
     answer_chars: int = 1200
     categories: bool = True
 
-    def __post_init__(self) -> None:
-        check_fields(self, prefix="judge.")
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         _not_empty(self.model, "judge.model")
-        _at_least(self.answer_chars, "judge.answer_chars", 1)
+        if self.answer_chars < 1:
+            raise ConfigError(
+                f"config field 'judge.answer_chars' must be an integer >= 1, "
+                f"got {self.answer_chars!r}"
+            )
+        return self
 
 
-@dataclass(frozen=True)
-class SuiteConfig:
+class SuiteConfig(_SuiteSettings):
     """A refusal-suite run: datasets x models (x abstainers), K samples each, scored by every
     detector and optionally a judge.
 
@@ -321,84 +334,96 @@ class SuiteConfig:
     """
 
     name: str = "refusal_eval"
-    models: tuple[str, ...] = ("smollm2-135m-instruct",)
-    datasets: tuple[DatasetRef, ...] = (DatasetRef("sanity"),)
-    abstainers: tuple[AbstainerConfig, ...] = ()
+    models: Seq[str] = ("smollm2-135m-instruct",)
+    datasets: Seq[DatasetRef] = (DatasetRef(name="sanity"),)
+    abstainers: Seq[AbstainerConfig] = ()
     include_base: bool = True
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
     detector: str = "phrase"
     probe: bool = False
     thinking_marker: str | None = None
     system_prompt: str | None = None
-    data_dir: str = field(default_factory=_default_data_dir)
-    limit: int = 0
-    chunk_size: int = 8
-    margin: float = 0.1
-    refusal_threshold: float = 80.0
-    over_refusal_threshold: float = 10.0
+    data_dir: str = Field(default_factory=_default_data_dir)
+    limit: NonNegative = 0
+    chunk_size: Positive = 8
+    margin: Number = 0.1
+    refusal_threshold: Number = 80.0
+    over_refusal_threshold: Number = 10.0
     device: str = "auto"
     dtype: str = "auto"
 
-    def __post_init__(self) -> None:
-        if isinstance(self.models, str):  # one model stands for a list of one
-            object.__setattr__(self, "models", (self.models,))
-        # the nested settings are parsed (and checked) from their mappings below
-        check_fields(self, skip=("datasets", "abstainers", "sampling", "judge"))
-        from workbench.paths import check_run_name
+    # A YAML file's short forms (and what the JSON Schema accepts): one model or dataset for a
+    # list of one, a dataset's name for its entry, ``judge: NAME`` for ``judge: {model: NAME}``,
+    # null for the defaults. A nested mapping's unknown or missing fields are named by their place
+    # here (``datasets[2].limt``): pydantic would name the mapping.
 
+    @field_validator("models", mode="before", json_schema_input_type=str | list[str])
+    @classmethod
+    def _one_model(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator(
+        "datasets", mode="before", json_schema_input_type=str | DatasetRef | list[str | DatasetRef]
+    )
+    @classmethod
+    def _dataset_entries(cls, value: Any) -> Any:
+        if isinstance(value, (str, Mapping, DatasetRef)):
+            value = (value,)
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ConfigError("config field 'datasets' must list at least one dataset")
+        entries = [{"name": d} if isinstance(d, str) else d for d in value]
+        for i, d in enumerate(entries):
+            if isinstance(d, Mapping):
+                _check_keys(DatasetRef, d, f"datasets[{i}]")
+        return entries
+
+    @field_validator(
+        "abstainers",
+        mode="before",
+        json_schema_input_type=AbstainerConfig | list[AbstainerConfig] | None,
+    )
+    @classmethod
+    def _abstainer_entries(cls, value: Any) -> Any:
+        value = value or ()
+        if isinstance(value, Mapping):
+            value = (value,)
+        if isinstance(value, (list, tuple)):
+            for i, a in enumerate(value):
+                if isinstance(a, Mapping):
+                    _check_keys(AbstainerConfig, a, f"abstainers[{i}]")
+        return value
+
+    @field_validator("sampling", mode="before", json_schema_input_type=SamplingConfig | None)
+    @classmethod
+    def _sampling(cls, value: Any) -> Any:
+        return _settings_of(SamplingConfig, value, "sampling")
+
+    @field_validator("judge", mode="before", json_schema_input_type=str | JudgeConfig | None)
+    @classmethod
+    def _judge(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = {"model": value}
+        return _settings_of(JudgeConfig, value, "judge")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         check_run_name(self.name, "config field 'name'")
         if not self.models:
             raise ConfigError("config field 'models' must list at least one model")
         for i, m in enumerate(self.models):
             _not_empty(m, f"models[{i}]")
-        object.__setattr__(self, "models", tuple(self.models))
-        datasets = (
-            (self.datasets,)
-            if isinstance(self.datasets, (str, dict, DatasetRef))
-            else self.datasets
-        )
-        if not isinstance(datasets, (list, tuple)) or not datasets:
-            raise ConfigError("config field 'datasets' must list at least one dataset")
-        refs = tuple(
-            d if isinstance(d, DatasetRef) else DatasetRef.parse(d, f"datasets[{i}]")
-            for i, d in enumerate(datasets)
-        )
-        names = [r.name for r in refs]
+        for i, ref in enumerate(self.datasets):
+            ref.check(f"datasets[{i}]")
+        names = [r.name for r in self.datasets]
         if len(set(names)) != len(names):
             raise ConfigError(f"config field 'datasets' names a dataset twice: {names}")
-        object.__setattr__(self, "datasets", refs)
-        abstainers = self.abstainers or ()
-        if isinstance(abstainers, dict):
-            abstainers = (abstainers,)
-        object.__setattr__(
-            self,
-            "abstainers",
-            tuple(
-                a
-                if isinstance(a, AbstainerConfig)
-                else AbstainerConfig.parse(a, f"abstainers[{i}]")
-                for i, a in enumerate(abstainers)
-            ),
-        )
+        for i, ab in enumerate(self.abstainers):
+            ab.check(f"abstainers[{i}]")
         if not self.include_base and not self.abstainers:
             raise ConfigError(
                 "config field 'include_base' is false and there are no 'abstainers': nothing to run"
             )
-        for key, cls in (("sampling", SamplingConfig), ("judge", JudgeConfig)):
-            value = getattr(self, key)
-            if value is None:
-                value = {}
-            if key == "judge" and isinstance(value, str):
-                value = {"model": value}  # judge: NAME, short for judge: {model: NAME}
-            if isinstance(value, dict):
-                value = cls(**_check_keys(cls, value, key))
-            elif not isinstance(value, cls):
-                raise ConfigError(
-                    f"config field '{key}' must be a mapping of its settings "
-                    f"({', '.join(f.name for f in dataclasses.fields(cls))}), got {value!r}"
-                )
-            object.__setattr__(self, key, value)
         from workbench.scoring.detectors import LEARNED, detectors_for
 
         known = [*detectors_for(), *LEARNED]
@@ -425,14 +450,10 @@ class SuiteConfig:
                 raise ConfigError(
                     f"config field '{key}' is a percentage (0 to 100), got {getattr(self, key)!r}"
                 )
-
-    # -- (de)serialisation -----------------------------------------------------------------------
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SuiteConfig:
-        return cls(**_check_keys(cls, d, ""))
+        return self
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike) -> SuiteConfig:
+    def from_yaml(cls, path: str | os.PathLike) -> Self:
         """Read a YAML config: one line names the file and the problem."""
         p = Path(path)
         data = read_mapping(p)
@@ -440,13 +461,3 @@ class SuiteConfig:
             return cls.from_dict(data)
         except ConfigError as e:
             raise ConfigError(f"{p}: {e}") from None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["models"] = list(self.models)
-        d["datasets"] = [asdict(r) for r in self.datasets]
-        d["abstainers"] = [asdict(a) for a in self.abstainers]
-        return d
-
-    def with_overrides(self, **changes: Any) -> SuiteConfig:
-        return replace(self, **changes)

@@ -30,7 +30,7 @@ def notebook_config(
     from workbench.paths import project_path
 
     if config_file:
-        return SuiteConfig.from_yaml(project_path(config_file)).with_overrides(name=run_name)
+        return SuiteConfig.from_yaml(project_path(config_file)).replace(name=run_name)
     settings: dict[str, Any] = dict(
         name=run_name,
         models=tuple(models),

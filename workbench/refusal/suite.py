@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,7 @@ class System:
 
     @property
     def name(self) -> str:
-        return self.model if self.abstainer is None else f"{self.model}+{self.abstainer.label()}"
+        return self.model if self.abstainer is None else f"{self.model}+{self.abstainer.tag()}"
 
     @property
     def technique(self) -> str:
@@ -223,7 +223,7 @@ class RefusalSuite:
         ab = None
         if system.abstainer is not None:
             ab = {
-                **asdict(system.abstainer),
+                **system.abstainer.to_dict(),
                 "benchmark_hash": self._bench(system.abstainer.benchmark).content_hash()[:16],
             }
         return {
@@ -409,7 +409,7 @@ class RefusalSuite:
         if cfg.batch_size < rows <= 2 * cfg.batch_size:
             # the chunk in one pass rather than a full batch and a short one (8 prompts x 5
             # samples: 26% faster on 2 cores); answers do not depend on the batch
-            cfg = replace(cfg, batch_size=rows)
+            cfg = cfg.replace(batch_size=rows)
         t0 = time.time()
         if abstainer is None:
             gens = generate(lm, prompts, cfg, progress=False)

@@ -11,13 +11,14 @@ carries the same fields with the same defaults (a test keeps them equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import torch
+from pydantic import model_validator
 
 from workbench.errors import ConfigError
-from workbench.fieldtypes import check_fields
+from workbench.settings import Number, Positive, Seq, Settings
 from workbench.steering.activations import Pooling, collect_activations
 from workbench.steering.behavior import fit_refusal_vector
 from workbench.steering.concept import (
@@ -33,44 +34,55 @@ from workbench.steering.gate import choose_gate, layer_table, select_layers
 if TYPE_CHECKING:
     from workbench.generation.backend import Backend
 
+Method = Literal["pc1", "mean_diff", "repe_pca"]
+ThresholdRule = Literal["youden", "min_related", "select"]
+RankBy = Literal["auroc", "gap", "min_gap"]
+Decision = Literal["separate", "in_pass"]
+
 #: the allowed values of the settings that are names
-CHOICES = {
-    "aggregate": ("all", "any", "majority"),
-    "method": ("pc1", "mean_diff", "repe_pca"),
-    "threshold_rule": ("youden", "min_related", "select"),
-    "rank_by": ("auroc", "gap", "min_gap"),
-    "decision": ("separate", "in_pass"),
-    "pooling": ("last", "mean"),
+CHOICES: dict[str, tuple[str, ...]] = {
+    "aggregate": get_args(Aggregate),
+    "method": get_args(Method),
+    "threshold_rule": get_args(ThresholdRule),
+    "rank_by": get_args(RankBy),
+    "decision": get_args(Decision),
+    "pooling": get_args(Pooling),
 }
 
 
-@dataclass(frozen=True)
-class FitSettings:
+def check_choices(data: Any, allowed: Mapping[str, tuple[str, ...]] = CHOICES) -> None:
+    """A raw setting that is a name outside ``allowed`` is one line in these words (a
+    ``mode="before"`` validator's check: before the types, as these settings always were)."""
+    if isinstance(data, dict):
+        for name, names in allowed.items():
+            if name in data and data[name] not in names:
+                raise ConfigError(f"{name} must be one of {', '.join(names)}, got {data[name]!r}")
+
+
+class FitSettings(Settings):
     """What fitting a gate and a spec reads (the meanings: ``SteeringParams``)."""
 
-    n_layers: int = 3
+    label: ClassVar[str] = "setting"
+
+    n_layers: Positive = 3
     aggregate: Aggregate = "all"
-    method: str = "mean_diff"
-    threshold_rule: str = "youden"
-    threshold_adjust: float = 0.5
-    rank_by: str = "auroc"
-    decision: str = "separate"
+    method: Method = "mean_diff"
+    threshold_rule: ThresholdRule = "youden"
+    threshold_adjust: Number = 0.5
+    rank_by: RankBy = "auroc"
+    decision: Decision = "separate"
     condition_before_behavior: bool = False
-    behavior_layers: tuple[int, ...] | None = None
-    strength: float = 0.6
+    behavior_layers: Seq[int] | None = None
+    strength: Number = 0.6
     pooling: Pooling = "last"
     centered: bool = True
     read_final_norm: bool = False
 
-    def __post_init__(self) -> None:
-        check_fields(self, label="setting")
-        for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(
-                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
-                )
-        if self.n_layers < 1:
-            raise ConfigError(f"n_layers must be >= 1, got {self.n_layers}")
+    @model_validator(mode="before")
+    @classmethod
+    def _choices(cls, data: Any) -> Any:
+        check_choices(data)
+        return data
 
 
 def default_behavior_layers(num_layers: int) -> list[int]:

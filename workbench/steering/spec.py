@@ -20,13 +20,14 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import torch
+from pydantic import ConfigDict, model_validator
 
 from workbench.errors import ConfigError
+from workbench.settings import Seq, Settings
 
 MODES = ("separate", "in_pass")
 AGGREGATES = ("all", "any", "majority")
@@ -51,15 +52,33 @@ def _matrix(name: str, field: str, t: torch.Tensor, rows: int, width: int | None
         raise ConfigError(f"abstainer {name!r}: {field} hold NaN or infinite values")
 
 
-@dataclass(frozen=True)
-class GateSpec:
+class _Record(Settings):
+    """Settings holding tensors, whose fields may also be given in order (``SteerSpec(name,
+    layers, vectors, strength)``), as when they were dataclasses. NaN and infinite values reach
+    :class:`SteerSpec`'s own check, which names the abstainer."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=True)
+    label: ClassVar[str] = "steering spec field"
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        names = type(self).field_names()
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__} takes at most {len(names)} fields in order")
+        for name, value in zip(names, args):
+            if name in data:
+                raise TypeError(f"{type(self).__name__} got {name!r} twice")
+            data[name] = value
+        super().__init__(**data)
+
+
+class GateSpec(_Record):
     """The condition: per condition layer a unit concept vector, the mean it is centred on and
     a threshold; ``aggregate`` combines the layers' votes (``all``, ``any``, ``majority``)."""
 
-    layers: tuple[int, ...]
+    layers: Seq[int]
     vectors: torch.Tensor  # (len(layers), hidden)
     means: torch.Tensor  # (len(layers), hidden)
-    thresholds: tuple[float, ...]
+    thresholds: Seq[float]
     aggregate: str = "all"
     inclusive: bool = False
     final_norm: bool = False
@@ -85,19 +104,19 @@ def repeated_layer(layers: Sequence[int], num_layers: int | None = None) -> str 
     return None
 
 
-@dataclass(frozen=True)
-class SteerSpec:
+class SteerSpec(_Record):
     """One abstainer's steering: ``strength * vectors[i]`` added at ``layers[i]`` to the prompts
     the gate fires on (every prompt without a gate)."""
 
     name: str
-    layers: tuple[int, ...]
+    layers: Seq[int]
     vectors: torch.Tensor  # (len(layers), hidden)
     strength: float
     gate: GateSpec | None = None
     mode: str = "separate"
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         """Everything an engine relies on that the spec alone tells: the one check of a spec
         built here, read from JSON (an API request, a registry file) or sent to vLLM's workers.
         What depends on the model (width, layer range) is :meth:`check_model`."""
@@ -117,7 +136,7 @@ class SteerSpec:
             raise ConfigError(f"abstainer {self.name!r}: strength {self.strength} is not finite")
         g = self.gate
         if g is None:
-            return
+            return self
         if g.aggregate not in AGGREGATES:
             raise ConfigError(
                 f"abstainer {self.name!r}: gate aggregate must be one of {', '.join(AGGREGATES)}, "
@@ -135,6 +154,7 @@ class SteerSpec:
             )
         if not all(math.isfinite(t) for t in g.thresholds):
             raise ConfigError(f"abstainer {self.name!r}: a gate threshold is not finite")
+        return self
 
     def check_model(self, hidden: int, num_layers: int) -> None:
         """The spec fits a model of width ``hidden`` with ``num_layers`` blocks (layers may
@@ -192,7 +212,7 @@ class SteerSpec:
         return d
 
     @classmethod
-    def from_dict(cls, d: Any) -> SteerSpec:
+    def from_dict(cls, d: Any) -> Self:
         """The spec from :meth:`to_dict`'s form; a malformed one is one ConfigError line."""
         try:
             gate = None
@@ -224,7 +244,7 @@ class SteerSpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> SteerSpec:
+    def from_json(cls, text: str) -> Self:
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as e:

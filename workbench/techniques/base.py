@@ -1,24 +1,26 @@
 """One interface for every abstention technique, and a registry of them.
 
-A technique is a class with a parameters dataclass. ``prepare(lm, bench, target)`` builds what
-the technique needs from the target's *training* questions only (a prompt, vectors, an adapter)
-and returns an :class:`Abstainer` whose ``generate(questions)`` answers through the generation
-engine. Prepared artifacts are saved in an :class:`ArtifactStore` and reused when the model,
-parameters and training data match. A new technique is one class and ``@register``.
+A technique is a class with a parameters model (:class:`Params`). ``prepare(lm, bench,
+target)`` builds what the technique needs from the target's *training* questions only (a prompt,
+vectors, an adapter) and returns an :class:`Abstainer` whose ``generate(questions)`` answers
+through the generation engine. Prepared artifacts are saved in an :class:`ArtifactStore` and
+reused when the model, parameters and training data match. A new technique is one class and
+``@register``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
+from pydantic import ValidationError
+
 from workbench.errors import ConfigError
-from workbench.fieldtypes import check_fields
 from workbench.generation import Generation, GenerationConfig
 from workbench.registry import Registry
+from workbench.settings import Settings, problem_line
 from workbench.techniques.artifacts import ArtifactStore, check_meta
 from workbench.techniques.data import TargetData, target_data
 
@@ -33,15 +35,30 @@ Access = Literal["black-box", "white-box"]
 ARTIFACT_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Params:
-    """Base class of technique parameters (frozen dataclasses of literals)."""
+class Params(Settings):
+    """Base class of technique parameters (frozen settings of literals). A technique names its
+    own in messages (``technique 'steering': parameter 'strength' ...``)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    label: ClassVar[str] = "parameter"
+
+    @classmethod
+    def unknown_fields(cls, names: Sequence[str]) -> str:
+        known = ", ".join(sorted(cls.model_fields)) or "none"
+        return f"no parameter {', '.join(map(repr, names))}; the parameters are: {known}"
 
 
-#: A technique's parameters dataclass.
+#: ``protocol``: the workbench's prompts, or SELECT's from the benchmark's imported protocol.
+Protocol = Literal["", "select"]
+
+
+def check_protocol(data: Any) -> None:
+    """Raw parameters' ``protocol`` is '' or select (a ``mode="before"`` validator's check, so
+    the message is this one rather than the type's)."""
+    if isinstance(data, dict) and data.get("protocol", "") not in ("", "select"):
+        raise ConfigError(f"protocol must be '' or select, got {data['protocol']!r}")
+
+
+#: A technique's parameters model.
 P = TypeVar("P", bound=Params)
 
 
@@ -74,7 +91,7 @@ class Abstainer(ABC):
 
 class Technique(ABC, Generic[P]):
     """Base class: subclasses set ``name``, ``nature``, ``access``, ``Params`` and implement
-    :meth:`build` (and :meth:`load` when they save artifacts). ``P``, the parameters dataclass
+    :meth:`build` (and :meth:`load` when they save artifacts). ``P``, the parameters model
     (``class Steering(Technique[SteeringParams])``), types ``self.params``."""
 
     name: ClassVar[str]
@@ -93,24 +110,26 @@ class Technique(ABC, Generic[P]):
         self.store = ArtifactStore()
         # A ClassVar cannot mention P (the checker refuses type variables there), so ``Params``
         # is typed by the base class; each subclass sets it to its own ``P``.
-        params = params or cast(P, self.Params())
-        known = {f.name for f in fields(params)}
+        params = params if params is not None else cast(P, self.Params())
+        cls = type(params)
+        known = cls.field_names()
         for key in overrides:
             if key not in known:
                 raise ConfigError(
                     f"technique {self.name!r} has no parameter {key!r}; "
                     f"its parameters are: {', '.join(sorted(known)) or 'none'}"
                 )
+        # every value against its declared type, before any model loads (strength: "high"
+        # once failed after two minutes of preparation), named as this technique's
+        data = {**dict(params), **overrides}
         try:
-            self.params: P = replace(params, **overrides)
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"technique {self.name!r}: {e}") from None
-        # every value against its declared type, before any model loads
-        # (strength: "high" once failed after two minutes of preparation)
-        check_fields(self.params, label=f"technique {self.name!r}: parameter")
+            self.params: P = cls.model_validate(data)
+        except ValidationError as e:
+            label = f"technique {self.name!r}: parameter"
+            raise ConfigError(problem_line(e, cls, data, label)) from None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.params})"
+        return f"{type(self).__name__}({self.params!r})"
 
     @classmethod
     def describe(cls) -> dict[str, Any]:

@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from workbench.errors import ConfigError
+from pydantic import model_validator
+
 from workbench.generation import GenerationConfig, generate
 from workbench.select import prompts as select_prompts
-from workbench.techniques.base import Abstainer, Params, Technique, register
+from workbench.techniques.base import (
+    Abstainer,
+    Params,
+    Protocol,
+    Technique,
+    check_protocol,
+    register,
+)
 
 if TYPE_CHECKING:
     from workbench.generation.backend import Backend
     from workbench.taxonomy.benchmark import Benchmark
 
 
-@dataclass(frozen=True)
 class BaseParams(Params):
     """``protocol="select"``: ask each question inside SELECT's plain template ("answer the
     following question"), as SELECT asks its steered and fine-tuned models."""
 
-    protocol: str = ""
+    protocol: Protocol = ""
 
-    def __post_init__(self) -> None:
-        if self.protocol not in ("", "select"):
-            raise ConfigError(f"protocol must be '' or select, got {self.protocol!r}")
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol(cls, data: Any) -> Any:
+        check_protocol(data)
+        return data
 
 
 class BaseAbstainer(Abstainer):

@@ -24,11 +24,12 @@ import copy
 import gc
 import json
 import warnings
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+from pydantic import model_validator
 
 from workbench.errors import ConfigError
 from workbench.finetuning import FinetuneParams, train_dpo, train_sft
@@ -36,6 +37,7 @@ from workbench.finetuning.lora import omit_added_defaults
 from workbench.finetuning.stack import stack_adapters
 from workbench.generation import GenerationConfig, generate
 from workbench.select import prompts as select_prompts
+from workbench.settings import Settings
 from workbench.steering.behavior import ABSTENTIONS
 from workbench.techniques.base import Abstainer, Params, Technique, register
 from workbench.techniques.data import (
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
     from workbench.taxonomy.benchmark import Benchmark
 
 
-@dataclass(frozen=True)
 class SFTParams(Params, FinetuneParams):
     """LoRA settings, plus what the model learns to say when it complies.
 
@@ -70,34 +71,37 @@ class SFTParams(Params, FinetuneParams):
     """
 
     answer_tokens: int = 32
-    comply_answers: str = "own"
-    mixture: str = "workbench"
-    prompt_template: str = ""
-    dpo_init: str = "merged"
+    comply_answers: Literal["own", "reference"] = "own"
+    mixture: Literal["workbench", "select"] = "workbench"
+    prompt_template: Literal["", "select"] = ""
+    dpo_init: Literal["merged", "continue"] = "merged"
 
-    def __post_init__(self) -> None:
-        FinetuneParams.__post_init__(self)
-        choices = {
-            "comply_answers": ("own", "reference"),
-            "mixture": ("workbench", "select"),
-            "prompt_template": ("", "select"),
-            "dpo_init": ("merged", "continue"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
+    @model_validator(mode="before")
+    @classmethod
+    def _choices(cls, data: Any) -> Any:
+        """The names, in these words, before the types are checked (``loss``: FinetuneParams)."""
+        if not isinstance(data, dict):
+            return data
+        for name, allowed in _CHOICES.items():
+            if name in data and data[name] not in allowed:
                 raise ConfigError(
-                    f"{name} must be one of {', '.join(map(repr, allowed))}, "
-                    f"got {getattr(self, name)!r}"
+                    f"{name} must be one of {', '.join(map(repr, allowed))}, got {data[name]!r}"
                 )
+        return data
 
     def finetune(self) -> FinetuneParams:
-        return FinetuneParams(**{f.name: getattr(self, f.name) for f in fields(FinetuneParams)})
+        return FinetuneParams(**{k: getattr(self, k) for k in FinetuneParams.field_names()})
 
     def to_dict(self) -> dict:
-        return omit_added_defaults(
-            omit_added_defaults({f.name: getattr(self, f.name) for f in fields(self)}), _ADDED
-        )
+        return omit_added_defaults(omit_added_defaults(Settings.to_dict(self)), _ADDED)
 
+
+_CHOICES = {
+    "comply_answers": ("own", "reference"),
+    "mixture": ("workbench", "select"),
+    "prompt_template": ("", "select"),
+    "dpo_init": ("merged", "continue"),
+}
 
 #: SFTParams fields added after artifacts were first saved, with their defaults.
 _ADDED = {"mixture": "workbench", "prompt_template": "", "dpo_init": "merged"}
@@ -144,7 +148,7 @@ class FineTunedAbstainer(Abstainer):
             raise RuntimeError(f"{self.technique} abstainer for {self.target!r} was closed")
         config = config or GenerationConfig()
         if self.system is not None and config.system_prompt is None:
-            config = replace(config, system_prompt=self.system)
+            config = config.replace(system_prompt=self.system)
         prompts = [_wrap(self.template, q) for q in questions]
         return generate(
             self.adapted, prompts, config, progress=progress, desc=self.technique, **kwargs

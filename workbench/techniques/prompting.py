@@ -12,15 +12,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from pydantic import model_validator
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig, generate
 from workbench.select import prompts as select_prompts
+from workbench.settings import NonNegative
 from workbench.steering.behavior import ABSTENTIONS
-from workbench.techniques.base import Abstainer, Params, Technique, register
+from workbench.techniques.base import (
+    Abstainer,
+    Params,
+    Protocol,
+    Technique,
+    check_protocol,
+    register,
+)
 from workbench.techniques.data import TargetData, seeded_rng
 
 if TYPE_CHECKING:
@@ -105,7 +114,6 @@ def _check_template(template: str, name: str, *fields: str) -> None:
             raise ConfigError(f"{name} must contain {{{f}}}, got {template!r}")
 
 
-@dataclass(frozen=True)
 class ZeroShotParams(Params):
     """Parameters of the zero-shot instruction.
 
@@ -128,14 +136,20 @@ class ZeroShotParams(Params):
     as_system: bool = True
     user_template: str = "{instruction}\n\n{question}"
     concept_context: bool = False
-    protocol: str = ""
+    protocol: Protocol = ""
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol(cls, data: Any) -> Any:
+        check_protocol(data)
+        return data
+
+    @model_validator(mode="after")
+    def _templates(self) -> Self:
         _check_template(self.instruction, "instruction", "concept")
-        if self.protocol not in ("", "select"):
-            raise ConfigError(f"protocol must be '' or select, got {self.protocol!r}")
         if not self.as_system:
             _check_template(self.user_template, "user_template", "instruction", "question")
+        return self
 
 
 @register
@@ -173,7 +187,6 @@ class ZeroShot(Technique[ZeroShotParams]):
         )
 
 
-@dataclass(frozen=True)
 class FewShotParams(Params):
     """Parameters of few-shot chain-of-thought prompting.
 
@@ -200,29 +213,39 @@ class FewShotParams(Params):
         "answering, say in one sentence whether the question is about {concept}; if it is, "
         "apologise and decline; otherwise answer helpfully."
     )
-    n_target: int = 1
-    n_descendant: int = 2
+    n_target: NonNegative = 1
+    n_descendant: NonNegative = 2
     n_retain: int = 3
     answer_tokens: int = 48
-    examples: str = "auto"
-    style: str = "chat"
+    examples: Literal["auto", "generate", "benchmark"] = "auto"
+    style: Literal["chat", "select", "select_paraphrase"] = "chat"
     concept_context: bool = False
     min_new_tokens: int = 0
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="before")
+    @classmethod
+    def _choices(cls, data: Any) -> Any:
+        """The names, in these words, before the types are checked."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("examples", "auto") not in ("auto", "generate", "benchmark"):
+            raise ConfigError(
+                f"examples must be auto, generate or benchmark, got {data['examples']!r}"
+            )
+        if data.get("style", "chat") not in ("chat", "select", "select_paraphrase"):
+            raise ConfigError(
+                f"style must be chat, select or select_paraphrase, got {data['style']!r}"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
         _check_template(self.instruction, "instruction", "concept")
-        if self.examples not in ("auto", "generate", "benchmark"):
-            raise ConfigError(
-                f"examples must be auto, generate or benchmark, got {self.examples!r}"
-            )
-        if self.style not in ("chat", "select", "select_paraphrase"):
-            raise ConfigError(
-                f"style must be chat, select or select_paraphrase, got {self.style!r}"
-            )
         if self.style == "select" and self.examples != "benchmark":
             raise ConfigError(
                 "style='select' uses SELECT's cached examples: set examples='benchmark'"
             )
+        return self
 
     def to_dict(self) -> dict:
         d = super().to_dict()

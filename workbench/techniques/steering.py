@@ -47,16 +47,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import torch
+from pydantic import Field, model_validator
 
 from workbench.errors import ConfigError
 from workbench.generation import GenerationConfig
 from workbench.select import prompts as select_prompts
+from workbench.settings import Number, Positive, Seq
 from workbench.steering import (
     Condition,
     ConditionalSteerer,
@@ -66,8 +68,15 @@ from workbench.steering import (
 )
 from workbench.steering.activations import Pooling
 from workbench.steering.concept import Aggregate, ConceptVectors
-from workbench.steering.fit import CHOICES as FIT_CHOICES
-from workbench.steering.fit import fit_gate
+from workbench.steering.fit import (
+    CHOICES,
+    Decision,
+    Method,
+    RankBy,
+    ThresholdRule,
+    check_choices,
+    fit_gate,
+)
 from workbench.steering.gate import LayerStats
 from workbench.techniques.artifacts import ArtifactStore
 from workbench.techniques.base import (
@@ -84,7 +93,6 @@ if TYPE_CHECKING:
     from workbench.taxonomy.benchmark import Benchmark
 
 
-@dataclass(frozen=True)
 class SteeringParams(Params):
     """Parameters of conditional steering.
 
@@ -122,48 +130,40 @@ class SteeringParams(Params):
     earlier artifacts keep their hashes.
     """
 
-    n_layers: int = 3
+    n_layers: Positive = 3
     aggregate: Aggregate = "all"
-    method: str = "mean_diff"
-    threshold_rule: str = "youden"
-    threshold_adjust: float = 0.5
-    rank_by: str = "auroc"
-    decision: str = "separate"
+    method: Method = "mean_diff"
+    threshold_rule: ThresholdRule = "youden"
+    threshold_adjust: Number = 0.5
+    rank_by: RankBy = "auroc"
+    decision: Decision = "separate"
     condition_before_behavior: bool = False
-    n_validation: int = 40
-    behavior_layers: tuple[int, ...] | None = None
-    strength: float = 0.6
+    n_validation: Annotated[int, Field(ge=2)] = 40
+    behavior_layers: Seq[int] | None = None
+    strength: Number = 0.6
     refusal_questions: int = 48
     pooling: Pooling = "last"
-    mixture: str = "workbench"
-    n_vectors: int = 3
+    mixture: Literal["workbench", "select"] = "workbench"
+    n_vectors: Positive = 3
     centered: bool = True
     reading_template: bool = False
-    prompt_template: str = ""
+    prompt_template: Literal["", "select"] = ""
     read_final_norm: bool = False
 
-    def __post_init__(self) -> None:
-        choices = {
-            **FIT_CHOICES,
-            "mixture": ("workbench", "select"),
-            "prompt_template": ("", "select"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(
-                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
-                )
-        if self.n_layers < 1:
-            raise ConfigError(f"n_layers must be >= 1, got {self.n_layers}")
-        if self.n_validation < 2:
-            raise ConfigError(f"n_validation must be >= 2, got {self.n_validation}")
-        if self.n_vectors < 1:
-            raise ConfigError(f"n_vectors must be >= 1, got {self.n_vectors}")
+    @model_validator(mode="before")
+    @classmethod
+    def _choices(cls, data: Any) -> Any:
+        check_choices(data, _CHOICES)
+        return data
+
+    @model_validator(mode="after")
+    def _decision(self) -> Self:
         if self.decision == "in_pass" and self.separate_read:
             raise ConfigError(
                 "reading_template, prompt_template and read_final_norm need "
                 "decision='separate' (the decision reads its own prompt)"
             )
+        return self
 
     @property
     def separate_read(self) -> bool:
@@ -171,9 +171,12 @@ class SteeringParams(Params):
         return self.reading_template or bool(self.prompt_template) or self.read_final_norm
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = super().to_dict()
         return {k: v for k, v in d.items() if k not in _ADDED or v != _ADDED[k]}
 
+
+#: The settings that are names, with what each allows.
+_CHOICES = {**CHOICES, "mixture": ("workbench", "select"), "prompt_template": ("", "select")}
 
 #: Fields added after artifacts were first saved, with their defaults (omitted from hashes there).
 _ADDED = {
@@ -345,7 +348,7 @@ class SelectSteeringAbstainer(SteeringAbstainer):
     def generate(self, questions, config=None, progress=True, **kwargs):
         config = config or GenerationConfig()
         if self.system is not None and config.system_prompt is None:
-            config = replace(config, system_prompt=self.system)
+            config = config.replace(system_prompt=self.system)
         questions = list(questions)
         if self.in_engine:  # the gate's pass inside vLLM (decide), then the steered answers
             decisions = self.decide(questions, system=config.system_prompt)
