@@ -388,6 +388,9 @@ def problem_line(
         return f"{label} '{where}' is not a setting here"
     if kind == "missing":
         return f"{label} '{where}' is required"
+    if kind == "too_short":
+        least = (first.get("ctx") or {}).get("min_length", 1)
+        return f"{label} '{where}' must list at least {least}, got {_show(value)}"
     bound = _bound(annotation)
     if bound is not None and kind in (
         "greater_than_equal",

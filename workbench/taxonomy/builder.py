@@ -17,9 +17,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import Protocol
+from typing import Annotated, ClassVar, Protocol
+
+from pydantic import Field
 
 from workbench.errors import ConfigError
+from workbench.settings import NonNegative, Positive, Seq, Settings
 from workbench.taxonomy.model import Concept, Taxonomy
 from workbench.taxonomy.text import pluralize, singularize
 
@@ -61,8 +64,7 @@ class RootSpec:
             raise ConfigError(f"root {self.name!r}: give either node or anchors")
 
 
-@dataclass(frozen=True)
-class BuildParams:
+class BuildParams(Settings):
     """Parameters of the recipe (SELECT's values are the defaults except ``branching``).
 
     Attributes:
@@ -74,27 +76,13 @@ class BuildParams:
         seed: seed of every random choice.
     """
 
-    max_depth: int = 6
-    instances_per_leaf: int = 5
-    min_path: int = 3
-    branching: tuple[int, ...] = (3, 3, 2, 2, 1, 1)
-    seed: int = 0
+    label: ClassVar[str] = "build parameter"
 
-    def __post_init__(self) -> None:
-        for name in ("max_depth", "min_path"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.instances_per_leaf < 0:
-            raise ConfigError(f"instances_per_leaf must be >= 0, got {self.instances_per_leaf}")
-        if not self.branching or min(self.branching) < 1:
-            raise ConfigError(
-                f"branching must be a non-empty list of positive ints, got {self.branching}"
-            )
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["branching"] = list(self.branching)
-        return d
+    max_depth: Positive = 6
+    instances_per_leaf: NonNegative = 5
+    min_path: Positive = 3
+    branching: Annotated[Seq[Positive], Field(min_length=1)] = (3, 3, 2, 2, 1, 1)
+    seed: NonNegative = 0
 
     def children_at(self, level: int) -> int:
         return self.branching[min(level, len(self.branching) - 1)]

@@ -17,8 +17,12 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
+from typing import Annotated, ClassVar
+
+from pydantic import Field
 
 from workbench.errors import ConfigError
+from workbench.settings import NonNegative, Positive, Seq, Settings
 from workbench.taxonomy.model import Concept, Taxonomy
 
 FLOWS = ("self", "descendants")
@@ -157,8 +161,7 @@ DEFAULT_TEMPLATES: tuple[RelationTemplate, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class CompositionParams:
+class CompositionParams(Settings):
     """How the composition taxonomy is cut.
 
     Attributes:
@@ -168,15 +171,12 @@ class CompositionParams:
         seed: breaks ties between equally good children.
     """
 
-    branching: tuple[int, ...] = (2, 2, 1, 1)
-    prefer_depth: int = 3
-    max_depth: int = 4
-    seed: int = 0
+    label: ClassVar[str] = "composition parameter"
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["branching"] = list(self.branching)
-        return d
+    branching: Annotated[Seq[Positive], Field(min_length=1)] = (2, 2, 1, 1)
+    prefer_depth: NonNegative = 3
+    max_depth: Positive = 4
+    seed: NonNegative = 0
 
 
 def slot_fillers(atomic: Taxonomy, rule: SlotRule) -> list[str]:
