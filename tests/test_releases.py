@@ -171,3 +171,14 @@ def test_release_cli_checks_and_describes(tmp_path, capsys):
         == 0
     )
     assert capsys.readouterr().out.splitlines()[-1].startswith("whole (as ")
+
+
+def test_shortfall_is_the_one_whole_check():
+    """What is absent (in the release's order) and what holds another count; a count of None
+    published means present is enough, found means absent; names not published are no
+    shortfall."""
+    from workbench.releases import shortfall
+
+    gap = shortfall({"a": 2, "b": None, "c": 1, "d": 4}, {"a": 1, "c": 1, "d": None, "e": 3})
+    assert gap.missing == ("b", "d") and gap.differ == (("a", 1, 2),) and not gap.whole
+    assert shortfall({"a": None, "b": 2}, {"a": 0, "b": 2}).whole

@@ -384,7 +384,8 @@ def problem_line(
     if kind == "workbench":
         message = first["ctx"]["message"] if first.get("ctx") else first["msg"]
         return f"{label} '{where}': {message}" if where else message
-    if kind == "extra_forbidden":
+    if kind == "extra_forbidden":  # nested: named whole, with the key it does not take
+        where = _place(prefix.rstrip("."), loc)
         return f"{label} '{where}' is not a setting here"
     if kind == "missing":
         return f"{label} '{where}' is required"
@@ -405,6 +406,16 @@ def problem_line(
         sign = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[op]
         return f"{label} '{where}' must be {sign} {limit}, got {value!r}"
     return f"{label} '{where}' must be {describe(annotation)}, got {_show(value)}"
+
+
+def _place(where: str, loc: tuple) -> str:
+    """``loc`` as a config file's path: ``datasets[0].columns.colums``."""
+    for part in loc:
+        if isinstance(part, int):
+            where = f"{where}[{part}]"
+        else:
+            where = f"{where}.{part}" if where else str(part)
+    return where
 
 
 @functools.cache

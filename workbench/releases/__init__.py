@@ -11,13 +11,17 @@ there; :mod:`workbench.cli.releases` lists the registered kinds). The answer is 
 * a missing file, a file with fewer items, or a release that differs is a
   :class:`ReleaseError` in one line naming what is missing (and how to allow it), unless the
   caller passed ``allow_partial=True``: then the record is ``"partial: <what is missing>"``.
+
+:func:`shortfall` is the check underneath (what is absent, what holds another count), the one
+every reader of published files shares: the refusal suite's prompt sets and shards, the outside
+labelled sources and UnknownBench's published outputs word their own errors from it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +143,37 @@ class Found:
     parts: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Shortfall:
+    """How what a reader found falls short of what a release holds (:func:`shortfall`):
+    the names absent, in the release's order, and ``(name, found, published)`` for each whose
+    count differs."""
+
+    missing: tuple[str, ...] = ()
+    differ: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        return not self.missing and not self.differ
+
+
+def shortfall(published: Mapping[str, int | None], found: Mapping[str, int | None]) -> Shortfall:
+    """The one "is it whole?" check every reader of a published release makes: each name
+    ``published`` lists (a file, a shard, a set) must be in ``found`` (a count of None there:
+    absent), holding as many items as published (None there: present is enough). Names found
+    that are not published are not a shortfall (:func:`compare` reports them as more). Each
+    reader words the answer its own way: :func:`check_release`, the refusal suite's prompt sets
+    and shards, the outside labelled sources and UnknownBench's published outputs."""
+    missing, differ = [], []
+    for name, want in published.items():
+        have = found.get(name)
+        if have is None:
+            missing.append(name)
+        elif want is not None and have != want:
+            differ.append((name, have, want))
+    return Shortfall(tuple(missing), tuple(differ))
+
+
 def _n(x: int) -> str:
     return f"{x:,}"
 
@@ -146,11 +181,15 @@ def _n(x: int) -> str:
 def compare(manifest: ReleaseManifest, found: dict[str, Found]) -> tuple[list[str], list[str]]:
     """(what is missing or short, what is more or other than the manifest lists), one entry
     per file."""
-    short, more, missing = [], [], []
+    short: list[str] = []
+    more: list[str] = []
+    missing = shortfall(
+        {rel: want.get("items") for rel, want in manifest.files.items()},
+        {rel: got.items for rel, got in found.items()},
+    ).missing
     for rel, want in manifest.files.items():
         got = found.get(rel)
         if got is None or got.items is None:
-            missing.append(rel)
             continue
         less: list[str] = []
         extra: list[str] = []

@@ -5,7 +5,8 @@ Nothing of theirs ships with the workbench: download them into one directory (do
 ``family``, ``question``, ``response``, ``label`` (compliance / refusal / partial), the source's
 ``original_label``, ``refusal`` (partial counts as refusal) and ``split`` (dev / test by a hash).
 A source is read whole or not at all: :data:`RELEASES` holds each one's published files, columns,
-rows and label values, and anything missing or malformed is a one-line :class:`ConfigError`.
+rows and label values (checked by :func:`workbench.releases.shortfall`, the check every reader of a
+published release shares), and anything missing or malformed is a one-line :class:`ConfigError`.
 
 Sources and their label mappings (the directory names under ROOT that are looked for):
 
@@ -52,6 +53,7 @@ from pathlib import Path
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.releases import shortfall
 
 XSTEST_LABELS = {
     "1_full_compliance": "compliance",
@@ -183,7 +185,7 @@ def read_release(root: Path, source: str) -> list[tuple[Path, pd.DataFrame]]:
             f"no {source} under {root}: none of {', '.join(rel.files)} below it ({rel.get}; "
             "or leave it out of --sources)"
         )
-    missing = sorted(set(rel.files) - {p.name for p in paths})
+    missing = sorted(shortfall(dict.fromkeys(rel.files), {p.name: 0 for p in paths}).missing)
     if missing:
         raise ConfigError(
             f"{source} under {paths[0].parent} is missing {', '.join(missing)} of its "
@@ -204,10 +206,9 @@ def read_release(root: Path, source: str) -> list[tuple[Path, pd.DataFrame]]:
                 f"{p}: no column {absent[0]!r} (has {', '.join(map(str, frame.columns))}): "
                 f"not {source}'s published file"
             )
-        want = rel.rows.get(p.name)
-        if want is not None and len(frame) != want:
+        for _, have, want in shortfall({p.name: rel.rows.get(p.name)}, {p.name: len(frame)}).differ:
             raise ConfigError(
-                f"{p}: {len(frame)} rows where the published file has {want} "
+                f"{p}: {have} rows where the published file has {want} "
                 "(an incomplete or altered download?)"
             )
         column, values = rel.label

@@ -22,6 +22,7 @@ import pandas as pd
 
 from workbench.errors import WorkbenchError
 from workbench.paths import read_utf8
+from workbench.releases import shortfall
 from workbench.scoring import detect_refusal, keyword_refusal
 from workbench.scoring.keywords import unknownbench_correct, unknownbench_refusal
 from workbench.unknown.datasets import TASKS, UNKNOWNBENCH_RELEASE
@@ -127,13 +128,14 @@ def _release_files(folder: Path) -> list[Path]:
 
 def _check_whole(files: dict[OutputFile, list], searched: bool) -> None:
     """Each answer file holds the release's items for its task and partition, and a model found
-    in a folder has all six: a partial download is named, not scored as a smaller release."""
+    in a folder has all six (:func:`workbench.releases.shortfall`): a partial download is named,
+    not scored as a smaller release."""
     counts = {k.split("/")[-1]: v["items"] for k, v in UNKNOWNBENCH_RELEASE.files.items()}
     answers = [f for f in files if not f.confidence]
     if searched:
         for model in sorted({f.model for f in answers}):
-            have = {f"{f.task}_{f.partition}.json" for f in answers if f.model == model}
-            missing = sorted(set(counts) - have)
+            have = {f"{f.task}_{f.partition}.json": 0 for f in answers if f.model == model}
+            missing = sorted(shortfall(dict.fromkeys(counts), have).missing)
             if missing:
                 raise WorkbenchError(
                     f"outputs of {model!r} lack {', '.join(f'{model}_{m}' for m in missing)} "
@@ -141,9 +143,8 @@ def _check_whole(files: dict[OutputFile, list], searched: bool) -> None:
                     "to score only some)"
                 )
     for f in answers:
-        want = counts[f"{f.task}_{f.partition}.json"]
-        n = len(files[f])
-        if n != want:
+        key = f"{f.task}_{f.partition}.json"
+        for _, n, want in shortfall({key: counts[key]}, {key: len(files[f])}).differ:
             raise WorkbenchError(
                 f"{f.path} holds {n} answers where UnknownBench's {f.task} {f.partition} set has "
                 f"{want}: a partial or altered file?"
