@@ -24,7 +24,7 @@ def read_mapping(path: str | os.PathLike) -> dict[str, Any]:
 
     text = read_utf8(p)
     try:
-        data = yaml.load(text, Loader=_unique_keys_loader())
+        data = yaml.load(text, Loader=unique_keys_loader())
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: invalid YAML: {yaml_problem(e)}") from None
     if data is None or data == {}:
@@ -50,7 +50,7 @@ def yaml_problem(e: Exception) -> str:
     return f"{where}{what}"
 
 
-def _unique_keys_loader():
+def unique_keys_loader():
     """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the
     last one silently)."""
     import yaml

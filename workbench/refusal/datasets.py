@@ -65,7 +65,7 @@ from workbench.refusal.prompt_files import (
 from workbench.registry import Registry
 from workbench.releases import shortfall
 from workbench.settings import Positive, Settings
-from workbench.yamlfile import _unique_keys_loader, yaml_problem
+from workbench.yamlfile import unique_keys_loader, yaml_problem
 
 __all__ = [
     "DATASETS",
@@ -148,7 +148,7 @@ def read_entries(text: str, where: str = DATASETS_FILE) -> list[DatasetSpec]:
     """The entries of a ``datasets.yaml`` (``datasets:``, a list of :class:`DatasetSpec`
     mappings), or one ConfigError line naming the file and the entry."""
     try:
-        raw = yaml.load(text, Loader=_unique_keys_loader())
+        raw = yaml.load(text, Loader=unique_keys_loader())
     except yaml.YAMLError as e:
         raise ConfigError(f"{where}: invalid YAML: {yaml_problem(e)}") from None
     if (
