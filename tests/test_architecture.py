@@ -45,6 +45,7 @@ LAYERS = {
     "runlock": "core",
     "progress": "core",
     "releases": "core",
+    "resumable": "core",
     "select": "taxonomy",  # SELECT's prompts and its sampling of questions from a benchmark
     "models": "engines",
     "generation": "engines",

@@ -811,13 +811,13 @@ KILL_SCRIPT = """
 import sys, time
 import workbench.refusal.suite as suite
 
-write = suite._write_atomic
+write = suite.write_frame
 
-def slow(frame, path):  # each chunk takes a while, so the kill lands mid-run
-    write(frame, path)
+def slow(path, frame):  # each chunk takes a while, so the kill lands mid-run
+    write(path, frame)
     time.sleep(0.4)
 
-suite._write_atomic = slow
+suite.write_frame = slow
 from workbench.cli import main
 sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 """
@@ -962,3 +962,47 @@ def test_damaged_chunk_files_are_named_set_aside_and_answered_again(tmp_path, ru
     assert all((c.parent / (c.name + ".damaged")).is_file() and c.is_file() for c in (empty, cut))
     key = ["prompt_id", "sample"]
     assert rows.sort_values(key)["response"].tolist() == first.sort_values(key)["response"].tolist()
+
+
+def test_each_published_set_is_one_validated_entry_of_the_shipped_yaml():
+    """The 21 sets are the entries of ``workbench/refusal/datasets.yaml`` (package data), each
+    validated by :class:`DatasetSpec`: a misspelt key is one line naming the entry."""
+    from importlib import resources
+
+    from workbench.refusal.datasets import DATASETS_FILE, GENERIC, read_entries
+
+    text = resources.files("workbench.refusal").joinpath(DATASETS_FILE).read_text()
+    specs = read_entries(text)
+    assert [s.name for s in specs] == list(DATASETS) and len(specs) == 21
+    assert DATASETS["sanity"].layout == GENERIC and DATASETS["sanity"].rows is None
+    assert dict(DATASETS["xstest.safe"].layout.where) == {"label": "safe"}
+    assert DATASETS["sorrybench.questions"].layout.first_turn
+    entry = "datasets:\n- {name: x, expected: may_refuse, folder: f, files: a.csv, source: s, %s}\n"
+    unknown = r"entry 1 \(x\): unknown dataset entry field\(s\) 'colums'"
+    with pytest.raises(ConfigError, match=unknown) as e:
+        read_entries(entry % "colums: {prompt: p}")
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match=r"entry 1 \(x\): .*'rows' must be a positive integer"):
+        read_entries(entry % "rows: 0")
+    with pytest.raises(ConfigError, match=r"entry 1 \(x\): .*'columns.wher' is not a setting here"):
+        read_entries(entry % "columns: {prompt: p, wher: {a: b}}")
+
+
+def test_parquet_is_read_through_datasets_as_pandas_reads_it(tmp_path):
+    """A Parquet file read by ``datasets`` (offline, cached in a temporary folder) gives the rows
+    pandas gives: values, empty cells, list columns, and no column pandas keeps as the index."""
+    from workbench.refusal.datasets import read_records
+
+    path = tmp_path / "set.parquet"
+    frame = pd.DataFrame(
+        {"prompt": ["a", None, "c"], "n": [1.0, None, 3.0], "turns": [["x"], ["y", "z"], []]},
+        index=pd.Index(["k1", "k2", "k3"], name="key"),
+    )
+    frame.to_parquet(path)
+    got, want = read_records(path, "set"), pd.read_parquet(path).to_dict("records")
+    assert repr(got) == repr(want) and "key" not in got[0]
+    frame.iloc[:0].to_parquet(path)
+    assert read_records(path, "set") == []
+    path.write_bytes(b"not parquet")
+    with pytest.raises(DatasetError, match=r"set\.parquet: cannot be read as parquet"):
+        read_records(path, "set")

@@ -363,10 +363,6 @@ class ExperimentConfig(Settings):
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def hash_dict(d: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def system_prompt(setting: str | None, bench: Benchmark) -> str | None:
     """The system turn a config asks for: none, SELECT's (from the benchmark's protocol), or
     the text given."""

@@ -1,7 +1,9 @@
 """Where a grid's cells run: in this process (``local``), or on a pool of Ray actors (``ray``).
 
 Either way the driver (:class:`~workbench.experiments.runner.Runner`) receives each finished
-cell's rows and writes them atomically under the cell's hash; executors never write results.
+cell's rows and writes them atomically under the cell's hash
+(:func:`workbench.resumable.run_units`); executors never write results. An executor is what
+:mod:`workbench.resumable` calls one: cells in, :class:`~workbench.resumable.UnitResult` out.
 
 **Ray.** A pool of actors, each on its share of the resources (``{"CPU": 1}``, ``{"GPU": 1}``),
 each loading a model once and running cells of it. Cells go out longest first (fine-tuning
@@ -17,6 +19,7 @@ share and OpenMP to passive waiting: oversubscribed torch threads on a 2-core ma
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+from workbench.resumable import UnitResult, run_local
 
 if TYPE_CHECKING:
     from workbench.generation.backend import Backend
@@ -44,14 +48,8 @@ def cell_cost(cell) -> float:
     return CELL_COST.get(cell.technique, 2.0)
 
 
-@dataclass
-class CellResult:
-    """A finished cell: its rows, or the error it raised."""
-
-    cell: Any
-    rows: list[dict] | None = None
-    error: BaseException | None = None
-    traceback: str = ""
+#: A finished cell: its rows, or the error it raised (the resumable run's result of a unit).
+CellResult = UnitResult
 
 
 class LocalExecutor:
@@ -72,20 +70,12 @@ class LocalExecutor:
                 lm = self.models[model]
             else:
                 lm = load_model(model, options=runner.config.load_options(model))
-            for cell in [c for c in cells if c.model == model]:
-                yield from _run_one(runner, lm, cell)
-
-
-def _run_one(runner, lm: Backend, cell) -> Iterator[CellResult]:
-    import traceback
-
-    runner.started(cell)
-    try:
-        rows = runner.run_cell(lm, cell)
-    except Exception as e:  # one broken cell must not cost the rest of the grid
-        yield CellResult(cell, error=e, traceback=traceback.format_exc())
-    else:
-        yield CellResult(cell, rows=rows)
+            # one broken cell must not cost the rest of the grid: its error is its result
+            yield from run_local(
+                [c for c in cells if c.model == model],
+                functools.partial(runner.run_cell, lm),
+                started=runner.started,
+            )
 
 
 def thread_env(threads: int) -> dict[str, str]:

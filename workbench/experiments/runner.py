@@ -5,7 +5,10 @@ detector's decision and provenance (cell hash, model id and revision, seed, pack
 Work is done cell by cell (model x technique x target x seed); each finished cell is written
 atomically to ``runs/<name>/cells/<cell hash>.jsonl``, so an interrupted run, restarted, does only
 the missing cells, and a cell whose configuration changed gets a new hash (never stale rows).
-``results.parquet`` is rebuilt from the current grid's cells after every run.
+``results.parquet`` is rebuilt from the current grid's cells after every run. Keys, finished
+cells, durable writes, execution and the progress line are :mod:`workbench.resumable`'s; the
+grid keeps what a cell is, its whole-file check (a row per question and sample), its errors
+file, its stops (an endpoint down, the time budget) and its executors.
 """
 
 from __future__ import annotations
@@ -24,18 +27,20 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.experiments.config import ExperimentConfig, hash_dict, system_prompt
+from workbench.experiments.config import ExperimentConfig, system_prompt
 from workbench.generation import GenerationConfig
 from workbench.models.numerics import record_run_numerics
-from workbench.paths import (
-    atomic_file,
-    check_writable,
-    jsonl_problem,
-    runs_root,
-    whole_or_set_aside,
-    write_text_atomic,
-)
+from workbench.paths import atomic_file, check_writable, runs_root, write_text_atomic
 from workbench.progress import tqdm
+from workbench.resumable import (
+    Progress,
+    jsonl_problem,
+    pending,
+    run_units,
+    unit_done,
+    unit_key,
+    write_rows,
+)
 from workbench.scoring.detectors import detector_decisions, detectors_for
 from workbench.scoring.phrases import detect_refusal, refusal_settled
 from workbench.techniques.data import LabelledQuestion, question_pool, seeded_rng, spread_questions
@@ -189,7 +194,7 @@ class Runner:
         self.executor = make_executor(executor, **executor_options)
         self.quiet = quiet
         self.time_budget = time_budget
-        self._clock: dict[str, float] = {}
+        self._progress: Progress | None = None
 
     @property
     def bench(self) -> Benchmark:
@@ -229,7 +234,7 @@ class Runner:
         return self.bench.content_hash()[:16]
 
     def cell_hash(self, cell: Cell) -> str:
-        return hash_dict(
+        return unit_key(
             self.config.cell_config(
                 cell.model, cell.technique, cell.target, cell.seed, self._data_hash()
             )
@@ -241,7 +246,7 @@ class Runner:
     def pending(self) -> list[Cell]:
         """The cells without a whole result file (a damaged one is set aside: see
         :meth:`cell_done`)."""
-        return [c for c in self.cells() if not self.cell_done(c)]
+        return pending(self.cells(), self.cell_done)
 
     def cell_done(self, cell: Cell) -> bool:
         """Whether ``cell``'s result file is there and whole. One that is empty (a cell with
@@ -262,7 +267,7 @@ class Runner:
                     return f"row {keyless} lacks {', '.join(sorted(CELL_KEYS - set(rows[keyless - 1])))}"
             return why
 
-        return whole_or_set_aside(self.cell_path(cell), problem, "that cell runs again")
+        return unit_done(self.cell_path(cell), problem, "that cell runs again")
 
     # -- running --------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -300,13 +305,9 @@ class Runner:
         errors_path.unlink(missing_ok=True)
         failures: list[dict] = []
         total = len(self.cells())
-        self._clock = {
-            "start": time.time(),
-            "done_cost": 0.0,
-            "left_cost": sum(map(cell_cost, todo)),
-            "done": total - len(todo),
-            "total": total,
-        }
+        progress = self._progress = Progress(
+            total, done=total - len(todo), cost=sum(map(cell_cost, todo))
+        )
         bar = tqdm(
             total=total,
             initial=total - len(todo),
@@ -316,33 +317,34 @@ class Runner:
         from workbench.backends.openai_api import EndpointDown
 
         stopped: EndpointDown | None = None
-        spent, start = False, self._clock["start"]
-        results = self.executor.execute(self, todo)
+        spent = False
+        # each cell's rows are written here, as they come, under the cell's hash
+        results = run_units(
+            todo,
+            lambda cells: self.executor.execute(self, cells),
+            lambda cell, rows: write_rows(self.cell_path(cell), rows),
+        )
         try:
             for result in results:
-                cell = result.cell
+                cell = result.unit
                 if result.error is not None:
                     failures.append(self._failure(cell, result.error, result.traceback))
-                    write_text_atomic(errors_path, "".join(json.dumps(f) + "\n" for f in failures))
-                else:
-                    write_text_atomic(
-                        self.cell_path(cell), "".join(json.dumps(r) + "\n" for r in result.rows)
-                    )
+                    write_rows(errors_path, failures)
                 self._finished(cell, result.error is None)
                 bar.update(1)
                 if isinstance(result.error, EndpointDown):
                     stopped = result.error
                     break
-                over = self.time_budget is not None and time.time() - start > self.time_budget
-                if over and self._clock["done"] < total:
+                over = self.time_budget is not None and progress.elapsed > self.time_budget
+                if over and progress.done < total:
                     spent = True
                     break
         finally:
-            getattr(results, "close", lambda: None)()  # an executor's workers stop too
+            results.close()  # an executor's workers stop too
             bar.close()
         table = self.results()
         if stopped is not None:
-            done = self._clock["done"] - len(failures)
+            done = progress.done - len(failures)
             again = "once it answers" if type(stopped) is EndpointDown else "to go on"
             raise type(stopped)(
                 f"{stopped}; the grid stopped at its first cell on it ({done} of "
@@ -353,7 +355,7 @@ class Runner:
 
             raise Interrupted(
                 f"the grid's time budget ({self.time_budget:g} s) is spent: "
-                f"{self._clock['done'] - len(failures)} of {total} cells are done and kept in "
+                f"{progress.done - len(failures)} of {total} cells are done and kept in "
                 f"{self.run_dir}; the same grid goes on from there"
             )
         if failures:
@@ -368,25 +370,23 @@ class Runner:
 
     def started(self, cell: Cell) -> None:
         """Called by executors when a cell starts: one progress line (and the bar's label)."""
-        c = self._clock
+        p = self._progress
         self._say(
-            f"cell {c.get('done', 0) + 1}/{c.get('total', '?')} started: {cell.technique} / "
+            f"cell {p.done + 1 if p else 1}/{p.total if p else '?'} started: {cell.technique} / "
             f"{self.bench.concept(cell.target).name} ({cell.model}, seed {cell.seed})"
         )
 
     def _finished(self, cell: Cell, ok: bool) -> None:
         from workbench.experiments.executors import cell_cost
 
-        c = self._clock
-        c["done"] += 1
-        c["done_cost"] += cell_cost(cell)
-        c["left_cost"] -= cell_cost(cell)
-        elapsed = time.time() - c["start"]
-        eta = elapsed / c["done_cost"] * c["left_cost"] if c["done_cost"] else float("nan")
+        p = self._progress
+        assert p is not None  # set by _run before any cell runs
+        p.finished(cost=cell_cost(cell))
         self._say(
-            f"cell {c['done']}/{c['total']} {'done' if ok else 'FAILED'}: {cell.technique} / "
-            f"{self.bench.concept(cell.target).name}; {_minutes(elapsed)} elapsed, "
-            f"about {_minutes(eta)} left"
+            p.line(
+                f"cell {p.done}/{p.total} {'done' if ok else 'FAILED'}: {cell.technique} / "
+                f"{self.bench.concept(cell.target).name}"
+            )
         )
 
     def _failure(self, cell: Cell, error: BaseException, tb: str = "") -> dict:
@@ -531,13 +531,6 @@ class Runner:
                 self.run_dir, table.get("dtype", pd.Series()), table.get("numerics", pd.Series())
             )
         return table
-
-
-def _minutes(seconds: float) -> str:
-    if seconds != seconds:
-        return "?"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s"
 
 
 def run_experiment(

@@ -7,7 +7,10 @@ everything that determines them (model, abstainer, data, prompts, sampling setti
 marker; the judge's verdicts under their own hash). A run killed at any moment loses at most the
 chunk in flight, which a restart computes again; finished chunks are read, never recomputed, so
 no row is lost or repeated. Detectors are applied when the rows are gathered (they are cheap),
-so a newly registered detector shows up without generating again.
+so a newly registered detector shows up without generating again. Keys, finished chunks, durable
+writes and the progress line are :mod:`workbench.resumable`'s; the suite keeps what a chunk is
+(two files: the answers and the judge's verdicts), the order it answers them in (a model loaded
+once, an abstainer prepared once per system) and its gathering.
 
 Outputs in ``runs/<name>/``: ``rows.parquet`` (one row per sample, with provenance),
 ``prompts.csv`` (c(x) per prompt from every source), ``splits.csv`` (each source's rates per
@@ -17,6 +20,7 @@ misbehaves), ``figures/confidence_*`` and ``figures/source_rates`` (PDF and PNG)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -39,6 +43,16 @@ from workbench.refusal.scores import (
     split_name,
     split_table,
     split_thinking,
+)
+from workbench.resumable import (
+    Progress,
+    minutes,
+    pending,
+    run_local,
+    run_units,
+    unit_done,
+    unit_key,
+    write_frame,
 )
 
 if TYPE_CHECKING:
@@ -92,27 +106,10 @@ class SuiteResult:
     figures: list[Path] = field(default_factory=list)
 
 
-def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """Write a chunk so that it exists whole or not at all (a kill mid-write leaves a .tmp;
-    an interrupt leaves nothing)."""
-    from workbench.paths import atomic_file
-
-    with atomic_file(path) as tmp:
-        frame.to_parquet(tmp, index=False)
-
-
 def _whole(path: Path) -> bool:
     """Whether a chunk file is there and whole; a damaged one (empty, cut) is set aside with one
     warning line and its chunk counts as not done."""
-    from workbench.paths import parquet_problem, whole_or_set_aside
-
-    return whole_or_set_aside(path, parquet_problem, "that chunk is answered again")
-
-
-def _minutes(seconds: float) -> str:
-    if seconds != seconds:
-        return "?"
-    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return unit_done(path, then="that chunk is answered again")
 
 
 class RefusalSuite:
@@ -244,8 +241,6 @@ class RefusalSuite:
         return {"model": model, "answer_chars": j.answer_chars, "categories": j.categories}
 
     def chunks(self) -> list[Chunk]:
-        from workbench.experiments.config import hash_dict
-
         c = self.config
         out = []
         chunk_dir = self.run_dir / "chunks"
@@ -253,13 +248,13 @@ class RefusalSuite:
             for data in self.datasets:
                 for start in range(0, len(data.items), c.chunk_size):
                     items = data.items[start : start + c.chunk_size]
-                    gen_hash = hash_dict(self._gen_key(system, data, items))
+                    gen_hash = unit_key(self._gen_key(system, data, items))
                     judge = self._judge_identity(system)
                     judge_path = None
                     if judge is not None:
                         judge_path = (
                             chunk_dir
-                            / f"judge-{hash_dict({'gen': gen_hash, 'judge': judge})}.parquet"
+                            / f"judge-{unit_key({'gen': gen_hash, 'judge': judge})}.parquet"
                         )
                     out.append(
                         Chunk(
@@ -328,23 +323,19 @@ class RefusalSuite:
             self.run_dir / "config.json", json.dumps(self.config.to_dict(), indent=2, default=str)
         )
         plan = self.chunks()
-        for ch in plan:  # damaged chunk files (what a crash of an older version left) set aside
-            _whole(ch.gen_path)
-            if ch.judge_path is not None:
-                _whole(ch.judge_path)
-        todo = [
-            ch
-            for ch in plan
-            if not ch.gen_path.is_file()
-            or (ch.judge_path is not None and not ch.judge_path.is_file())
-        ]
+        # both files of every chunk asked (damaged ones, what a crash of an older version
+        # left, set aside): a chunk is done when its answers and its verdicts are whole
+        todo = pending(
+            plan,
+            lambda ch: all([_whole(ch.gen_path), ch.judge_path is None or _whole(ch.judge_path)]),
+        )
         total = sum(len(ch.items) for ch in todo)
         if todo:
             self._say(
                 f"{total} prompts to answer in {len(todo)} chunks "
                 f"({len(plan) - len(todo)} of {len(plan)} chunks already done)"
             )
-        start, done, busy = time.time(), 0, 0.0  # busy: time spent answering and judging
+        progress = Progress(total)  # by the time spent answering and judging (no loads)
         for model in self.config.models:
             mine = [ch for ch in todo if ch.system.model == model]
             for name in dict.fromkeys(ch.system.name for ch in mine):
@@ -357,24 +348,37 @@ class RefusalSuite:
                     self._judge(system)
                 abstainer = self._abstainer(system) if gen else None
                 try:
-                    for ch in chunks:
-                        t0 = time.time()
-                        if not ch.gen_path.is_file():
-                            _write_atomic(self.answer(ch, abstainer), ch.gen_path)
-                        if ch.judge_path is not None and not ch.judge_path.is_file():
-                            _write_atomic(self.judge(ch), ch.judge_path)
-                        done += len(ch.items)
-                        busy += time.time() - t0
+                    local = functools.partial(
+                        run_local, compute=self._compute(abstainer), catch=False
+                    )
+                    for result in run_units(chunks, local):
+                        ch = result.unit
+                        progress.finished(len(ch.items), seconds=result.rows)
                         self._say(
-                            f"{system.name} / {ch.dataset.name}: {done}/{total} prompts; "
-                            f"{_minutes(time.time() - start)} elapsed, about "
-                            f"{_minutes(busy / done * (total - done))} left"
+                            progress.line(
+                                f"{system.name} / {ch.dataset.name}: "
+                                f"{progress.done}/{total} prompts"
+                            )
                         )
                 finally:
                     if abstainer is not None:
                         abstainer.close()
             self._release(model)
         return self.gather(plan)
+
+    def _compute(self, abstainer):
+        """What a chunk's unit computes: the files it lacks, each written whole as it is made
+        (the answers, then the judge's verdicts on them); returns the seconds it took."""
+
+        def compute(ch: Chunk) -> float:
+            t0 = time.time()
+            if not ch.gen_path.is_file():
+                write_frame(ch.gen_path, self.answer(ch, abstainer))
+            if ch.judge_path is not None and not ch.judge_path.is_file():
+                write_frame(ch.judge_path, self.judge(ch))
+            return time.time() - t0
+
+        return compute
 
     def _abstainer(self, system: System):
         if system.abstainer is None:
@@ -644,6 +648,6 @@ def run_config_file(
     print(
         f"\n{len(result.rows)} answers in {result.run_dir / 'rows.parquet'}; metrics.json, "
         f"prompts.csv, splits.csv, misbehaviour.csv and figures/ beside it "
-        f"({_minutes(time.time() - start)})"
+        f"({minutes(time.time() - start)})"
     )
     return result

@@ -26,6 +26,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.paths import repo_root, write_text_atomic
+from workbench.resumable import minutes
 
 #: Records of measuring runs, tracked.
 RESULTS_DIR = Path("docs/results")
@@ -59,18 +60,13 @@ def write_record(path: Path, record: dict[str, Any]) -> Path:
     return full
 
 
-def _minutes(seconds: float) -> str:
-    m, s = divmod(round(seconds), 60)
-    return f"{m} min {s:02d} s" if m else f"{s} s"
-
-
 def provenance(machine: dict[str, Any], command: str) -> str:
     """One line: the command, the machine, the dtype and numerics, the versions."""
     v = machine.get("versions", {})
     versions = ", ".join(
         f"{k} {v[k]}" for k in ("python", "torch", "transformers", "peft", "trl") if k in v
     )
-    extra = f"; {_minutes(machine['seconds'])}" if machine.get("seconds") else ""
+    extra = f"; {minutes(machine['seconds'])}" if machine.get("seconds") else ""
     return (
         f"*Measured by `{command}` on {machine.get('cpu', '?')} ({machine.get('cores', '?')} "
         f"cores, {machine.get('kernels', '?')} kernels), dtype {machine.get('dtype', '?')} "

@@ -24,8 +24,16 @@ from workbench.generation import GenerationConfig, generate, render_prompts
 from workbench.generation.batching import pad_batch
 from workbench.generation.engine import last_token_logits
 from workbench.generation.options import option_probabilities
-from workbench.paths import atomic_file, parquet_problem, whole_or_set_aside
 from workbench.registry import Registry
+from workbench.resumable import (
+    Progress,
+    pending,
+    run_local,
+    run_units,
+    unit_done,
+    unit_key,
+    write_frame,
+)
 from workbench.scoring.keywords import (
     keyword_refusal,
     unknownbench_correct,
@@ -322,42 +330,43 @@ def run_unknown(
 ) -> pd.DataFrame:
     """:func:`evaluate_unknown` over ``items`` in chunks, each written atomically to
     ``out_dir/chunks/<hash>.parquet`` as it finishes; a restarted run computes only the chunks
-    that are missing, so a 13k-item run survives interruption without losing or repeating rows.
+    that are missing, so a 13k-item run survives interruption without losing or repeating rows
+    (:mod:`workbench.resumable`; with ``progress``, one line per chunk).
 
     ``key`` names everything else that determines the rows (model, technique, data hash); the
     chunk hash covers it, the chunk's prompts and ``settings``.
     """
-    import hashlib
-    import json
     from pathlib import Path
-
-    from workbench.progress import tqdm
 
     chunks = Path(out_dir) / "chunks"
     chunks.mkdir(parents=True, exist_ok=True)
     preset = get_prompts(settings.get("prompts", "workbench"))
-    frames = []
-    starts = range(0, len(items), chunk_size)
-    for start in tqdm(starts, desc="chunks", disable=not progress):
+    units = []  # (the chunk's items, its file)
+    for start in range(0, len(items), chunk_size):
         part = items[start : start + chunk_size]
-        h = hashlib.sha256(
-            json.dumps(
-                {
-                    "key": key,
-                    "prompts": [i.prompt for i in part],
-                    "preset": preset.__dict__,
-                    "settings": {k: v for k, v in settings.items() if k != "prompts"},
-                },
-                sort_keys=True,
-                default=str,
-            ).encode()
-        ).hexdigest()[:16]
-        path = chunks / f"{h}.parquet"
-        if not whole_or_set_aside(path, parquet_problem, "that chunk is measured again"):
-            rows = evaluate_unknown(lm, part, abstainer, **settings)
-            with atomic_file(path) as tmp:
-                rows.to_parquet(tmp, index=False)
-        frames.append(pd.read_parquet(path))
+        h = unit_key(
+            {
+                "key": key,
+                "prompts": [i.prompt for i in part],
+                "preset": preset.__dict__,
+                "settings": {k: v for k, v in settings.items() if k != "prompts"},
+            }
+        )
+        units.append((part, chunks / f"{h}.parquet"))
+    distinct = list({path: (part, path) for part, path in units}.values())  # a repeated chunk once
+    todo = pending(distinct, lambda u: unit_done(u[1], then="that chunk is measured again"))
+    count = Progress(len(distinct), done=len(distinct) - len(todo))
+    for _ in run_units(
+        todo,
+        lambda us: run_local(
+            us, lambda u: evaluate_unknown(lm, u[0], abstainer, **settings), catch=False
+        ),
+        lambda u, rows: write_frame(u[1], rows),
+    ):
+        count.finished()
+        if progress:
+            print(count.line(f"chunk {count.done}/{count.total} measured"), flush=True)
+    frames = [pd.read_parquet(path) for _, path in units]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

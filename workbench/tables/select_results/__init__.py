@@ -15,8 +15,11 @@ SELECT ran for it; API models were prompted only; the published release has 144)
 is whole or an error naming the absent and unreadable files; ``allow_partial=True`` imports what
 is there and every row records it (``release_load``, :mod:`workbench.releases`). Files are scored in a process pool; each one's rows are written
 atomically to ``runs/<name>/chunks/`` under a key made of the file's sha256 and the import
-settings, so an interrupted import resumes where it stopped, and ``results.parquet`` is rebuilt
-from the chunks.
+settings, so an interrupted import resumes where it stopped (a damaged chunk is set aside and its
+file imported again), and ``results.parquet`` is rebuilt from the chunks. Keys, finished chunks,
+durable writes, the process pool and the progress line are :mod:`workbench.resumable`'s; the
+import keeps its chunk layout and its per-file counts (the chunk's metadata), and its workers
+write their chunks themselves (the rows never travel back to this process).
 
 The package's modules, one job each:
 
@@ -34,15 +37,16 @@ this package's namespace, where it can be replaced.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.resumable import Progress, run_local, run_pool, run_units, unit_done, unit_key
 from workbench.tables.select_results.reading import read_results
 from workbench.tables.select_results.release import (
     API_PROVIDERS,
@@ -282,12 +286,7 @@ def _import(
         path = rel_root / f.relpath
         raw = path.read_bytes()
         sha = _sha256(raw)
-        key = hashlib.sha256(
-            json.dumps(
-                {**settings, "source": sha, "model": f.model, "model_id": f.model_id},
-                sort_keys=True,
-            ).encode()
-        ).hexdigest()[:16]
+        key = unit_key({**settings, "source": sha, "model": f.model, "model_id": f.model_id})
         chunk = (
             chunks
             / f.partition
@@ -295,7 +294,8 @@ def _import(
             / f.eval_type
             / f"{f.select_technique}.{sha[:16]}.{key}.parquet"
         )
-        (done if chunk.is_file() else todo).append((f, path, sha, chunk, key))
+        whole = unit_done(chunk, then="that file is imported again")
+        (done if whole else todo).append((f, path, sha, chunk, key))
     total = len(todo) + len(done)
     metas: dict[str, dict] = {}
     for i, (f, _, _sha, chunk, _) in enumerate(done, 1):
@@ -317,40 +317,42 @@ def _import(
     ]
     tasks.sort(key=lambda t: -os.path.getsize(t["path"]))  # largest first: workers end together
     n_workers = max(1, min(workers or min(2, os.cpu_count() or 1), len(tasks) or 1))
-    k = len(done)
+    count = Progress(total, done=len(done))
 
     def finished(meta: dict) -> None:
-        nonlocal k
-        k += 1
+        count.finished()
+        k = count.done
         if "error" in meta:
             report.unreadable.append({"path": meta["path"], "reason": meta["error"]})
             say(f"[{k}/{total}] {meta['path']}: UNREADABLE: {meta['error']}")
         else:
             metas[meta["path"]] = {**meta, "resumed": False}
             say(
-                f"[{k}/{total}] {meta['path']}: {meta['rows']} rows, {meta['unjoined']} unjoined, "
-                f"{meta['seconds']:.1f}s"
+                count.line(
+                    f"[{k}/{total}] {meta['path']}: {meta['rows']} rows, "
+                    f"{meta['unjoined']} unjoined, {meta['seconds']:.1f}s"
+                )
             )
 
+    # each worker writes its file's chunk itself (import_file), the rows with their counts
     if n_workers == 1 or len(tasks) <= 1:
         _init_worker(bench, versions)
         try:
-            for t in tasks:
-                finished(import_file(t))
+            # import_file through this namespace, where it can be replaced
+            for result in run_units(tasks, lambda ts: run_local(ts, import_file, catch=False)):
+                finished(result.rows)
         finally:
             _STATE.clear()
     elif tasks:
-        with ProcessPoolExecutor(
-            n_workers, initializer=_init_worker, initargs=(bench, versions)
-        ) as pool:
-            futures = [pool.submit(import_file, t) for t in tasks]
-            try:
-                for fut in as_completed(futures):
-                    finished(fut.result())
-            except BaseException:
-                for fu in futures:
-                    fu.cancel()
-                raise
+        pool = functools.partial(
+            run_pool,
+            compute=import_file,
+            workers=n_workers,
+            initializer=_init_worker,
+            initargs=(bench, versions),
+        )
+        for result in run_units(tasks, pool):
+            finished(result.rows)
 
     _check_whole(report, rel_root, allow_partial)  # files that turned out unreadable
     # results.parquet from the chunks of the files read, each exactly once
