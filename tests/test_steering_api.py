@@ -1,10 +1,11 @@
 """The steering spec and the server's steering middleware, without a model or vLLM.
 
 The spec must survive JSON exactly (it travels to vLLM's workers, a server's registry and API
-requests). The middleware is driven as an ASGI app in front of a stand-in for vLLM's routes
-(which echoes the request it was handed) and a stand-in engine client (which records
-registrations and answers the gate's votes), so what it sends on, what it answers and what it
-keeps on disk are checked directly.
+requests). The middleware is driven as an ASGI app in front of a stand-in for vLLM's app (a
+FastAPI app whose completion routes echo the request they were handed, on which the middleware
+mounts its abstainer routes as it mounts them on vLLM's) and a stand-in engine client (which
+records registrations and answers the gate's votes), so what it sends on, what it answers, what
+the app's OpenAPI document lists and what it keeps on disk are checked directly.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from workbench.backends.steer_server import REGISTRY_ENV, SteeringMiddleware
+from workbench.backends.steer_server import REGISTRY_ENV, ROUTES, SteeringMiddleware
 from workbench.backends.vllm_steering import GATE, STEER, TAG, THEN, cache_salt
 from workbench.errors import ConfigError
 from workbench.steering.conditional import steerer_of
@@ -105,6 +106,29 @@ class _Engine:
         return [{**gates, **failed}]
 
 
+class _Asgi:
+    """A raw ASGI app as a route's endpoint (Starlette calls a non-function endpoint as one)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        await self.app(scope, receive, send)
+
+
+def _vllm(routes, engine):
+    """vLLM's app as the middleware meets it: FastAPI, its completion routes ``routes`` (raw
+    ASGI), its engine client in ``state``."""
+    from fastapi import FastAPI
+    from starlette.routing import Route
+
+    app = FastAPI()
+    app.state.engine_client = engine
+    for path in ROUTES:
+        app.router.routes.append(Route(path, _Asgi(routes), methods=["POST"]))
+    return app
+
+
 def _app(engine, seen):
     """vLLM's routes: answer with the request body they were handed."""
 
@@ -129,8 +153,7 @@ def _app(engine, seen):
         )
         await send({"type": "http.response.body", "body": data})
 
-    app.state = SimpleNamespace(engine_client=engine)
-    return app
+    return _vllm(app, engine)
 
 
 def _call(mw, app, method, path, body=None, key=None, query=b"", raw=None):
@@ -241,8 +264,7 @@ def _streaming_app(engine, seen, chunks=6, status=200):
         gone.cancel()
         await send({"type": "http.response.body", "body": b"data: [DONE]", "more_body": False})
 
-    app.state = SimpleNamespace(engine_client=engine)
-    return app
+    return _vllm(app, engine)
 
 
 @pytest.mark.parametrize("fire", [True, False])
@@ -293,7 +315,7 @@ def test_a_streamed_answer_is_held_until_its_gate_decided(tmp_path, monkeypatch,
 
 def test_an_error_of_vllms_for_a_gated_request_reaches_the_client_as_it_is(server):
     """A request vLLM refuses (here a 400) reads no gate: its answer is passed on unchanged."""
-    mw, app, engine, seen = server()
+    _mw, _app, engine, seen = server()
 
     async def refuse(scope, receive, send):
         await receive()
@@ -302,8 +324,8 @@ def test_an_error_of_vllms_for_a_gated_request_reaches_the_client_as_it_is(serve
         await send({"type": "http.response.start", "status": 400, "headers": []})
         await send({"type": "http.response.body", "body": data})
 
-    refuse.state = app.state
-    mw = SteeringMiddleware(refuse)
+    refusing = _vllm(refuse, engine)
+    mw = SteeringMiddleware(refusing)
     engine.fire = None  # no decision is ever recorded
     answer = engine.collective_rpc
 
@@ -312,7 +334,7 @@ def test_an_error_of_vllms_for_a_gated_request_reaches_the_client_as_it_is(serve
 
     engine.collective_rpc = none
     raw = {**CHAT, "steering": {"spec": _spec().to_dict()}}
-    status, body, _ = _call(mw, refuse, "POST", "/v1/chat/completions", raw)
+    status, body, _ = _call(mw, refusing, "POST", "/v1/chat/completions", raw)
     assert status == 400 and body["error"]["message"] == "max_tokens is too large"
     assert seen == [1]
 
@@ -503,7 +525,7 @@ def test_a_bad_spec_is_a_400_naming_the_field_and_reaches_no_worker(server, case
         assert status == 400, case
         assert message in body["error"]["message"] and "\n" not in body["error"]["message"]
     assert engine.registered == [] and seen == []  # no worker, no model call
-    assert mw.registry.names() == []  # nothing kept
+    assert mw.store.names() == []  # nothing kept
 
 
 def test_the_same_check_runs_in_process():
@@ -603,18 +625,74 @@ def test_with_an_api_key_every_route_of_the_middleware_needs_it(server, monkeypa
     monkeypatch.setenv("VLLM_API_KEY", "sesame")
     mw, app, engine, seen = server()
     steered = {**CHAT, "steering": {"spec": _spec().to_dict()}}
+    fit = {"model": "m", "name": "rivers", "related": ["a", "b"], "unrelated": ["c", "d"]}
     for method, path, body in [
         ("POST", "/v1/abstainers", _spec().to_dict()),
         ("GET", "/v1/abstainers", None),
+        ("GET", "/v1/abstainers/river", None),
         ("DELETE", "/v1/abstainers/river", None),
+        ("POST", "/v1/abstainers/fit", fit),
         ("POST", "/v1/chat/completions", steered),
     ]:
         for key in (None, "wrong"):
             status, answer, _ = _call(mw, app, method, path, body, key=key)
             assert status == 401 and "API key" in answer["error"]["message"], (method, path)
-    assert engine.registered == [] and seen == [] and mw.registry.names() == []
+            if path.startswith("/v1/abstainers"):  # the routes' own check, behind the door's
+                status, answer, _ = _call(app, app, method, path, body, key=key)
+                assert status == 401 and "API key" in answer["error"]["message"], (method, path)
+    assert engine.registered == [] and seen == [] and mw.store.names() == []
     assert _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict(), key="sesame")[0] == 200
     assert _call(mw, app, "POST", "/v1/chat/completions", steered, key="sesame")[0] == 200
+
+
+def test_the_abstainer_routes_are_listed_in_the_apps_openapi_document(server):
+    """The routes are FastAPI's, mounted on the app the middleware fronts: its OpenAPI
+    document lists them, their pydantic request and response models and vLLM's error shape."""
+    mw, app, _, _ = server()
+    status, doc, _ = _call(mw, app, "GET", "/openapi.json")
+    assert status == 200
+    paths = {p: sorted(ops) for p, ops in doc["paths"].items() if p.startswith("/v1/abstainers")}
+    assert paths == {
+        "/v1/abstainers": ["get", "post"],
+        "/v1/abstainers/fit": ["post"],
+        "/v1/abstainers/{name}": ["delete", "get"],
+    }
+    fit = doc["paths"]["/v1/abstainers/fit"]["post"]
+    body = fit["requestBody"]["content"]["application/json"]["schema"]
+    assert body["$ref"].endswith("/FitRequest") and {"200", "400", "401", "409"} <= set(
+        fit["responses"]
+    )
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["ErrorInfo"]["properties"]) == {"message", "type", "param", "code"}
+    assert {"related", "unrelated", "validation", "params"} <= set(
+        schemas["FitRequest"]["properties"]
+    )
+    listed = doc["paths"]["/v1/abstainers"]["get"]["responses"]["200"]["content"]
+    assert listed["application/json"]["schema"]["$ref"].endswith("/Listed")
+
+
+def test_one_abstainer_is_read_by_name(server):
+    mw, app, _, _ = server()
+    _call(mw, app, "POST", "/v1/abstainers", _spec().to_dict())
+    status, one, _ = _call(mw, app, "GET", "/v1/abstainers/river")
+    digest = _spec().digest()
+    assert status == 200
+    assert one == {"name": "river", "digest": digest, "mode": "separate", "gated": True}
+    status, body, _ = _call(mw, app, "GET", "/v1/abstainers/lava")
+    assert status == 404 and body["error"]["type"] == "NotFoundError"
+    assert body["error"]["message"] == "no abstainer 'lava' is registered"
+
+
+def test_a_body_that_is_not_json_or_of_the_wrong_shape_is_one_line(server):
+    mw, app, engine, _ = server()
+    status, body, _ = _call(mw, app, "POST", "/v1/abstainers", raw=b'{"name": "x", ')
+    assert status == 400 and "not JSON" in body["error"]["message"]
+    status, body, _ = _call(mw, app, "POST", "/v1/abstainers", {"name": "x", "strength": 1})
+    message = body["error"]["message"]
+    assert status == 400 and "malformed" in message and "\n" not in message
+    status, body, _ = _call(mw, app, "POST", "/v1/abstainers/fit", [1, 2])
+    assert status == 400 and body["error"]["message"] == "the fit request must be a JSON object"
+    assert engine.registered == [] and mw.store.names() == []
 
 
 def test_replacing_an_abstainer_needs_replace_and_delete_forgets_one(server, capsys):
@@ -624,11 +702,11 @@ def test_replacing_an_abstainer_needs_replace_and_delete_forgets_one(server, cap
     assert _call(mw, app, "POST", "/v1/abstainers", first.to_dict())[0] == 200  # same: no-op
     status, body, _ = _call(mw, app, "POST", "/v1/abstainers", other.to_dict())
     assert status == 409 and "replace=true" in body["error"]["message"]
-    assert mw.registry.load("river").digest() == first.digest()  # kept
+    assert mw.store.load("river").digest() == first.digest()  # kept
     status, body, _ = _call(
         mw, app, "POST", "/v1/abstainers", other.to_dict(), query=b"replace=true"
     )
-    assert status == 200 and mw.registry.load("river").digest() == other.digest()
+    assert status == 200 and mw.store.load("river").digest() == other.digest()
     assert f"replaced: digest {first.digest()} -> {other.digest()}" in capsys.readouterr().err
     assert _call(mw, app, "DELETE", "/v1/abstainers/river")[0] == 200
     assert _call(mw, app, "GET", "/v1/abstainers")[1] == {"abstainers": []}
@@ -723,8 +801,7 @@ def _fit_app(engine, tokenizer):
         )
         await send({"type": "http.response.body", "body": data})
 
-    app.state = SimpleNamespace(engine_client=engine)
-    return app
+    return _vllm(app, engine)
 
 
 RIVERS = [f"Tell me about the river number {i}." for i in range(9)]
@@ -747,7 +824,7 @@ def test_an_abstainer_fitted_on_the_server_is_registered_and_reads_the_concept(f
     status, got, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body)
     assert status == 200, got
     assert got["name"] == "rivers" and engine.registered == ["rivers"]
-    spec = mw.registry.load("rivers")
+    spec = mw.store.load("rivers")
     assert spec is not None and spec.digest() == got["digest"]
     assert got["gate"]["layers"] == list(spec.gate.layers) and spec.gate.layers
     # the gate points along the concept's axis; every capture was collected
@@ -779,4 +856,4 @@ def test_a_bad_fit_request_is_one_line_and_reaches_no_worker(fitter, change, mes
     status, got, _ = _call(mw, app, "POST", "/v1/abstainers/fit", body)
     assert status == 400, got
     assert message in got["error"]["message"] and "\n" not in got["error"]["message"]
-    assert engine.registered == [] and mw.registry.names() == []
+    assert engine.registered == [] and mw.store.names() == []

@@ -504,6 +504,19 @@ def test_shared_server_needs_its_key_logs_where_told_and_deletes_on_request(run)
     assert "temporary" not in shared["listed"]
 
 
+def test_shared_server_lists_its_abstainer_routes_in_vllms_openapi_document(run):
+    """The abstainer routes are FastAPI routes on vLLM's own app: its /openapi.json lists
+    them beside vLLM's, with vLLM's error shape."""
+    status, paths, completions, error = run[0]["server"]["shared"]["openapi"]
+    assert status == 200 and completions
+    assert paths == {
+        "/v1/abstainers": ["get", "post"],
+        "/v1/abstainers/fit": ["post"],
+        "/v1/abstainers/{name}": ["delete", "get"],
+    }
+    assert error == ["code", "message", "param", "type"]
+
+
 def test_shared_server_stops_whole_on_sigterm(run):
     shared = run[0]["server"]["shared"]
     assert shared["sigterm_rc"] == 0

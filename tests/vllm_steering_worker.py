@@ -157,11 +157,11 @@ def fit_on_server(url, registry, case, n, ask):
     """POST /v1/abstainers/fit on the shared server, the spec it kept, and an answer by it."""
     from pathlib import Path
 
-    from workbench.backends.steer_server import Registry
+    from workbench.backends.steer_server import AbstainerStore
 
     body = {"model": "m", "name": "fitted-on-server", **case}
     status, answer = post(url + "/abstainers/fit", body, KEY)
-    spec = Registry(Path(registry)).load("fitted-on-server")
+    spec = AbstainerStore(Path(registry)).load("fitted-on-server")
     steered = ask(url, case["related"][0], "fitted-on-server", n, KEY)
     return {
         "status": status,
@@ -239,11 +239,11 @@ def through_server(job, specs):
     restart keeps is what is on disk)."""
     from pathlib import Path
 
-    from workbench.backends.steer_server import Registry
+    from workbench.backends.steer_server import AbstainerStore
 
     registry = tempfile.mkdtemp(prefix="workbench-registry-")
     for spec in specs.values():
-        Registry(Path(registry)).save(spec)
+        AbstainerStore(Path(registry)).save(spec)
 
     def ask(url, prompt, name, max_tokens, key=None, ids=False):
         body = {
@@ -313,6 +313,13 @@ def shared_server(job, specs, registry, ask, out):
         res["started_in"] = round(time.time() - began, 1)
         group = served_group(cli.pid)
         res["health"] = _get(f"http://127.0.0.1:{port}/health")[0]
+        status, doc = _get(f"http://127.0.0.1:{port}/openapi.json")
+        res["openapi"] = [
+            status,
+            {p: sorted(ops) for p, ops in doc["paths"].items() if p.startswith("/v1/abstainers")},
+            "/v1/chat/completions" in doc["paths"],
+            sorted(doc["components"]["schemas"]["ErrorInfo"]["properties"]),
+        ]
         res["no_key"] = _get(url + "/abstainers")
         out["after_restart"] = _get(url + "/abstainers", KEY)[1]
         n = job["config"]["max_new_tokens"]

@@ -668,52 +668,38 @@ class VLLMModel(BlackBoxBackend):
         float32 on the CPU, read inside vLLM's forward pass (one one-token request per prompt,
         never steered, never served from the prefix cache), as
         :func:`workbench.steering.collect_activations` reads them on the Hugging Face engine:
-        the same rendering, layers, pooling and final norm. No second copy of the weights."""
-        import uuid
-
-        import torch
-
-        from workbench.backends.vllm_steering import capture_args, captured_tensors, captures_for
-        from workbench.generation.hooks import check_layers
+        the same rendering, layers, pooling and final norm. No second copy of the weights.
+        The routine is :func:`workbench.backends.vllm_capture.capture_activations`, which the
+        steering server's served model runs too."""
+        from workbench.backends.vllm_capture import capture_activations
 
         self._require_steering()
-        if pooling not in ("last", "mean"):
-            raise ValueError(f"pooling must be 'last' or 'mean', got {pooling!r}")
-        check_layers(layers, self.num_layers)  # the workers would wrap one that is not
-        prompts = list(prompts)
-        if not prompts:
-            assert self._shape is not None
-            return torch.empty(0, len(layers), int(self._shape[0]))
-        texts, encoded = self._encode(prompts, system, chat)
-        caps = captures_for(len(prompts), layers, pooling, tail, final_norm)
+        num_layers = self.num_layers  # the model's shape, asked of the workers once
+        assert self._shape is not None
         one = GenerationConfig(max_new_tokens=1)
-        out = []
-        # batch_size prompts at a time, as the engine reads them: a step's activations stay as
-        # large as an answer's prefill (a few hundred at once took 0.4 GB more on the embedded
-        # model), and the records small
-        step = max(1, batch_size)
-        from workbench.progress import tqdm
 
-        for start in tqdm(
-            range(0, len(prompts), step), desc="activations", disable=not progress, leave=False
-        ):
-            part = range(start, min(start + step, len(prompts)))
-            tags = [f"capture-{uuid.uuid4().hex}" for _ in part]
-            self._generate(
-                [texts[i] for i in part],
-                [encoded[i] for i in part],
-                one,
-                None,
-                False,
-                extra=[capture_args(caps[i], t) for i, t in zip(part, tags)],
-                salts=[f"workbench-capture:{t}" for t in tags],  # every position computed
-            )
-            got = self.llm.collective_rpc("workbench_captured", args=(tags,))[0]
-            for i, acts in zip(part, captured_tensors(got, tags)):
-                if acts is None:
-                    raise RuntimeError(f"vLLM recorded no activations for prompt {i}")
-                out.append(acts)
-        return torch.stack(out)
+        def encode(prompts, system, chat):
+            return list(zip(*self._encode(prompts, system, chat)))
+
+        def run(encoded, extra, salts, tags):
+            texts, ids = [t for t, _ in encoded], [i for _, i in encoded]
+            self._generate(texts, ids, one, None, False, extra=extra, salts=salts)
+            return self.llm.collective_rpc("workbench_captured", args=(tags,))[0]
+
+        return capture_activations(
+            prompts,
+            layers,
+            shape=(int(self._shape[0]), num_layers),
+            encode=encode,
+            run=run,
+            pooling=pooling,
+            tail=tail,
+            chat=chat,
+            system=system,
+            batch_size=batch_size,
+            progress=progress,
+            final_norm=final_norm,
+        )
 
     # -- scoring ----------------------------------------------------------------------------
     def option_probabilities(self, texts, options, batch_size: int = 32):
