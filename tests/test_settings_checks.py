@@ -709,13 +709,13 @@ SLOW_SUITE = """
 import sys, time
 import workbench.refusal.suite as suite
 
-write = suite._write_atomic
+write = suite.write_frame
 
-def slow(frame, path):  # each chunk takes a while, so the interrupt lands mid-run
-    write(frame, path)
+def slow(path, frame):  # each chunk takes a while, so the interrupt lands mid-run
+    write(path, frame)
     time.sleep(0.4)
 
-suite._write_atomic = slow
+suite.write_frame = slow
 from workbench.cli import main
 sys.exit(main(["refusal-eval", sys.argv[1], "--quiet"]))
 """
