@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 
 from workbench.errors import ConfigError
 from workbench.generation import Generation, GenerationConfig
@@ -51,11 +51,16 @@ class Params(Settings):
 Protocol = Literal["", "select"]
 
 
-def check_protocol(data: Any) -> None:
-    """Raw parameters' ``protocol`` is '' or select (a ``mode="before"`` validator's check, so
-    the message is this one rather than the type's)."""
-    if isinstance(data, dict) and data.get("protocol", "") not in ("", "select"):
-        raise ConfigError(f"protocol must be '' or select, got {data['protocol']!r}")
+class ProtocolParams(Params):
+    """Parameters with a ``protocol`` field (each subclass declares it where its fields put it):
+    an unknown protocol is this one line, checked before the types."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("protocol", "") not in ("", "select"):
+            raise ConfigError(f"protocol must be '' or select, got {data['protocol']!r}")
+        return data
 
 
 #: A technique's parameters model.

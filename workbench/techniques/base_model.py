@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import model_validator
+from typing import TYPE_CHECKING, ClassVar
 
 from workbench.generation import GenerationConfig, generate
 from workbench.select import prompts as select_prompts
@@ -12,8 +10,8 @@ from workbench.techniques.base import (
     Abstainer,
     Params,
     Protocol,
+    ProtocolParams,
     Technique,
-    check_protocol,
     register,
 )
 
@@ -22,17 +20,11 @@ if TYPE_CHECKING:
     from workbench.taxonomy.benchmark import Benchmark
 
 
-class BaseParams(Params):
+class BaseParams(ProtocolParams):
     """``protocol="select"``: ask each question inside SELECT's plain template ("answer the
     following question"), as SELECT asks its steered and fine-tuned models."""
 
     protocol: Protocol = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _protocol(cls, data: Any) -> Any:
-        check_protocol(data)
-        return data
 
 
 class BaseAbstainer(Abstainer):

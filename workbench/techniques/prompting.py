@@ -26,8 +26,8 @@ from workbench.techniques.base import (
     Abstainer,
     Params,
     Protocol,
+    ProtocolParams,
     Technique,
-    check_protocol,
     register,
 )
 from workbench.techniques.data import TargetData, seeded_rng
@@ -114,7 +114,7 @@ def _check_template(template: str, name: str, *fields: str) -> None:
             raise ConfigError(f"{name} must contain {{{f}}}, got {template!r}")
 
 
-class ZeroShotParams(Params):
+class ZeroShotParams(ProtocolParams):
     """Parameters of the zero-shot instruction.
 
     Attributes:
@@ -137,12 +137,6 @@ class ZeroShotParams(Params):
     user_template: str = "{instruction}\n\n{question}"
     concept_context: bool = False
     protocol: Protocol = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _protocol(cls, data: Any) -> Any:
-        check_protocol(data)
-        return data
 
     @model_validator(mode="after")
     def _templates(self) -> Self:
